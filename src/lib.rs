@@ -1,0 +1,1 @@
+//! image-update: byte-preserving GitOps image automation.
