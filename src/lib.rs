@@ -1,1 +1,41 @@
 //! image-update: byte-preserving GitOps image automation.
+//!
+//! ```text
+//! source ──> scan ──> resolve ──> rewrite ──> report ──> sink
+//! (files,    (markers, (policy    (splice     (ResultV2, (atomic
+//!  stdin)     spans)    table)     values)     results)   writes)
+//! ```
+//!
+//! [`update::plan`] is the pure core shared by every front end: it scans one
+//! YAML text for `$imagepolicy` markers, resolves each against a
+//! [`resolve::PolicyTable`] and splices the new values into the original
+//! bytes. Only `source`, `sink` and `commands` do IO.
+
+pub mod cli;
+pub mod commands;
+pub mod pipeline;
+pub mod report;
+pub mod resolve;
+pub mod rewrite;
+pub mod scan;
+pub mod sink;
+pub mod source;
+pub mod text;
+pub mod update;
+
+use clap::Parser;
+
+/// Parse `argv` and run the chosen command; returns the exit status.
+///
+/// # Errors
+/// Any failure of the command; [`commands::UsageError`] marks usage errors.
+pub fn run_cli() -> anyhow::Result<commands::Exit> {
+    let cli = cli::Cli::parse();
+    match cli.command {
+        Some(cli::Command::Update(args)) => commands::update::run(&args),
+        None => Err(commands::UsageError(
+            "no command given; try `image-update update --help`".to_owned(),
+        )
+        .into()),
+    }
+}

@@ -1,0 +1,189 @@
+//! Directory mode: source -> scan/resolve/rewrite (per file, in parallel)
+//! -> report -> sink. Nothing is written until every file has been planned,
+//! so an error leaves every file untouched.
+
+use std::path::{Path, PathBuf};
+
+use crate::report::Report;
+use crate::resolve::PolicyTable;
+use crate::scan::Layout;
+use crate::sink;
+use crate::source::dir::{self, Candidate, Skipped, WalkError};
+use crate::text::Position;
+use crate::update::{self, Plan, PlanError};
+
+/// A file whose content changes.
+#[derive(Debug, Clone)]
+pub struct FileUpdate {
+    pub rel: String,
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Where it is written in place.
+    pub write_to: PathBuf,
+    /// The original text (kept only when asked for, e.g. for diffs).
+    pub old_text: Option<String>,
+    pub new_text: String,
+}
+
+/// The plan for a whole tree.
+#[derive(Debug, Default)]
+pub struct TreePlan {
+    pub report: Report,
+    pub updates: Vec<FileUpdate>,
+    pub skipped: Vec<Skipped>,
+    /// Candidate files read, and how many of them were screened in.
+    pub files_read: usize,
+    pub files_screened: usize,
+}
+
+/// A failure that stops the run before anything is written.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error(transparent)]
+    Walk(#[from] WalkError),
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Plan {
+        path: String,
+        #[source]
+        source: PlanError,
+    },
+}
+
+enum FileResult {
+    NotScreened,
+    Planned { plan: Plan, old: Option<String> },
+    Unreadable(std::io::Error),
+    Skip { position: Position, message: String },
+}
+
+fn plan_file(candidate: &Candidate, table: &PolicyTable, keep_old: bool) -> FileResult {
+    let bytes = match std::fs::read(&candidate.path) {
+        Ok(b) => b,
+        Err(e) => return FileResult::Unreadable(e),
+    };
+    if !crate::scan::marker::contains_marker_key(&bytes) {
+        return FileResult::NotScreened;
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
+            let prefix = String::from_utf8_lossy(&bytes[..valid]);
+            return FileResult::Skip {
+                position: crate::text::position_of(&prefix, valid),
+                message: "file is not valid UTF-8 here, so it is skipped".to_owned(),
+            };
+        }
+    };
+    match update::plan(&text, Layout::Documents, table) {
+        Ok(plan) => FileResult::Planned {
+            old: (keep_old && plan.new_text.is_some()).then_some(text),
+            plan,
+        },
+        Err(PlanError::Parse { position, message }) => FileResult::Skip {
+            position,
+            message: format!("file is not valid YAML, so it is skipped: {message}"),
+        },
+        Err(e) => FileResult::Skip {
+            position: Position { line: 1, column: 1 },
+            message: e.to_string(),
+        },
+    }
+}
+
+/// Plan the updates of every candidate file under `root` (a directory or
+/// one file). `writing_in_place` refuses files that cannot be written in
+/// place (symlinks to outside the root), with a warning.
+///
+/// # Errors
+/// When the tree cannot be walked or a file cannot be read.
+pub fn plan_tree(
+    root: &Path,
+    table: &PolicyTable,
+    keep_old: bool,
+    writing_in_place: bool,
+) -> Result<TreePlan, TreeError> {
+    let (results, skipped) = dir::walk(root, |c| (plan_file(c, table, keep_old), c.clone()))?;
+    let mut tree = TreePlan {
+        report: Report::new(table),
+        skipped,
+        files_read: results.len(),
+        ..TreePlan::default()
+    };
+    for (rel, (result, candidate)) in results {
+        match result {
+            FileResult::NotScreened => {}
+            FileResult::Unreadable(source) => {
+                return Err(TreeError::Read {
+                    path: candidate.path.display().to_string(),
+                    source,
+                });
+            }
+            FileResult::Skip { position, message } => {
+                tree.files_screened += 1;
+                tree.report.warn(&rel, position, &message);
+            }
+            FileResult::Planned { mut plan, old } => {
+                tree.files_screened += 1;
+                let Some(new_text) = plan.new_text.take() else {
+                    tree.report.add_plan(&rel, &plan);
+                    continue;
+                };
+                let write_to = match (&candidate.write_to, writing_in_place) {
+                    (Ok(p), _) => p.clone(),
+                    (Err(_), false) => candidate.path.clone(),
+                    (Err(why), true) => {
+                        plan.changes.clear();
+                        tree.report.add_plan(&rel, &plan);
+                        tree.report.warn(&rel, Position { line: 1, column: 1 }, why);
+                        continue;
+                    }
+                };
+                tree.report.add_plan(&rel, &plan);
+                tree.updates.push(FileUpdate {
+                    rel,
+                    path: candidate.path,
+                    write_to,
+                    old_text: old,
+                    new_text,
+                });
+            }
+        }
+    }
+    tree.report.sort();
+    Ok(tree)
+}
+
+/// Where updated files go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    InPlace,
+    /// Under this directory, at each file's relative path.
+    Under(PathBuf),
+}
+
+/// Write every update.
+///
+/// # Errors
+/// The first IO error (files already renamed into place stay updated; each
+/// file is replaced atomically).
+pub fn write_updates(
+    updates: &[FileUpdate],
+    destination: &Destination,
+) -> Result<usize, std::io::Error> {
+    for u in updates {
+        let target = match destination {
+            Destination::InPlace => u.write_to.clone(),
+            Destination::Under(dir) => dir.join(&u.rel),
+        };
+        sink::dir::write_atomic(&target, u.new_text.as_bytes(), Some(&u.path))?;
+    }
+    Ok(updates.len())
+}

@@ -1,0 +1,3 @@
+//! Where bytes go: files on disk, written atomically.
+
+pub mod dir;

@@ -1,0 +1,196 @@
+//! Walk a directory (or take one file) and hand every candidate file to a
+//! worker, in parallel.
+//!
+//! Candidates are files named `*.yaml`, `*.yml` or `Kustomization` (case
+//! sensitive, as Flux). `.git` is never entered; `.sourceignore` files
+//! (gitignore syntax) are honoured; `.gitignore` is not (Flux's source
+//! controller does not either). Directory symlinks are never followed;
+//! dangling symlinks are skipped; a file symlink is read through, and may be
+//! written only when its target lies inside the root.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ignore::{WalkBuilder, WalkState};
+
+/// A candidate file.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Path relative to the root, with `/` separators.
+    pub rel: String,
+    /// Where to read it.
+    pub path: PathBuf,
+    /// Where an update is written: the file itself, or a symlink's target
+    /// inside the root; `Err` says why it cannot be written.
+    pub write_to: Result<PathBuf, String>,
+}
+
+/// Something skipped on the way, for `-v`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub rel: String,
+    pub reason: String,
+}
+
+/// A failure that stops the run.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Walk(String),
+}
+
+/// Whether a file name is a candidate for markers.
+#[must_use]
+pub fn is_candidate_name(name: &str) -> bool {
+    name.ends_with(".yaml") || name.ends_with(".yml") || name == "Kustomization"
+}
+
+/// The base directory that relative paths are computed from.
+#[must_use]
+pub fn base_dir(root: &Path) -> PathBuf {
+    if root.is_file() {
+        root.parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    } else {
+        root.to_path_buf()
+    }
+}
+
+/// Results by relative path, and what was skipped.
+pub type Walked<T> = (Vec<(String, T)>, Vec<Skipped>);
+
+/// Walk `root` and call `work` on every candidate, in parallel; results are
+/// returned sorted by relative path.
+///
+/// # Errors
+/// When the root does not exist or the walk itself fails (e.g. a directory
+/// that cannot be read).
+pub fn walk<T, F>(root: &Path, work: F) -> Result<Walked<T>, WalkError>
+where
+    T: Send,
+    F: Fn(&Candidate) -> T + Sync,
+{
+    let meta = std::fs::metadata(root).map_err(|source| WalkError::Io {
+        path: root.display().to_string(),
+        source,
+    })?;
+    let base = base_dir(root);
+    let canonical_base = base.canonicalize().map_err(|source| WalkError::Io {
+        path: base.display().to_string(),
+        source,
+    })?;
+    let results: Mutex<Vec<(String, T)>> = Mutex::new(Vec::new());
+    let skipped: Mutex<Vec<Skipped>> = Mutex::new(Vec::new());
+    let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_ignore(false)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .follow_links(false)
+        .threads(threads)
+        .filter_entry(|e| !(e.file_name() == ".git" && e.file_type().is_some_and(|t| t.is_dir())));
+    if meta.is_dir() {
+        builder.add_custom_ignore_filename(".sourceignore");
+    }
+    builder.build_parallel().run(|| {
+        Box::new(|entry| {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    push(&errors, e.to_string());
+                    return WalkState::Continue;
+                }
+            };
+            let Some(file_type) = entry.file_type() else {
+                return WalkState::Continue;
+            };
+            let name = entry.file_name().to_string_lossy();
+            if file_type.is_dir() || !is_candidate_name(&name) {
+                return WalkState::Continue;
+            }
+            let path = entry.path().to_path_buf();
+            let rel = relative(&base, &path);
+            let write_to = if file_type.is_symlink() {
+                match std::fs::metadata(&path) {
+                    Err(_) => {
+                        push(
+                            &skipped,
+                            Skipped {
+                                rel,
+                                reason: "dangling symlink".to_owned(),
+                            },
+                        );
+                        return WalkState::Continue;
+                    }
+                    Ok(m) if m.is_dir() => {
+                        push(
+                            &skipped,
+                            Skipped {
+                                rel,
+                                reason: "symlink to a directory".to_owned(),
+                            },
+                        );
+                        return WalkState::Continue;
+                    }
+                    Ok(_) => match path.canonicalize() {
+                        Ok(target) if target.starts_with(&canonical_base) => Ok(target),
+                        Ok(target) => Err(format!(
+                            "symlink target {} lies outside {}, so it is not written",
+                            target.display(),
+                            canonical_base.display()
+                        )),
+                        Err(e) => Err(format!("symlink target cannot be resolved: {e}")),
+                    },
+                }
+            } else {
+                Ok(path.clone())
+            };
+            let candidate = Candidate {
+                rel,
+                path,
+                write_to,
+            };
+            let result = work(&candidate);
+            push(&results, (candidate.rel, result));
+            WalkState::Continue
+        })
+    });
+    let errors = errors.into_inner().unwrap_or_default();
+    if !errors.is_empty() {
+        return Err(WalkError::Walk(errors.join("; ")));
+    }
+    let mut results = results.into_inner().unwrap_or_default();
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut skipped = skipped.into_inner().unwrap_or_default();
+    skipped.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok((results, skipped))
+}
+
+fn push<V>(m: &Mutex<Vec<V>>, v: V) {
+    if let Ok(mut guard) = m.lock() {
+        guard.push(v);
+    }
+}
+
+/// `path` relative to `base`, with `/` separators.
+fn relative(base: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(base).unwrap_or(path);
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/")
+}

@@ -1,0 +1,4 @@
+//! Where YAML comes from: a directory tree (or one file) on disk. The
+//! ResourceList source of the KRM function lives with the function.
+
+pub mod dir;

@@ -1,0 +1,114 @@
+//! The core of image-update: plan the edits for one YAML text.
+//!
+//! `scan` finds the markers, the [`PolicyTable`] says what each one writes,
+//! `rewrite` splices the new values in. Pure: no IO, so the directory mode,
+//! the KRM function and every other front end share it unchanged.
+
+use crate::resolve::{PolicyTable, Resolution};
+use crate::rewrite::{self, Edit};
+use crate::scan::{self, Layout, ObjectInfo};
+use crate::text::{LineIndex, Position};
+
+/// One field whose value changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldChange {
+    /// Index into [`Plan::objects`].
+    pub object: usize,
+    pub old_value: String,
+    pub new_value: String,
+    pub setter: String,
+    pub position: Position,
+    pub field_path: String,
+}
+
+/// Something worth telling the user, at a position of the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub position: Position,
+    /// Index into [`Plan::objects`] when the warning concerns one object.
+    pub object: Option<usize>,
+    pub message: String,
+}
+
+/// The outcome of planning one text.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub objects: Vec<ObjectInfo>,
+    /// In document order.
+    pub changes: Vec<FieldChange>,
+    /// In document order.
+    pub warnings: Vec<Warning>,
+    /// The new text, when at least one value changes.
+    pub new_text: Option<String>,
+}
+
+/// The text cannot be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("{position}: {message}", position = DisplayPos(*position))]
+    Parse { position: Position, message: String },
+    #[error("internal error: {0}")]
+    Edit(#[from] rewrite::EditError),
+}
+
+struct DisplayPos(Position);
+
+impl std::fmt::Display for DisplayPos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.0.line, self.0.column)
+    }
+}
+
+/// Plan the updates of one YAML text against `table`.
+///
+/// # Errors
+/// When the text is not valid YAML ([`PlanError::Parse`], with the parser's
+/// position); nothing is planned for such a text.
+pub fn plan(text: &str, layout: Layout, table: &PolicyTable) -> Result<Plan, PlanError> {
+    let found = scan::scan(text, layout).map_err(|e| PlanError::Parse {
+        position: crate::text::position_of(text, e.offset),
+        message: e.message,
+    })?;
+    let lines = LineIndex::new(text);
+    let mut plan = Plan {
+        objects: found.objects,
+        ..Plan::default()
+    };
+    let mut edits: Vec<Edit> = Vec::new();
+    for finding in found.findings {
+        plan.warnings.push(Warning {
+            position: lines.position(text, finding.offset),
+            object: None,
+            message: finding.message,
+        });
+    }
+    for marker in &found.markers {
+        let position = lines.position(text, marker.offset);
+        match table.resolve(&marker.setter) {
+            Resolution::Value(new_value) => {
+                if new_value == marker.value {
+                    continue;
+                }
+                edits.push(rewrite::edit_for(marker, &new_value));
+                plan.changes.push(FieldChange {
+                    object: marker.object,
+                    old_value: marker.value.clone(),
+                    new_value,
+                    setter: marker.setter.clone(),
+                    position,
+                    field_path: marker.field_path.clone(),
+                });
+            }
+            Resolution::Skip(message) => plan.warnings.push(Warning {
+                position,
+                object: Some(marker.object),
+                message,
+            }),
+        }
+    }
+    plan.warnings.sort_by_key(|w| w.position);
+    if !edits.is_empty() {
+        plan.new_text = Some(rewrite::apply(text, &mut edits)?);
+    }
+    Ok(plan)
+}
