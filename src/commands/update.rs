@@ -175,7 +175,9 @@ impl Printer {
         }
         if !self.quiet {
             for (file, objects) in &tree.report.file_changes {
-                for change in objects.iter().flat_map(|o| &o.changes) {
+                let mut changes: Vec<_> = objects.iter().flat_map(|o| &o.changes).collect();
+                changes.sort_by_key(|c| (c.line, c.column));
+                for change in changes {
                     eprintln!(
                         "{}:{}:{}: {} -> {} ({})",
                         self.display(file),

@@ -142,6 +142,11 @@ impl PolicyTable {
     /// The value a marker's setter writes, or why it writes nothing.
     #[must_use]
     pub fn resolve(&self, setter_text: &str) -> Resolution {
+        if setter_text.trim() != setter_text {
+            return Resolution::Skip(format!(
+                "marker {setter_text:?} has spaces around the policy name; markers are used verbatim, so it names no policy"
+            ));
+        }
         let Some(setter) = Setter::parse(setter_text) else {
             return Resolution::Skip(format!(
                 "marker {setter_text:?} is not NAMESPACE:NAME, NAMESPACE:NAME:tag, NAMESPACE:NAME:name or NAMESPACE:NAME:digest"

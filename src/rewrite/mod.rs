@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn splices_in_order() {
         let mut edits = vec![edit(7..8, "Z"), edit(0..1, "AA"), edit(4..4, "+")];
-        assert_eq!(apply("abc def ghi", &mut edits).unwrap(), "AAbc+ deZ ghi");
+        assert_eq!(apply("abc def ghi", &mut edits).unwrap(), "AAbc +defZghi");
     }
 
     #[test]

@@ -255,7 +255,8 @@ impl<'a> Walker<'a> {
         match event {
             Event::Comment(text, _) => self.comment(&text, range.start, span.start.line()),
             Event::DocumentStart(..) => {
-                self.flush_pending();
+                // A comment block before the document's first node is still
+                // pending: it may sit above a top-level sequence item.
                 self.frames.clear();
                 if self.layout == Layout::Documents {
                     self.out.objects.push(ObjectInfo {

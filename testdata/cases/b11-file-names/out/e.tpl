@@ -1,0 +1,3 @@
+images:
+- name: nginx
+  newTag: 1.25.0 # {"$imagepolicy": "ns:p:tag"}
