@@ -20,6 +20,8 @@
 //! `report.json` and `stderr.txt` from the actual results (refused when `CI`
 //! is set); review them with `git diff testdata/` like code.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test harness code
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
