@@ -1,0 +1,297 @@
+//! End-to-end behaviour of `image-update update` that the golden fixtures do
+//! not show: stdout formats, usage errors, stdin, symlinks out of the tree
+//! and no partial writes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_image-update"))
+}
+
+fn run(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = bin();
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+const POD: &str = "kind: Pod\nimage: nginx:1.25.0 # {\"$imagepolicy\": \"ns:p\"}\n";
+
+fn s(dir: &Path) -> &str {
+    dir.to_str().unwrap()
+}
+
+#[test]
+fn diff_goes_to_stdout_and_nothing_is_written_in_dry_run() {
+    let dir = tree(&[("a.yaml", POD)]);
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--dry-run",
+            "--diff",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "--- a/a.yaml\n+++ b/a.yaml\n@@ -1,2 +1,2 @@\n kind: Pod\n-image: nginx:1.25.0 # {\"$imagepolicy\": \"ns:p\"}\n+image: nginx:1.27.1 # {\"$imagepolicy\": \"ns:p\"}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        POD
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.ends_with("would update 1 field in 1 file\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn report_on_stdout_as_json_or_yaml() {
+    let dir = tree(&[("a.yaml", POD)]);
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--report",
+            "-",
+            "-q",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["fileChanges"]["a.yaml"][0]["changes"][0]["newValue"],
+        "nginx:1.27.1"
+    );
+    assert_eq!(report["observedPolicies"]["ns:p"]["tag"], "1.27.1");
+    assert!(
+        out.stderr.is_empty(),
+        "--quiet prints nothing without warnings"
+    );
+
+    let dir = tree(&[("a.yaml", POD)]);
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--report",
+            "-",
+            "--report-format",
+            "yaml",
+        ],
+        None,
+    );
+    let yaml: serde_json::Value = serde_saphyr::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        yaml["fileChanges"]["a.yaml"][0]["changes"][0]["oldValue"],
+        "nginx:1.25.0"
+    );
+}
+
+#[test]
+fn policies_from_stdin() {
+    let dir = tree(&[("a.yaml", POD)]);
+    let policies = "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p, namespace: ns}\nstatus: {latestRef: {name: nginx, tag: 1.27.1}}\n";
+    let out = run(
+        &["update", s(dir.path()), "--policies", "-"],
+        Some(policies),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("a.yaml"))
+            .unwrap()
+            .contains("nginx:1.27.1")
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = tree(&[("a.yaml", POD)]);
+    for args in [
+        vec!["update", s(dir.path()), "--policy", "ns:p"],
+        vec!["update", s(dir.path()), "--policy", "nsp=nginx:1"],
+        vec!["update", s(dir.path()), "--policy", "ns:p=nginx"],
+        vec!["update", s(dir.path()), "--selector", "a in b"],
+        vec!["update", s(dir.path()), "--bogus"],
+        vec!["update", s(dir.path()), "--report", "-", "--diff"],
+        vec!["update", s(dir.path()), "--dry-run", "--output-dir", "x"],
+    ] {
+        let out = run(&args, None);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        POD
+    );
+}
+
+#[test]
+fn errors_exit_1_and_write_nothing() {
+    let dir = tree(&[("a.yaml", POD), ("b.yaml", POD)]);
+    let policies = dir.path().join("policies.yaml");
+    std::fs::write(
+        &policies,
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p, namespace: ns}\nstatus: {latestRef: {name: nginx, tag: 1.26.0}}\n",
+    )
+    .unwrap();
+    // A conflict between two sources names both.
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--policies",
+            policies.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("nginx:1.27.1 by --policy ns:p=nginx:1.27.1, nginx:1.26.0 by"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        POD
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.yaml")).unwrap(),
+        POD
+    );
+
+    // A policies file that is not YAML names its position.
+    std::fs::write(&policies, "a: [\n").unwrap();
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policies",
+            policies.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("policies.yaml") && stderr.contains("line"),
+        "{stderr}"
+    );
+
+    let out = run(
+        &["update", "/nonexistent/dir", "--policy", "ns:p=nginx:1"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_to_files_outside_the_tree_are_not_written() {
+    let outside = tree(&[("target.yaml", POD)]);
+    let dir = tree(&[("inside.yaml", POD)]);
+    std::os::unix::fs::symlink(
+        outside.path().join("target.yaml"),
+        dir.path().join("link.yaml"),
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--report",
+            "-",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("target.yaml")).unwrap(),
+        POD
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("inside.yaml"))
+            .unwrap()
+            .contains("1.27.1")
+    );
+    assert!(
+        std::fs::symlink_metadata(dir.path().join("link.yaml"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["fileChanges"].get("link.yaml").is_none());
+    assert!(
+        report["warnings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("lies outside")
+    );
+}
+
+#[test]
+fn non_utf8_files_are_skipped_with_a_position() {
+    let dir = tree(&[("ok.yaml", POD)]);
+    let bytes =
+        b"kind: Pod\n# caf\xe9\nimage: nginx:1.25.0 # {\"$imagepolicy\": \"ns:p\"}\n".to_vec();
+    std::fs::write(dir.path().join("latin1.yaml"), &bytes).unwrap();
+    let out = run(
+        &["update", s(dir.path()), "--policy", "ns:p=nginx:1.27.1"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("latin1.yaml:2:6: warning: file is not valid UTF-8"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("ok.yaml"))
+            .unwrap()
+            .contains("1.27.1")
+    );
+}
