@@ -56,20 +56,50 @@ pub enum TreeError {
 }
 
 enum FileResult {
-    NotScreened,
     Planned { plan: Plan, old: Option<String> },
     Unreadable(std::io::Error),
     Skip { position: Position, message: String },
 }
 
-fn plan_file(candidate: &Candidate, table: &PolicyTable, keep_old: bool) -> FileResult {
-    let bytes = match std::fs::read(&candidate.path) {
-        Ok(b) => b,
-        Err(e) => return FileResult::Unreadable(e),
+thread_local! {
+    /// Each walker thread reads every candidate into the same buffer: most
+    /// files are screened out, so this saves an allocation, a size query and
+    /// a free per file.
+    static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Read `path` and return its bytes if they mention `$imagepolicy`.
+fn read_screened(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    BUFFER.with_borrow_mut(|buf| {
+        let mut file = std::fs::File::open(path)?;
+        let mut len = 0;
+        loop {
+            if len == buf.len() {
+                buf.resize((buf.len() * 2).max(64 * 1024), 0);
+            }
+            match file.read(&mut buf[len..]) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let bytes = &buf[..len];
+        Ok(crate::scan::marker::contains_marker_key(bytes).then(|| bytes.to_vec()))
+    })
+}
+
+fn plan_file(candidate: &Candidate, table: &PolicyTable, keep_old: bool) -> Option<FileResult> {
+    let bytes = match read_screened(&candidate.path) {
+        Ok(Some(b)) => b,
+        Ok(None) => return None,
+        Err(e) => return Some(FileResult::Unreadable(e)),
     };
-    if !crate::scan::marker::contains_marker_key(&bytes) {
-        return FileResult::NotScreened;
-    }
+    Some(plan_bytes(bytes, table, keep_old))
+}
+
+fn plan_bytes(bytes: Vec<u8>, table: &PolicyTable, keep_old: bool) -> FileResult {
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -110,16 +140,17 @@ pub fn plan_tree(
     keep_old: bool,
     writing_in_place: bool,
 ) -> Result<TreePlan, TreeError> {
-    let (results, skipped) = dir::walk(root, |c| (plan_file(c, table, keep_old), c.clone()))?;
+    let walked = dir::walk(root, |c| {
+        plan_file(c, table, keep_old).map(|r| (r, c.clone()))
+    })?;
     let mut tree = TreePlan {
         report: Report::new(table),
-        skipped,
-        files_read: results.len(),
+        skipped: walked.skipped,
+        files_read: walked.candidates,
         ..TreePlan::default()
     };
-    for (rel, (result, candidate)) in results {
+    for (rel, (result, candidate)) in walked.results {
         match result {
-            FileResult::NotScreened => {}
             FileResult::Unreadable(source) => {
                 return Err(TreeError::Read {
                     path: candidate.path.display().to_string(),

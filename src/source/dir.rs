@@ -62,11 +62,19 @@ pub fn base_dir(root: &Path) -> PathBuf {
     }
 }
 
-/// Results by relative path, and what was skipped.
-pub type Walked<T> = (Vec<(String, T)>, Vec<Skipped>);
+/// What a walk produced.
+#[derive(Debug)]
+pub struct Walked<T> {
+    /// The workers' results, by relative path.
+    pub results: Vec<(String, T)>,
+    /// What was skipped, by relative path.
+    pub skipped: Vec<Skipped>,
+    /// Number of candidate files handed to the worker.
+    pub candidates: usize,
+}
 
-/// Walk `root` and call `work` on every candidate, in parallel; results are
-/// returned sorted by relative path.
+/// Walk `root` and call `work` on every candidate, in parallel; the `Some`
+/// results are returned sorted by relative path.
 ///
 /// # Errors
 /// When the root does not exist or the walk itself fails (e.g. a directory
@@ -74,7 +82,7 @@ pub type Walked<T> = (Vec<(String, T)>, Vec<Skipped>);
 pub fn walk<T, F>(root: &Path, work: F) -> Result<Walked<T>, WalkError>
 where
     T: Send,
-    F: Fn(&Candidate) -> T + Sync,
+    F: Fn(&Candidate) -> Option<T> + Sync,
 {
     let meta = std::fs::metadata(root).map_err(|source| WalkError::Io {
         path: root.display().to_string(),
@@ -88,6 +96,7 @@ where
     let results: Mutex<Vec<(String, T)>> = Mutex::new(Vec::new());
     let skipped: Mutex<Vec<Skipped>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let candidates = std::sync::atomic::AtomicUsize::new(0);
     let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
 
     let mut builder = WalkBuilder::new(root);
@@ -163,8 +172,10 @@ where
                 path,
                 write_to,
             };
-            let result = work(&candidate);
-            push(&results, (candidate.rel, result));
+            candidates.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Some(result) = work(&candidate) {
+                push(&results, (candidate.rel, result));
+            }
             WalkState::Continue
         })
     });
@@ -176,7 +187,11 @@ where
     results.sort_by(|a, b| a.0.cmp(&b.0));
     let mut skipped = skipped.into_inner().unwrap_or_default();
     skipped.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok((results, skipped))
+    Ok(Walked {
+        results,
+        skipped,
+        candidates: candidates.into_inner(),
+    })
 }
 
 fn push<V>(m: &Mutex<Vec<V>>, v: V) {

@@ -1,0 +1,357 @@
+//! Directory-mode benchmark (run with `cargo bench --bench pipeline`).
+//!
+//! 1. Generates a deterministic synthetic GitOps repository of 10,000 files
+//!    (Deployments, HelmReleases with values, Kustomizations, Helm values
+//!    files, Services/ConfigMaps and large CRD bundles; about 15% of the files
+//!    carry `$imagepolicy` markers) under `target/bench-data/repo`.
+//! 2. Times, warm cache, median of several runs in the same session:
+//!    `grep -rl '"$imagepolicy"' DIR`, `image-update update DIR --dry-run`,
+//!    and an in-place `image-update update` on a fresh copy of the tree.
+//! 3. Measures the peak RSS of the dry run (`/usr/bin/time -f %M`).
+//! 4. Measures in-process parse-and-splice throughput (`update::plan`) over
+//!    the marked files only.
+//!
+//! `BENCH_FILES=N` changes the file count; `BENCH_RUNS=N` the repetitions.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use image_update::resolve::{LatestRef, PolicyKey, PolicyTable};
+use image_update::scan::Layout;
+
+const POLICIES: usize = 40;
+
+/// A small deterministic generator (64-bit LCG).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn marker(policy: usize, suffix: &str) -> String {
+    format!(" # {{\"$imagepolicy\": \"flux-system:app{policy}{suffix}\"}}")
+}
+
+fn deployment(r: &mut Rng, i: usize, marked: bool) -> String {
+    let p = r.below(POLICIES as u64) as usize;
+    let mut s = format!(
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-{i}\n  namespace: team-{}\n  labels:\n    app.kubernetes.io/name: app-{i}\n    app.kubernetes.io/part-of: shop\n\nspec:\n  replicas: {}\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: app-{i}\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: app-{i}\n    spec:\n      containers:\n",
+        i % 17,
+        1 + r.below(5)
+    );
+    for c in 0..1 + r.below(3) {
+        let m = if marked && c == 0 {
+            marker(p, "")
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            s,
+            "        - name: c{c}\n          image: ghcr.io/acme/app{p}:1.{}.{}{m}\n          ports:\n            - containerPort: {}\n          resources:\n            limits: {{cpu: 500m, memory: 256Mi}}\n            requests:\n              cpu: \"100m\"\n              memory: '64Mi'\n          env:\n            - name: LOG_LEVEL\n              value: info\n",
+            r.below(20),
+            r.below(10),
+            8000 + r.below(1000)
+        );
+    }
+    s
+}
+
+fn helm_release(r: &mut Rng, i: usize, marked: bool) -> String {
+    let p = r.below(POLICIES as u64) as usize;
+    let (m1, m2) = if marked {
+        (marker(p, ":name"), marker(p, ":tag"))
+    } else {
+        (String::new(), String::new())
+    };
+    format!(
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: rel-{i}\n  namespace: flux-system\nspec:\n  interval: 10m\n  chart:\n    spec:\n      chart: app\n      version: \">=1.0.0\"\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n  values:\n    image:\n      repository: ghcr.io/acme/app{p}{m1}\n      tag: \"1.{}.0\"{m2}\n    ingress:\n      enabled: true\n      hosts:\n        - host: app-{i}.example.com\n          paths: [\"/\"]\n    podAnnotations:\n      prometheus.io/scrape: \"true\"\n",
+        r.below(30)
+    )
+}
+
+fn kustomization(r: &mut Rng, marked: bool) -> String {
+    let p = r.below(POLICIES as u64) as usize;
+    let m = if marked {
+        marker(p, ":tag")
+    } else {
+        String::new()
+    };
+    format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: shop\nresources:\n  - deployment.yaml\n  - service.yaml\nimages:\n  - name: ghcr.io/acme/app{p}\n    newTag: 1.{}.0{m}\n",
+        r.below(30)
+    )
+}
+
+fn values(r: &mut Rng, marked: bool) -> String {
+    let p = r.below(POLICIES as u64) as usize;
+    let m = if marked { marker(p, "") } else { String::new() };
+    format!(
+        "# Default values.\nreplicaCount: {}\n\nimage: ghcr.io/acme/app{p}:0.{}.1{m}\nservice:\n  type: ClusterIP\n  port: 80\nnodeSelector: {{}}\ntolerations: []\n",
+        r.below(4),
+        r.below(40)
+    )
+}
+
+fn plain(r: &mut Rng, i: usize) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc-{i}\nspec:\n  selector:\n    app: app-{i}\n  ports:\n  - port: 80\n    targetPort: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg-{i}\ndata:\n  config.yaml: |\n    level: info\n    # image: ghcr.io/acme/app:1.0\n",
+        8000 + r.below(1000)
+    )
+}
+
+fn crd_bundle(r: &mut Rng, i: usize) -> String {
+    let mut s = String::new();
+    for d in 0..3 + r.below(4) {
+        let _ = write!(
+            s,
+            "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things{d}.group{i}.example.com\nspec:\n  group: group{i}.example.com\n  names: {{kind: Thing{d}, plural: things{d}}}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n"
+        );
+        for f in 0..400 + r.below(400) {
+            let _ = write!(
+                s,
+                "          field{f}:\n            description: Field {f} of the thing; set it when the thing needs it.\n            type: string\n"
+            );
+        }
+    }
+    s
+}
+
+/// Generate the repository; returns (root, policies file).
+fn generate(dir: &Path, files: usize) -> PathBuf {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    let mut r = Rng(42);
+    for i in 0..files {
+        // 20% of the markable kinds (75% of files) gives about 15% marked files.
+        let marked = r.below(100) < 20;
+        let group = format!("clusters/c{}/apps/app{}", i % 7, i / 50);
+        let (name, text) = match r.below(100) {
+            0..=34 => ("deployment.yaml".to_owned(), deployment(&mut r, i, marked)),
+            35..=49 => (
+                "helmrelease.yaml".to_owned(),
+                helm_release(&mut r, i, marked),
+            ),
+            50..=59 => (
+                "kustomization.yaml".to_owned(),
+                kustomization(&mut r, marked),
+            ),
+            60..=74 => ("values.yaml".to_owned(), values(&mut r, marked)),
+            75..=97 => ("service.yaml".to_owned(), plain(&mut r, i)),
+            _ => ("crds.yaml".to_owned(), crd_bundle(&mut r, i)),
+        };
+        let path = dir.join(&group).join(format!("{i}-{name}"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let mut policies = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for p in 0..POLICIES {
+        let _ = write!(
+            policies,
+            "- apiVersion: image.toolkit.fluxcd.io/v1\n  kind: ImagePolicy\n  metadata: {{name: app{p}, namespace: flux-system}}\n  status: {{latestRef: {{name: ghcr.io/acme/app{p}, tag: 2.{p}.0}}}}\n"
+        );
+    }
+    let file = dir.parent().unwrap().join("policies.yaml");
+    std::fs::write(&file, policies).unwrap();
+    file
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn time(runs: usize, mut f: impl FnMut()) -> Duration {
+    f(); // warm-up (page cache)
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn ok(cmd: &mut Command) {
+    let status = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(
+        status.code().is_some_and(|c| c == 0 || c == 3),
+        "{cmd:?}: {status}"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    ok(Command::new("cp").arg("-a").arg(from).arg(to));
+}
+
+fn main() {
+    let files: usize = std::env::var("BENCH_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
+    let repo = base.join("repo");
+    let policies = generate(&repo, files);
+    let bin = env!("CARGO_BIN_EXE_image-update");
+
+    let mut bytes = 0u64;
+    let mut marked_texts = Vec::new();
+    for entry in walk(&repo) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        bytes += text.len() as u64;
+        if text.contains("\"$imagepolicy\"") {
+            marked_texts.push(text);
+        }
+    }
+    let marked_bytes: usize = marked_texts.iter().map(String::len).sum();
+    println!(
+        "repository: {files} files, {:.1} MB; {} marked files ({:.1}%), {:.2} MB",
+        bytes as f64 / 1e6,
+        marked_texts.len(),
+        100.0 * marked_texts.len() as f64 / files as f64,
+        marked_bytes as f64 / 1e6
+    );
+
+    let grep = time(runs, || {
+        let _ = Command::new("grep")
+            .args(["-rl", "\"$imagepolicy\""])
+            .arg(&repo)
+            .stdout(Stdio::null())
+            .status();
+    });
+    let dry = time(runs, || {
+        ok(Command::new(bin)
+            .arg("update")
+            .arg(&repo)
+            .arg("--policies")
+            .arg(&policies)
+            .arg("--dry-run")
+            .arg("-q"));
+    });
+    let scratch = base.join("scratch");
+    let mut in_place = Vec::new();
+    for _ in 0..runs.min(5) {
+        if scratch.exists() {
+            std::fs::remove_dir_all(&scratch).unwrap();
+        }
+        copy_tree(&repo, &scratch);
+        ok(Command::new("cat").arg("/dev/null")); // keep the copy's pages warm
+        let t = Instant::now();
+        ok(Command::new(bin)
+            .arg("update")
+            .arg(&scratch)
+            .arg("--policies")
+            .arg(&policies)
+            .arg("-q"));
+        in_place.push(t.elapsed());
+    }
+    let in_place = median(in_place);
+
+    let rss_kb = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(bin)
+        .arg("update")
+        .arg(&repo)
+        .arg("--policies")
+        .arg(&policies)
+        .args(["--dry-run", "-q"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stderr)
+                .trim()
+                .lines()
+                .last()
+                .and_then(|l| l.trim().parse::<u64>().ok())
+        });
+
+    // In-process parse-and-splice throughput on the marked files.
+    let mut table = PolicyTable::new();
+    for p in 0..POLICIES {
+        table
+            .insert(
+                PolicyKey::parse(&format!("flux-system:app{p}")).unwrap(),
+                Some(LatestRef::parse(&format!("ghcr.io/acme/app{p}:2.{p}.0")).unwrap()),
+                "bench",
+            )
+            .unwrap();
+    }
+    let splice = time(runs, || {
+        for text in &marked_texts {
+            let plan = image_update::update::plan(text, Layout::Documents, &table).unwrap();
+            std::hint::black_box(plan);
+        }
+    });
+
+    println!("| measurement | median of {runs} | ratio |");
+    println!("|---|---|---|");
+    println!(
+        "| `grep -rl '\"$imagepolicy\"' DIR` | {:.1} ms | 1.00x |",
+        ms(grep)
+    );
+    println!(
+        "| `image-update update DIR --dry-run` | {:.1} ms | {:.2}x grep |",
+        ms(dry),
+        ms(dry) / ms(grep)
+    );
+    println!(
+        "| `image-update update DIR` (in place, fresh copy) | {:.1} ms | {:.2}x grep |",
+        ms(in_place),
+        ms(in_place) / ms(grep)
+    );
+    match rss_kb {
+        Some(kb) => println!(
+            "| peak RSS of the dry run | {:.1} MB | |",
+            kb as f64 / 1024.0
+        ),
+        None => println!("| peak RSS of the dry run | (/usr/bin/time not installed) | |"),
+    }
+    println!(
+        "| parse + splice, marked files only (1 thread, in process) | {:.1} ms for {:.2} MB = {:.1} MB/s | |",
+        ms(splice),
+        marked_bytes as f64 / 1e6,
+        marked_bytes as f64 / 1e6 / splice.as_secs_f64()
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
