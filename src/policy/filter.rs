@@ -10,13 +10,23 @@
 //! group named `1x`), unknown groups expand to nothing. The `regex` crate's
 //! `Captures::expand` implements that same syntax, so we use it directly.
 
-use regex::Regex;
+use regex::{CaptureLocations, Regex};
 
 /// A compiled `filterTags`.
 #[derive(Debug, Clone)]
 pub struct TagFilter {
     pattern: Regex,
     extract: String,
+    template: Vec<Piece>,
+}
+
+/// One piece of a parsed `extract` template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Literal(String),
+    /// A capture group by index; references to groups that do not exist
+    /// are dropped at parse time, since they expand to nothing.
+    Group(usize),
 }
 
 impl TagFilter {
@@ -25,9 +35,12 @@ impl TagFilter {
     /// # Errors
     /// The regex error, for the caller to wrap with the field name.
     pub fn new(pattern: &str, extract: &str) -> Result<Self, regex::Error> {
+        let pattern = Regex::new(pattern)?;
+        let template = parse_template(extract, &pattern);
         Ok(Self {
-            pattern: Regex::new(pattern)?,
+            pattern,
             extract: extract.to_owned(),
+            template,
         })
     }
 
@@ -41,16 +54,97 @@ impl TagFilter {
         &self.extract
     }
 
+    /// Whether the pattern finds a match in `tag` (no key is built).
+    pub fn is_match(&self, tag: &str) -> bool {
+        self.pattern.is_match(tag)
+    }
+
+    /// Reusable capture storage for [`TagFilter::key_with`].
+    pub fn locations(&self) -> CaptureLocations {
+        self.pattern.capture_locations()
+    }
+
     /// The ranking key of `tag`, or `None` when the pattern does not match.
     pub fn key(&self, tag: &str) -> Option<String> {
+        self.key_with(&mut self.locations(), tag)
+    }
+
+    /// As [`TagFilter::key`], reusing `locs` (from [`TagFilter::locations`])
+    /// so that ranking many tags does not allocate capture storage per tag.
+    pub fn key_with(&self, locs: &mut CaptureLocations, tag: &str) -> Option<String> {
         if self.extract.is_empty() {
             return self.pattern.is_match(tag).then(|| tag.to_owned());
         }
-        let caps = self.pattern.captures(tag)?;
+        self.pattern.captures_read(locs, tag)?;
         let mut out = String::new();
-        caps.expand(&self.extract, &mut out);
+        for piece in &self.template {
+            match piece {
+                Piece::Literal(text) => out.push_str(text),
+                Piece::Group(index) => {
+                    if let Some((start, end)) = locs.get(*index) {
+                        out.push_str(&tag[start..end]);
+                    }
+                }
+            }
+        }
         Some(out)
     }
+}
+
+/// Parses an extract template once, resolving group names against
+/// `pattern`. The syntax and its corner cases are those of the `regex`
+/// crate's `Captures::expand` (itself Go's `Regexp.ExpandString` rules):
+/// `$$` is a literal `$`; `$name` takes the longest run of `[0-9A-Za-z_]`;
+/// `${name}` takes anything up to `}`; a name that parses as a number is a
+/// group index; a `$` that starts no reference is literal. A property test
+/// checks this against `Captures::expand` on random templates.
+fn parse_template(template: &str, pattern: &Regex) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut literal = String::new();
+    let mut rest = template;
+    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    while let Some(dollar) = rest.find('$') {
+        literal.push_str(&rest[..dollar]);
+        rest = &rest[dollar..];
+        let bytes = rest.as_bytes();
+        if bytes.get(1) == Some(&b'$') {
+            literal.push('$');
+            rest = &rest[2..];
+            continue;
+        }
+        let reference = if bytes.get(1) == Some(&b'{') {
+            rest[2..]
+                .find('}')
+                .map(|close| (&rest[2..2 + close], 2 + close + 1))
+        } else {
+            let len = bytes[1..].iter().take_while(|&&b| valid(b)).count();
+            (len > 0).then(|| (&rest[1..1 + len], 1 + len))
+        };
+        match reference {
+            None => {
+                literal.push('$');
+                rest = &rest[1..];
+            }
+            Some((name, consumed)) => {
+                rest = &rest[consumed..];
+                let index = match name.parse::<usize>() {
+                    Ok(i) => Some(i),
+                    Err(_) => pattern.capture_names().position(|n| n == Some(name)),
+                };
+                if let Some(index) = index.filter(|i| *i < pattern.captures_len()) {
+                    if !literal.is_empty() {
+                        pieces.push(Piece::Literal(std::mem::take(&mut literal)));
+                    }
+                    pieces.push(Piece::Group(index));
+                }
+            }
+        }
+    }
+    literal.push_str(rest);
+    if !literal.is_empty() {
+        pieces.push(Piece::Literal(literal));
+    }
+    pieces
 }
 
 #[cfg(test)]
@@ -118,6 +212,26 @@ mod tests {
         assert_eq!(f("$$$1").as_deref(), Some("$1700000000"));
         assert_eq!(f("$9").as_deref(), Some(""), "unknown group is empty");
         assert_eq!(f("static").as_deref(), Some("static"));
+    }
+
+    proptest::proptest! {
+        /// Our pre-parsed template expands exactly like `Captures::expand`.
+        #[test]
+        fn template_matches_regex_expand(template in r"([a-z.\-]|\$|\{|\}|1|0|9|ts|sha|_){0,12}", tag in "[0-9]{1,4}-[a-f]{1,4}(-x)?") {
+            let re = Regex::new(r"^(?P<ts>\d+)-(?P<sha>[a-f]+)(-x)?").unwrap();
+            let filter = TagFilter::new(re.as_str(), &template).unwrap();
+            let want = re.captures(&tag).map(|caps| {
+                let mut out = String::new();
+                caps.expand(&template, &mut out);
+                out
+            });
+            let got = filter.key(&tag);
+            if template.is_empty() {
+                proptest::prop_assert_eq!(got.as_deref(), Some(tag.as_str()));
+            } else {
+                proptest::prop_assert_eq!(got, want);
+            }
+        }
     }
 
     #[test]

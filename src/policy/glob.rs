@@ -203,6 +203,23 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The matcher agrees with the obvious anchored-regex translation.
+        #[test]
+        fn agrees_with_regex_translation(pattern in "[ab*?]{0,6}", text in "[ab]{0,8}") {
+            let translated: String = pattern
+                .chars()
+                .map(|c| match c {
+                    '*' => ".*".to_owned(),
+                    '?' => ".".to_owned(),
+                    c => c.to_string(),
+                })
+                .collect();
+            let re = regex::Regex::new(&format!("^{translated}$")).unwrap();
+            proptest::prop_assert_eq!(m(&pattern, &text), re.is_match(&text));
+        }
+    }
+
     #[test]
     fn malformed_patterns_are_rejected() {
         for bad in [

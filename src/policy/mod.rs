@@ -29,6 +29,7 @@
 pub mod allow;
 pub mod alphabetical;
 pub mod args;
+mod fasthash;
 pub mod filter;
 pub mod glob;
 pub mod numerical;

@@ -30,13 +30,15 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::collections::hash_map::Entry as MapEntry;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use semver::Version;
 use serde::Serialize;
 
+use super::fasthash::FastState;
+use super::filter::TagFilter;
 use super::spec::{Compiled, PolicySpec, Strategy};
 use super::time::Timestamp;
 use super::{alphabetical, numerical, semver::parse_tag};
@@ -383,18 +385,25 @@ impl PolicySpec {
                 .collect(),
             ..Drops::default()
         };
-        let mut seen: HashMap<&'a str, ()> = HashMap::with_capacity(tags.size_hint().0);
-        // filterTags key → index into `entries`, only needed with extract.
-        let mut by_key: HashMap<Cow<'a, str>, usize> = HashMap::new();
+        let expected = tags.size_hint().0;
+        let mut seen: HashSet<&'a str, FastState> =
+            HashSet::with_capacity_and_hasher(expected, FastState::default());
+        // With an extract template, equal keys collapse. The map owns the
+        // keys (index into `entries`) until the end, so no key is cloned.
         let collapse = self
             .filter
             .as_ref()
             .is_some_and(|f| !f.extract().is_empty());
-        let mut entries: Vec<Entry<'a>> = Vec::new();
+        let mut by_key: HashMap<String, usize, FastState> = HashMap::with_capacity_and_hasher(
+            if collapse { expected } else { 0 },
+            FastState::default(),
+        );
+        let mut entries: Vec<Entry<'a>> = Vec::with_capacity(expected);
         let mut listed = 0usize;
+        let mut locs = self.filter.as_ref().map(TagFilter::locations);
         'tags: for tag in tags {
             listed += 1;
-            if seen.insert(tag, ()).is_some() {
+            if !seen.insert(tag) {
                 drops.duplicate_tag += 1;
                 continue;
             }
@@ -415,13 +424,13 @@ impl PolicySpec {
             let key: Cow<'a, str> = match &self.filter {
                 None => Cow::Borrowed(tag),
                 Some(f) if f.extract().is_empty() => {
-                    if f.key(tag).is_none() {
+                    if !f.is_match(tag) {
                         drops.filter_pattern += 1;
                         continue;
                     }
                     Cow::Borrowed(tag)
                 }
-                Some(f) => match f.key(tag) {
+                Some(f) => match locs.as_mut().and_then(|l| f.key_with(l, tag)) {
                     Some(k) => Cow::Owned(k),
                     None => {
                         drops.filter_pattern += 1;
@@ -455,7 +464,7 @@ impl PolicySpec {
                 Compiled::Alphabetical(_) | Compiled::NewestBuild => RankKey::Text,
             };
             if collapse {
-                match by_key.entry(key.clone()) {
+                match by_key.entry(key.into_owned()) {
                     MapEntry::Occupied(slot) => {
                         drops.duplicate_key += 1;
                         let kept = &mut entries[*slot.get()];
@@ -463,14 +472,22 @@ impl PolicySpec {
                             kept.tag = tag;
                             kept.rank = rank;
                         }
-                        continue;
                     }
                     MapEntry::Vacant(slot) => {
                         slot.insert(entries.len());
+                        entries.push(Entry {
+                            tag,
+                            key: Cow::Borrowed(""),
+                            rank,
+                        });
                     }
                 }
+                continue;
             }
             entries.push(Entry { tag, key, rank });
+        }
+        for (key, index) in by_key {
+            entries[index].key = Cow::Owned(key);
         }
         Ok(Filtered {
             listed,
