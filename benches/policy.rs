@@ -15,7 +15,7 @@ use image_update::policy::{
 };
 
 const TAGS: usize = 100_000;
-const RUNS: usize = 15;
+const RUNS: usize = 21;
 
 /// Deterministic 64-bit LCG (Knuth's MMIX constants); no `rand` needed.
 struct Lcg(u64);

@@ -71,7 +71,10 @@ pub enum OutputFormat {
 }
 
 /// Options of `image-update policy IMAGE`.
-#[derive(Debug, Clone, Default, Args)]
+///
+/// `Default` gives the same values as an empty command line (notably
+/// `top = 10`), so code and tests can build options without clap.
+#[derive(Debug, Clone, Args)]
 pub struct PolicyArgs {
     /// Choose the greatest version satisfying a Masterminds semver RANGE
     /// (e.g. '>=1.2 <2', '^1.4', '1.x'); the default strategy, with '*'
@@ -169,6 +172,29 @@ pub struct PolicyArgs {
     /// How many top candidates to show
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
+}
+
+impl Default for PolicyArgs {
+    fn default() -> Self {
+        Self {
+            semver: None,
+            alphabetical: None,
+            numerical: None,
+            newest_build: false,
+            digest: None,
+            filter_pattern: None,
+            filter_extract: None,
+            exclude: Vec::new(),
+            no_default_exclude: false,
+            allow_tags: None,
+            ignore_tags: Vec::new(),
+            platform: Vec::new(),
+            digest_reflection: DigestReflectionArg::Never,
+            tags_file: None,
+            output: OutputFormat::Text,
+            top: 10,
+        }
+    }
 }
 
 /// A usage error in [`PolicyArgs`], or an invalid value.
@@ -309,6 +335,13 @@ mod tests {
     fn clap_definition_is_valid() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn default_matches_empty_command_line() {
+        let parsed = parse(&[]).unwrap();
+        let default = PolicyArgs::default();
+        assert_eq!(format!("{parsed:?}"), format!("{default:?}"));
     }
 
     #[test]
