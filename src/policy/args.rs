@@ -66,7 +66,7 @@ pub enum OutputFormat {
     /// Human-readable summary.
     #[default]
     Text,
-    /// One JSON object (schema in [`super::render`]).
+    /// One JSON object (schema in docs/policies.md)
     Json,
 }
 
@@ -130,8 +130,9 @@ pub struct PolicyArgs {
     )]
     pub filter_extract: Option<String>,
 
-    /// Drop tags matching RE (repeatable). Giving any replaces the default
-    /// '^.*\.sig$'; --exclude '' alone excludes nothing
+    /// Drop tags matching RE (repeatable; write --exclude=-x for a leading
+    /// '-'). Giving any replaces the default '^.*\.sig$'; --exclude '' alone
+    /// excludes nothing
     #[arg(long, value_name = "RE", help_heading = "Filters")]
     pub exclude: Vec<String>,
 
@@ -139,7 +140,7 @@ pub struct PolicyArgs {
     #[arg(long, help_heading = "Filters")]
     pub no_default_exclude: bool,
 
-    /// Argo CD allow-tags: 'regexp:<RE>' (unanchored) or 'any'
+    /// Argo CD allow-tags: 'regexp:RE' (unanchored search) or 'any'
     #[arg(long, value_name = "MATCH", help_heading = "Filters")]
     pub allow_tags: Option<String>,
 
@@ -335,6 +336,32 @@ mod tests {
     fn clap_definition_is_valid() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn help_lists_every_option() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        for flag in [
+            "--semver <RANGE>",
+            "--alphabetical <ORDER>",
+            "--numerical <ORDER>",
+            "--newest-build",
+            "--digest <TAG>",
+            "--filter-pattern <RE>",
+            "--filter-extract <TPL>",
+            "--exclude <RE>",
+            "--no-default-exclude",
+            "--allow-tags <MATCH>",
+            "--ignore-tags <GLOB>",
+            "--platform <PLATFORM>",
+            "--digest-reflection <WHEN>",
+            "--tags-file <FILE>",
+            "--output <FORMAT>",
+            "--top <N>",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from help");
+        }
     }
 
     #[test]
