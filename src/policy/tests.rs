@@ -598,3 +598,30 @@ proptest::proptest! {
         proptest::prop_assert_eq!(a, b);
     }
 }
+
+/// Argo CD's documented idiom (#353): a `-0` range admits prerelease-style
+/// suffixes, and an allow-tags regexp keeps one variant.
+#[test]
+fn argo_suffix_variant_idiom() {
+    let tags = [
+        "7.4.0",
+        "7.4.0-alpine",
+        "7.4.3-alpine",
+        "7.4.3-bookworm",
+        "7.4.3",
+        "7.5.0-alpine",
+        "7.4.2-alpine",
+    ];
+    let mut config = semver("7.4.x-0");
+    config.allow_tags = Some("regexp:-alpine$".into());
+    assert_eq!(pick(config, &tags).unwrap(), "7.4.3-alpine");
+    // Without the `-0` the suffixed tags are prereleases and never match.
+    let mut config = semver("7.4.x");
+    config.allow_tags = Some("regexp:-alpine$".into());
+    let err = pick(config, &tags).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no tag satisfies semver range \"7.4.x\": 7 tags listed, 3 not allowed by allow-tags regexp:-alpine$, \
+         4 outside range"
+    );
+}
