@@ -8,7 +8,10 @@
 //! template syntax is Go's `Regexp.ExpandString`: `$1`, `${1}`, `$name`,
 //! `${name}`, `$$` for a literal dollar, the longest-name rule (`$1x` is the
 //! group named `1x`), unknown groups expand to nothing. The `regex` crate's
-//! `Captures::expand` implements that same syntax, so we use it directly.
+//! `Captures::expand` implements that same syntax; we parse the template
+//! once per policy with the same rules instead of calling it per tag, which
+//! lets capture storage be reused across 100,000 tags (a property test pins
+//! the two to identical output).
 
 use regex::{CaptureLocations, Regex};
 

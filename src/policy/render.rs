@@ -22,9 +22,10 @@
 //! `dropped` has, in this order: `duplicate_tag`, `excluded` (total),
 //! `excluded_by` (array of `{"pattern", "count"}` in configuration order),
 //! `allow_tags`, `ignore_tags`, `filter_pattern`, `duplicate_key`,
-//! `not_candidate`, `outside_range`, `no_created_time`, all numbers. A tag
-//! is counted once, under the first filter that dropped it, so
-//! `listed == eligible + sum(dropped counts)`.
+//! `not_candidate`, `outside_range`, `no_created_time`, all numbers. Each
+//! listed tag is counted once, under the first step that dropped it, so
+//! `listed == eligible + sum(dropped counts)` (with `excluded` standing for
+//! `excluded_by`).
 
 use std::fmt::Write as _;
 

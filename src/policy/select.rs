@@ -72,12 +72,17 @@ pub struct PatternCount {
     pub count: usize,
 }
 
-/// How many tags each filter dropped. Every listed tag is counted at most
-/// once, under the first filter (in field order) that dropped it.
+/// How many tags each filter dropped. Every listing of a tag is counted
+/// exactly once, under the first step that dropped it (the steps run in the
+/// order described at [`PolicySpec::filter_tags`]), so
+/// `listed == eligible + total()`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Drops {
-    /// Tags that appeared more than once in the input (only the first is
-    /// kept). Registries never list a tag twice; tags files might.
+    /// Repeated listings of a tag that passed every other step (only one is
+    /// ranked). Registries never list a tag twice; tags files might. A
+    /// repeated tag that a filter drops is counted by that filter each time;
+    /// with a `filterTags` extract template, candidates are keys, so repeats
+    /// count as `duplicate_key` instead.
     pub duplicate_tag: usize,
     /// Dropped by the exclusion list, per pattern.
     pub excluded: Vec<PatternCount>,
@@ -87,7 +92,7 @@ pub struct Drops {
     pub ignore_tags: usize,
     /// Not matched by the `filterTags` pattern.
     pub filter_pattern: usize,
-    /// Collapsed because another tag produced the same extracted key.
+    /// Collapsed because another listing produced the same extracted key.
     pub duplicate_key: usize,
     /// Not a candidate for the strategy: not strict semver (semver), not the
     /// followed tag (digest).
@@ -361,9 +366,11 @@ pub struct Selection {
 impl PolicySpec {
     /// Step 1: applies every filter and the strategy's admission test.
     ///
-    /// Order: duplicate input tags, exclusion list, `allow-tags`,
-    /// `ignore-tags`, `filterTags` pattern (then key collapse), strategy
-    /// admission. Argo CD's "ignore beats allow" holds because both drop.
+    /// Order: exclusion list, `allow-tags`, `ignore-tags`, `filterTags`
+    /// pattern, strategy admission, then de-duplication (a repeated tag,
+    /// then, with an extract template, a repeated key). Argo CD's "ignore
+    /// beats allow" holds because both drop. De-duplicating last means only
+    /// survivors are hashed, which matters on 100,000-tag repositories.
     ///
     /// # Errors
     /// [`SelectError::InvalidNumber`] when a numerical candidate does not
@@ -386,14 +393,19 @@ impl PolicySpec {
             ..Drops::default()
         };
         let expected = tags.size_hint().0;
-        let mut seen: HashSet<&'a str, FastState> =
-            HashSet::with_capacity_and_hasher(expected, FastState::default());
-        // With an extract template, equal keys collapse. The map owns the
-        // keys (index into `entries`) until the end, so no key is cloned.
         let collapse = self
             .filter
             .as_ref()
             .is_some_and(|f| !f.extract().is_empty());
+        // Repeated tags: with an extract template the key map catches them
+        // (equal tags give equal keys, counted as `duplicate_key`),
+        // otherwise this set does.
+        let mut seen: HashSet<&'a str, FastState> = HashSet::with_capacity_and_hasher(
+            if collapse { 0 } else { expected },
+            FastState::default(),
+        );
+        // With an extract template, equal keys collapse. The map owns the
+        // keys (index into `entries`) until the end, so no key is cloned.
         let mut by_key: HashMap<String, usize, FastState> = HashMap::with_capacity_and_hasher(
             if collapse { expected } else { 0 },
             FastState::default(),
@@ -403,10 +415,6 @@ impl PolicySpec {
         let mut locs = self.filter.as_ref().map(TagFilter::locations);
         'tags: for tag in tags {
             listed += 1;
-            if !seen.insert(tag) {
-                drops.duplicate_tag += 1;
-                continue;
-            }
             for (re, count) in self.exclude.iter().zip(drops.excluded.iter_mut()) {
                 if re.is_match(tag) {
                     count.count += 1;
@@ -466,6 +474,9 @@ impl PolicySpec {
             if collapse {
                 match by_key.entry(key.into_owned()) {
                     MapEntry::Occupied(slot) => {
+                        // A repeat of the same tag lands here too (same key)
+                        // and is counted the same way, which keeps the
+                        // counts independent of input order.
                         drops.duplicate_key += 1;
                         let kept = &mut entries[*slot.get()];
                         if tag < kept.tag {
@@ -482,6 +493,10 @@ impl PolicySpec {
                         });
                     }
                 }
+                continue;
+            }
+            if !seen.insert(tag) {
+                drops.duplicate_tag += 1;
                 continue;
             }
             entries.push(Entry { tag, key, rank });
