@@ -14,6 +14,7 @@
 pub mod cli;
 pub mod commands;
 pub mod pipeline;
+pub mod policy;
 pub mod report;
 pub mod resolve;
 pub mod rewrite;
