@@ -24,7 +24,7 @@ use crate::resolve::PolicyTable;
 use crate::resolve::policies::{FLUX_IMAGE_GROUP, image_policy};
 use crate::rewrite::{self, Edit, EditError};
 use crate::scan::{self, Layout, ObjectInfo};
-use crate::source::resource_list::{ListLayout, parse_slice, read_layout};
+use crate::source::resource_list::{ListLayout, ShapeError, parse_slice, read_layout};
 use crate::update::{self, Planned};
 
 /// ResourceList apiVersions accepted (and answered with).
@@ -70,6 +70,13 @@ pub struct Outcome<'a> {
 pub fn process(text: &str) -> Outcome<'_> {
     let layout = match read_layout(text) {
         Ok(layout) => layout,
+        Err(ShapeError::NotYaml { offset, message }) => {
+            let at = crate::text::position_of(text, offset);
+            return fresh(&format!(
+                "input is not valid YAML: line {}, column {}: {message}",
+                at.line, at.column
+            ));
+        }
         Err(e) => return fresh(&e.to_string()),
     };
     let api_version = layout.api_version.as_deref().unwrap_or("");
