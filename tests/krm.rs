@@ -43,6 +43,7 @@ fn main() {
     let args = Arguments::from_args();
     let mut trials = golden_trials();
     trials.push(Trial::test("fn_help", fn_doc_help));
+    trials.push(Trial::test("kpt_fn_yaml", kpt_fn_yaml));
     trials.extend(kpt_trials());
     libtest_mimic::run(&args, trials).exit();
 }
@@ -459,6 +460,51 @@ fn fn_doc_help() -> Result<(), Failed> {
         || !text.contains("kpt fn eval")
     {
         return Err(format!("fn --help: {text}").into());
+    }
+    Ok(())
+}
+
+/// Every functionConfig example in `kpt-fn.yaml` is accepted by the
+/// function, and every example package it lists exists with its
+/// expectations.
+fn kpt_fn_yaml() -> Result<(), Failed> {
+    let bytes = std::fs::read(root().join("kpt-fn.yaml")).map_err(|e| e.to_string())?;
+    let meta = yaml_value("kpt-fn.yaml", &bytes)?
+        .pop()
+        .ok_or("empty kpt-fn.yaml")?;
+    let configs = meta["functionConfigs"]
+        .as_array()
+        .ok_or("no functionConfigs")?;
+    if configs.len() != 3 {
+        return Err(format!("{} functionConfigs, expected 3", configs.len()).into());
+    }
+    for config in configs {
+        let example = &config["example"];
+        if example["kind"] != config["kind"] || example["apiVersion"] != config["apiVersion"] {
+            return Err(format!("example of {} has another kind", config["kind"]).into());
+        }
+        let list = serde_json::json!({
+            "apiVersion": "config.kubernetes.io/v1",
+            "kind": "ResourceList",
+            "items": [],
+            "functionConfig": example,
+        });
+        let (stdout, code) = run_fn(list.to_string().as_bytes())?;
+        if code != 0 {
+            return Err(format!(
+                "example {} is refused:\n{}",
+                config["kind"],
+                String::from_utf8_lossy(&stdout)
+            )
+            .into());
+        }
+    }
+    let examples = meta["examples"].as_array().ok_or("no examples")?;
+    for example in examples {
+        let path = example["path"].as_str().ok_or("example without path")?;
+        if !root().join(path).join(".expected/config.yaml").is_file() {
+            return Err(format!("{path}: no such example package").into());
+        }
     }
     Ok(())
 }
