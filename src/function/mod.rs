@@ -68,7 +68,21 @@ pub struct Outcome<'a> {
 /// Run the function on the ResourceList `text`.
 #[must_use]
 pub fn process(text: &str) -> Outcome<'_> {
-    let layout = match read_layout(text) {
+    // The two passes over the text (the list's layout, the markers) are
+    // independent: run them side by side; parsing is most of the run time.
+    let (layout, found) = std::thread::scope(|scope| {
+        let scanning = std::thread::Builder::new()
+            .name("scan".to_owned())
+            .spawn_scoped(scope, || scan::scan(text, Layout::ResourceList));
+        let layout = read_layout(text);
+        let found = match scanning {
+            Ok(handle) => handle.join().unwrap_or_else(|_| Err(internal_scan_error())),
+            // No thread to be had: scan here, after the layout.
+            Err(_) => scan::scan(text, Layout::ResourceList),
+        };
+        (layout, found)
+    });
+    let layout = match layout {
         Ok(layout) => layout,
         Err(ShapeError::NotYaml { offset, message }) => {
             let at = crate::text::position_of(text, offset);
@@ -99,7 +113,17 @@ pub fn process(text: &str) -> Outcome<'_> {
     if layout.items_not_a_sequence {
         return failed(text, &layout, vec!["items is not a sequence".to_owned()]);
     }
-    match run(text, &layout) {
+    let found = match found {
+        Ok(found) => found,
+        Err(e) => {
+            return failed(
+                text,
+                &layout,
+                vec![format!("input is not valid YAML: {}", e.message)],
+            );
+        }
+    };
+    match run(text, &layout, found) {
         Ok((results, edits)) => {
             let failed = results.iter().any(|r| r.severity == Severity::Error);
             let mut edits = edits;
@@ -115,15 +139,24 @@ pub fn process(text: &str) -> Outcome<'_> {
 }
 
 /// The results and the field edits of a run, or the errors that stop it.
-fn run(text: &str, layout: &ListLayout) -> Result<(Vec<KptResult>, Vec<Edit>), Vec<String>> {
+fn internal_scan_error() -> scan::ParseError {
+    scan::ParseError {
+        offset: 0,
+        message: "internal error: the scanner stopped".to_owned(),
+    }
+}
+
+fn run(
+    text: &str,
+    layout: &ListLayout,
+    found: scan::Scan,
+) -> Result<(Vec<KptResult>, Vec<Edit>), Vec<String>> {
     let function_config = match &layout.function_config {
         Some(range) => parse_slice(text, range.clone())
             .map_err(|e| vec![format!("functionConfig is not valid YAML: {e}")])?,
         None => Value::Null,
     };
     let config = config::read(&function_config)?;
-    let found = scan::scan(text, Layout::ResourceList)
-        .map_err(|e| vec![format!("input is not valid YAML: {}", e.message)])?;
     let table = policy_table(text, layout, &config, &found.objects)?;
     if config.suspended {
         let message = format!("{} is suspended: nothing updated", config.name);
