@@ -44,6 +44,10 @@ fn main() {
     let mut trials = golden_trials();
     trials.push(Trial::test("fn_help", fn_doc_help));
     trials.push(Trial::test("kpt_fn_yaml", kpt_fn_yaml));
+    trials.push(Trial::test(
+        "no_arguments_act_as_fn",
+        no_arguments_act_as_fn,
+    ));
     trials.extend(kpt_trials());
     libtest_mimic::run(&args, trials).exit();
 }
@@ -505,6 +509,28 @@ fn kpt_fn_yaml() -> Result<(), Failed> {
         if !root().join(path).join(".expected/config.yaml").is_file() {
             return Err(format!("{path}: no such example package").into());
         }
+    }
+    Ok(())
+}
+
+/// A container function gets no argv: the bare binary with a ResourceList
+/// on stdin must answer exactly as `fn` does.
+fn no_arguments_act_as_fn() -> Result<(), Failed> {
+    use std::io::Write;
+    let stdin = std::fs::read(root().join("testdata/krm/kpt-eval-configmap/stdin.yaml"))
+        .map_err(|e| e.to_string())?;
+    let (expected, expected_code) = run_fn(&stdin)?;
+    let mut child = Command::new(BIN)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut input = child.stdin.take().ok_or("no stdin")?;
+    input.write_all(&stdin).map_err(|e| e.to_string())?;
+    drop(input);
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.stdout != expected || out.status.code() != Some(expected_code) {
+        return Err(diff("bare binary vs fn", &expected, &out.stdout).into());
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 
 use anyhow::anyhow;
 
-use super::Exit;
+use super::{Exit, UsageError};
 use crate::function::{self, Output};
 
 /// Run the function on stdin.
@@ -18,6 +18,15 @@ use crate::function::{self, Output};
 /// When stdout cannot be written (the message carries no IO error, so the
 /// exit status is 1 even for a closed pipe).
 pub fn run() -> anyhow::Result<Exit> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        return Err(UsageError(
+            "image-update fn reads a ResourceList on stdin: pipe one in, or run it from kpt \
+             (see image-update fn --help)"
+                .to_owned(),
+        )
+        .into());
+    }
     let mut bytes = Vec::new();
     if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
         return Err(anyhow!("cannot read the ResourceList from stdin: {e}"));
