@@ -53,8 +53,7 @@ Policy results come from, merged (a policy given twice with different values is 
   * the functionConfig, one of:
     - v1 ConfigMap: `data` maps NAMESPACE:NAME to IMAGE:TAG[@DIGEST]; keys without a `:` are
       options (policySelector, path, check, dryRun; values are strings). This is what
-      `kpt fn eval --exec image-update PKG -- flux-system:podinfo=ghcr.io/stefanprodan/podinfo:6.7.0`
-      sends.
+      `kpt fn eval ... -- NAMESPACE:NAME=IMAGE:TAG` sends.
     - fn.image-update.dev/v1alpha1 ImageUpdate:
         policies:        {NAMESPACE:NAME: IMAGE:TAG[@DIGEST]}
         policySelector:  kubectl selector string (`env=prod,tier in (web)`) or LabelSelector
@@ -73,7 +72,8 @@ and kpt writes nothing.
 Examples:
   kpt fn eval --exec image-update PKG -- flux-system:podinfo=ghcr.io/stefanprodan/podinfo:6.7.0
   kpt fn eval --exec image-update PKG --fn-config automation.yaml
-  kpt fn render PKG --allow-exec      # Kptfile pipeline: mutators: [{exec: image-update, configPath: ...}]";
+  kpt fn render PKG --allow-exec
+      with, in the Kptfile: pipeline: {mutators: [{exec: image-update, configPath: FILE}]}";
 
 /// `image-update update`.
 #[derive(Debug, Args)]

@@ -158,3 +158,41 @@ pub fn plan_edits(
     planned.warnings.sort_by_key(|w| w.position);
     planned
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolve::{LatestRef, PolicyKey};
+
+    #[test]
+    fn objects_left_out_give_neither_changes_nor_warnings() {
+        let text = "kind: ResourceList\nitems:\n- kind: A\n  image: app:1 # {\"$imagepolicy\": \"ns:app\"}\n  bad: x # {'$imagepolicy': 'ns:app'}\n- kind: B\n  image: app:1 # {\"$imagepolicy\": \"ns:app\"}\n  other: x # {\"$imagepolicy\": \"ns:unknown\"}\n";
+        let mut table = PolicyTable::new();
+        table
+            .insert(
+                PolicyKey::parse("ns:app").unwrap(),
+                Some(LatestRef::parse("app:2").unwrap()),
+                "test",
+            )
+            .unwrap();
+        let found = scan::scan(text, Layout::ResourceList).unwrap();
+        let all = plan_edits(text, found.clone(), &table, |_| true);
+        assert_eq!(all.changes.len(), 2);
+        assert_eq!(all.warnings.len(), 2);
+        let only_b = plan_edits(text, found, &table, |o| o.id.kind == "B");
+        assert_eq!(only_b.changes.len(), 1);
+        assert_eq!(only_b.changes[0].object, 1);
+        assert_eq!(only_b.edits.len(), 1);
+        let warnings: Vec<(Option<usize>, Option<&str>)> = only_b
+            .warnings
+            .iter()
+            .map(|w| (w.object, w.field_path.as_deref()))
+            .collect();
+        assert_eq!(warnings, [(Some(1), Some("other"))]);
+        let new = rewrite::apply(text, &mut only_b.edits.clone()).unwrap();
+        assert_eq!(
+            new,
+            text.replacen("- kind: B\n  image: app:1", "- kind: B\n  image: app:2", 1)
+        );
+    }
+}
