@@ -309,3 +309,85 @@ pub fn parse_slice(text: &str, range: Range<usize>) -> Result<Value, String> {
         docs.swap_remove(0)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIST: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: A\n  data: {x: 1} # c\n- plain\n- [a, b]\nresults:\n- message: old\n# tail\nfunctionConfig:\n  kind: ConfigMap\n  data:\n    k: v\n";
+
+    #[test]
+    fn finds_every_part() {
+        let layout = read_layout(LIST).unwrap();
+        assert_eq!(
+            layout.api_version.as_deref(),
+            Some("config.kubernetes.io/v1")
+        );
+        assert_eq!(layout.kind.as_deref(), Some("ResourceList"));
+        assert!(!layout.flow);
+        assert_eq!(layout.line_ending, "\n");
+        let items: Vec<&str> = layout
+            .items
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|r| &LIST[r.clone()])
+            .collect();
+        assert_eq!(
+            items,
+            [
+                "apiVersion: v1\n  kind: A\n  data: {x: 1}",
+                "plain",
+                "[a, b]"
+            ]
+        );
+        assert_eq!(
+            &LIST[layout.results.clone().unwrap()],
+            "results:\n- message: old"
+        );
+        assert_eq!(
+            &LIST[layout.function_config.clone().unwrap()],
+            "kind: ConfigMap\n  data:\n    k: v"
+        );
+        assert_eq!(layout.entries_end, LIST.len() - 1);
+        let item = parse_slice(LIST, layout.items.unwrap()[0].clone()).unwrap();
+        assert_eq!(item["data"]["x"], 1);
+        let config = parse_slice(LIST, layout.function_config.unwrap()).unwrap();
+        assert_eq!(config["data"]["k"], "v");
+    }
+
+    #[test]
+    fn flow_lists_crlf_and_odd_items() {
+        let flow = "{\"kind\": \"List\", \"items\": [{\"a\": 1}], \"functionConfig\": null}";
+        let layout = read_layout(flow).unwrap();
+        assert!(layout.flow);
+        assert_eq!(&flow[layout.items.unwrap()[0].clone()], "{\"a\": 1}");
+        assert_eq!(layout.entries_end, flow.len() - 1);
+        assert_eq!(read_layout("{}").unwrap().entries_end, 1);
+        let crlf = read_layout("kind: List\r\nitems:\r\n").unwrap();
+        assert_eq!(crlf.line_ending, "\r\n");
+        assert_eq!(crlf.items, Some(Vec::new()));
+        assert!(read_layout("items: {a: 1}\n").unwrap().items_not_a_sequence);
+        assert!(read_layout("items: 3\n").unwrap().items_not_a_sequence);
+        assert_eq!(
+            read_layout("  kind: List\n  items: []\n").unwrap().indent,
+            2
+        );
+    }
+
+    #[test]
+    fn refuses_what_is_not_one_mapping() {
+        assert_eq!(read_layout(""), Err(ShapeError::Empty));
+        assert_eq!(read_layout("# only a comment\n"), Err(ShapeError::Empty));
+        assert_eq!(
+            read_layout("a: 1\n---\nb: 2\n"),
+            Err(ShapeError::Documents(2))
+        );
+        assert_eq!(read_layout("- a\n"), Err(ShapeError::NotAMapping));
+        assert_eq!(read_layout("just text\n"), Err(ShapeError::NotAMapping));
+        assert!(matches!(
+            read_layout("a: [\n"),
+            Err(ShapeError::NotYaml { .. })
+        ));
+    }
+}
