@@ -671,3 +671,6 @@ impl<'a> Walker<'a> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod resource_list_tests;
