@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod function;
 pub mod pipeline;
 pub mod policy;
 pub mod report;
@@ -31,9 +32,16 @@ use clap::Parser;
 /// # Errors
 /// Any failure of the command; [`commands::UsageError`] marks usage errors.
 pub fn run_cli() -> anyhow::Result<commands::Exit> {
+    use std::io::IsTerminal;
+    // A KRM function container gets no argv: with no arguments and input
+    // waiting on stdin, act as `fn` (kpt fn eval --image, kpt fn render).
+    if std::env::args_os().len() == 1 && !std::io::stdin().is_terminal() {
+        return commands::function::run();
+    }
     let cli = cli::Cli::parse();
     match cli.command {
         Some(cli::Command::Update(args)) => commands::update::run(&args),
+        Some(cli::Command::Fn(_)) => commands::function::run(),
         None => Err(commands::UsageError(
             "no command given; try `image-update update --help`".to_owned(),
         )

@@ -1,5 +1,6 @@
 //! One module per subcommand; each returns the process exit status.
 
+pub mod function;
 pub mod update;
 
 use std::io::Read;
@@ -12,6 +13,8 @@ pub enum Exit {
     Success,
     /// `--check` found changes to make.
     ChangesPending,
+    /// The output was written, and it reports errors (`fn`).
+    Failed,
 }
 
 impl Exit {
@@ -20,6 +23,7 @@ impl Exit {
         match self {
             Exit::Success => 0,
             Exit::ChangesPending => 3,
+            Exit::Failed => 1,
         }
     }
 }

@@ -25,6 +25,8 @@
 //! * `warnings`: sorted by file, line and column. `line`/`column` are 1-based;
 //!   `column` counts characters.
 
+pub mod kpt;
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;

@@ -47,9 +47,23 @@ pub fn edit_for(marker: &Marker, new_value: &str) -> Edit {
 /// Fails when two edits overlap, when one ends before it starts or past the
 /// end of the text, or when a range does not fall on character boundaries.
 pub fn apply(text: &str, edits: &mut [Edit]) -> Result<String, EditError> {
+    let pieces = pieces(text, edits)?;
+    let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for piece in pieces {
+        out.push_str(piece);
+    }
+    Ok(out)
+}
+
+/// The pieces of the edited text, in order: kept source slices and
+/// replacements, for writing out without building the whole new text.
+/// Sorts `edits` by position.
+///
+/// # Errors
+/// As [`apply`].
+pub fn pieces<'a>(text: &'a str, edits: &'a mut [Edit]) -> Result<Vec<&'a str>, EditError> {
     edits.sort_by_key(|e| (e.range.start, e.range.end));
-    let growth: usize = edits.iter().map(|e| e.replacement.len()).sum();
-    let mut out = String::with_capacity(text.len() + growth);
+    let mut out = Vec::with_capacity(edits.len() * 2 + 1);
     let mut cursor = 0;
     for edit in edits.iter() {
         let Range { start, end } = edit.range;
@@ -63,11 +77,11 @@ pub fn apply(text: &str, edits: &mut [Edit]) -> Result<String, EditError> {
         let Some(kept) = text.get(cursor..start) else {
             return Err(EditError { at: start });
         };
-        out.push_str(kept);
-        out.push_str(&edit.replacement);
+        out.push(kept);
+        out.push(edit.replacement.as_str());
         cursor = end;
     }
-    out.push_str(text.get(cursor..).ok_or(EditError { at: cursor })?);
+    out.push(text.get(cursor..).ok_or(EditError { at: cursor })?);
     Ok(out)
 }
 

@@ -111,6 +111,8 @@ pub struct Marker {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub offset: usize,
+    /// Index into [`Scan::objects`] of the object the finding lies in.
+    pub object: Option<usize>,
     pub message: String,
 }
 
@@ -662,6 +664,7 @@ impl<'a> Walker<'a> {
         }
         self.out.findings.push(Finding {
             offset,
+            object: self.object,
             message: message.to_owned(),
         });
     }
@@ -669,3 +672,6 @@ impl<'a> Walker<'a> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod resource_list_tests;

@@ -2,3 +2,4 @@
 //! ResourceList source of the KRM function lives with the function.
 
 pub mod dir;
+pub mod resource_list;
