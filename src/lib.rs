@@ -1,1 +1,2 @@
 //! image-update: byte-preserving GitOps image automation.
+pub mod registry;
