@@ -193,6 +193,20 @@ impl Default for ClientSettings {
 }
 
 impl ClientSettings {
+    /// The usual set-up for a run: defaults, overlaid with the settings file
+    /// when one is given, and credentials from the environment
+    /// ([`CredentialStore::from_env`]).
+    pub fn from_env_and_file(file: Option<&Path>) -> Result<Self> {
+        let mut settings = Self {
+            credentials: CredentialStore::from_env(),
+            ..Self::default()
+        };
+        if let Some(path) = file {
+            settings.apply_file(SettingsFile::load(path)?);
+        }
+        Ok(settings)
+    }
+
     /// Overlay a settings file on these settings.
     pub fn apply_file(&mut self, file: SettingsFile) {
         self.defaults = file.defaults;
@@ -468,6 +482,22 @@ exclusion_list: ['^.*\.sig$', '^sha256-']
         assert!(SettingsFile::parse("bogus: 1\n").is_err());
         assert!(SettingsFile::parse("defaults:\n  timeout: soon\n").is_err());
         assert_eq!(SettingsFile::parse("").unwrap(), SettingsFile::default());
+    }
+
+    #[test]
+    fn load_from_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registries.yaml");
+        std::fs::write(&path, "registries:\n  ghcr.io:\n    page_size: 50\n").unwrap();
+        let s = ClientSettings::from_env_and_file(Some(&path)).unwrap();
+        assert_eq!(s.host("ghcr.io").page_size, 50);
+        std::fs::write(&path, "registries: [").unwrap();
+        let err = ClientSettings::from_env_and_file(Some(&path))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("registries.yaml"), "{err}");
+        assert!(ClientSettings::from_env_and_file(Some(&dir.path().join("missing"))).is_err());
+        assert!(ClientSettings::from_env_and_file(None).is_ok());
     }
 
     #[test]

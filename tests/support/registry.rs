@@ -622,6 +622,7 @@ impl Registry {
             ureq::Agent::config_builder()
                 .http_status_as_error(false)
                 .max_redirects(0)
+                .max_idle_connections_per_host(16)
                 .timeout_global(Some(Duration::from_secs(30)))
                 .build(),
         );
