@@ -195,6 +195,105 @@ fn real_multi_arch_index() {
 }
 
 #[test]
+fn real_docker_manifest_list() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let images = [
+        ImageSpec::new("linux", "amd64", None, "2023-06-01T00:00:00Z").docker(),
+        ImageSpec::new("linux", "arm64", Some("v8"), "2023-06-02T00:00:00Z").docker(),
+    ];
+    let (list_digest, children) = reg.push_list(
+        "dlist",
+        "1.0",
+        &images,
+        false,
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+    );
+    let c = client(fast_settings());
+    let r = repo(&reg.authority(), "dlist");
+    assert_eq!(c.digest(&r, "1.0", None).unwrap(), list_digest);
+    assert_eq!(
+        c.digest(&r, "1.0", Some(&platform("linux/arm64"))).unwrap(),
+        children[1].1
+    );
+    assert_eq!(
+        c.created(&r, "1.0", Some(&platform("linux/arm64/v8")))
+            .unwrap()
+            .unwrap()
+            .to_string(),
+        "2023-06-02T00:00:00Z"
+    );
+    assert_eq!(
+        c.manifest(&r, "1.0").unwrap().media_type,
+        "application/vnd.docker.distribution.manifest.list.v2+json"
+    );
+}
+
+#[test]
+fn real_tls_with_ca_file() {
+    let ca = harness::TestCa::new();
+    let Some(reg) = Registry::start_with(
+        Auth::Htpasswd {
+            user: "tls".to_owned(),
+            password: "over-https".to_owned(),
+        },
+        Some(&ca),
+    ) else {
+        return;
+    };
+    reg.push_image(
+        "secure/app",
+        "v1",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
+    let r = repo(&reg.authority(), "secure/app");
+
+    // A loopback host marked secure: HTTPS, trusting the CA file on top of the bundled roots.
+    let mut settings = with_creds(fast_settings(), &reg.authority(), "tls", "over-https");
+    settings.set_host(
+        &reg.authority(),
+        HostConfig {
+            insecure: Some(false),
+            ca_file: Some(ca_file),
+            ..HostConfig::default()
+        },
+    );
+    assert_eq!(client(settings).list_tags(&r).unwrap(), vec!["v1"]);
+
+    // Without the CA the certificate is rejected.
+    let mut settings = with_creds(fast_settings(), &reg.authority(), "tls", "over-https");
+    settings.retry.max_retries = 0;
+    settings.set_host(
+        &reg.authority(),
+        HostConfig {
+            insecure: Some(false),
+            ..HostConfig::default()
+        },
+    );
+    let err = client(settings).list_tags(&r).unwrap_err();
+    assert!(matches!(err, Error::Transport { .. }), "{err}");
+
+    // A CA file without certificates is a settings error.
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate").unwrap();
+    let mut settings = fast_settings();
+    settings.set_host(
+        &reg.authority(),
+        HostConfig {
+            insecure: Some(false),
+            ca_file: Some(empty),
+            ..HostConfig::default()
+        },
+    );
+    let err = client(settings).list_tags(&r).unwrap_err();
+    assert!(matches!(err, Error::Settings { .. }), "{err}");
+}
+
+#[test]
 fn real_thousands_of_tags_and_sig_exclusion() {
     let Some(reg) = Registry::start(Auth::Anonymous) else {
         return;
@@ -706,7 +805,7 @@ fn fake_429_with_retry_after_seconds_and_date() {
         elapsed >= Duration::from_millis(950),
         "Retry-After: 1 not honoured ({elapsed:?})"
     );
-    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
 
@@ -721,7 +820,7 @@ fn fake_retry_after_too_long_fails_fast() {
         .list_tags(&repo(&server.authority(), "r/x"))
         .unwrap_err();
     assert!(matches!(err, Error::RetryAfterTooLong { .. }), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(2));
+    assert!(start.elapsed() < Duration::from_secs(5));
 }
 
 #[test]
@@ -807,7 +906,7 @@ fn fake_slow_answer_times_out() {
         .unwrap_err();
     assert!(err.is_timeout(), "{err}");
     assert!(
-        start.elapsed() < Duration::from_secs(2),
+        start.elapsed() < Duration::from_millis(2900),
         "{:?}",
         start.elapsed()
     );

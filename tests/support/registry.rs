@@ -149,6 +149,46 @@ impl TokenIssuer {
 }
 
 // ---------------------------------------------------------------------------
+// TLS: a test CA and a server certificate for 127.0.0.1
+
+pub struct TestCa {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl TestCa {
+    pub fn new() -> Self {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "image-update test CA");
+        ca_params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let mut leaf_params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .unwrap();
+        leaf_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        leaf_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "127.0.0.1");
+        let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
+        Self {
+            ca_pem: ca.pem(),
+            cert_pem: leaf.pem(),
+            key_pem: leaf_key.serialize_pem(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Fake HTTP server
 
 #[derive(Debug, Clone)]
@@ -569,6 +609,7 @@ pub enum Auth {
 
 pub struct Registry {
     pub port: u16,
+    tls: bool,
     child: Child,
     dir: tempfile::TempDir,
     auth: Auth,
@@ -578,6 +619,11 @@ pub struct Registry {
 impl Registry {
     /// Start `docker-registry`; `None` when it is not installed (and CI is not set).
     pub fn start(auth: Auth) -> Option<Self> {
+        Self::start_with(auth, None)
+    }
+
+    /// Start with TLS (server certificate signed by `tls`'s CA) when given.
+    pub fn start_with(auth: Auth, tls: Option<&TestCa>) -> Option<Self> {
         let bin = registry_binary()?;
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
@@ -603,8 +649,22 @@ impl Registry {
                 )
             }
         };
+        let tls_yaml = match tls {
+            Some(ca) => {
+                let cert = dir.path().join("server.pem");
+                let key = dir.path().join("server-key.pem");
+                std::fs::write(&cert, &ca.cert_pem).unwrap();
+                std::fs::write(&key, &ca.key_pem).unwrap();
+                format!(
+                    "  tls:\n    certificate: {}\n    key: {}\n",
+                    cert.display(),
+                    key.display()
+                )
+            }
+            None => String::new(),
+        };
         let config = format!(
-            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: image-update-test\n{auth_yaml}",
+            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: image-update-test\n{tls_yaml}{auth_yaml}",
             dir.path().join("data").display()
         );
         let config_path = dir.path().join("config.yml");
@@ -618,16 +678,23 @@ impl Registry {
             .stderr(log)
             .spawn()
             .unwrap();
+        let mut tls_config = ureq::tls::TlsConfig::builder();
+        if let Some(ca) = tls {
+            let cert = ureq::tls::Certificate::from_pem(ca.ca_pem.as_bytes()).unwrap();
+            tls_config = tls_config.root_certs(ureq::tls::RootCerts::new_with_certs(&[cert]));
+        }
         let agent = ureq::Agent::new_with_config(
             ureq::Agent::config_builder()
                 .http_status_as_error(false)
                 .max_redirects(0)
                 .max_idle_connections_per_host(16)
                 .timeout_global(Some(Duration::from_secs(30)))
+                .tls_config(tls_config.build())
                 .build(),
         );
         let mut reg = Self {
             port,
+            tls: tls.is_some(),
             child,
             dir,
             auth,
@@ -638,22 +705,20 @@ impl Registry {
     }
 
     fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut last: String;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("docker-registry exited early ({status}): {}", self.log());
             }
-            if let Ok(r) = self
-                .agent
-                .get(format!("http://127.0.0.1:{}/v2/", self.port))
-                .call()
-                && (r.status() == 200 || r.status() == 401)
-            {
-                return;
+            match self.agent.get(format!("{}/v2/", self.base())).call() {
+                Ok(r) if r.status() == 200 || r.status() == 401 => return,
+                Ok(r) => last = format!("HTTP {}", r.status()),
+                Err(e) => last = e.to_string(),
             }
             assert!(
                 Instant::now() < deadline,
-                "docker-registry did not start: {}",
+                "docker-registry did not start ({last}): {}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
@@ -669,7 +734,8 @@ impl Registry {
     }
 
     fn base(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     fn push_auth(&self, repo: &str) -> Option<String> {
@@ -757,6 +823,24 @@ impl Registry {
         images: &[ImageSpec],
         attestation: bool,
     ) -> (String, Vec<(String, String)>) {
+        self.push_list(
+            repo,
+            tag,
+            images,
+            attestation,
+            "application/vnd.oci.image.index.v1+json",
+        )
+    }
+
+    /// Push an index or Docker manifest list of the given media type.
+    pub fn push_list(
+        &self,
+        repo: &str,
+        tag: &str,
+        images: &[ImageSpec],
+        attestation: bool,
+        list_media_type: &str,
+    ) -> (String, Vec<(String, String)>) {
         let mut entries = Vec::new();
         let mut children = Vec::new();
         for img in images {
@@ -782,11 +866,11 @@ impl Registry {
         }
         let index = serde_json::json!({
             "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "mediaType": list_media_type,
             "manifests": entries,
         });
         let bytes = serde_json::to_vec_pretty(&index).unwrap();
-        self.put_manifest(repo, tag, "application/vnd.oci.image.index.v1+json", &bytes);
+        self.put_manifest(repo, tag, list_media_type, &bytes);
         (sha256(&bytes), children)
     }
 
