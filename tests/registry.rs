@@ -780,6 +780,27 @@ fn fake_cross_host_redirect_strips_authorization() {
 }
 
 #[test]
+fn fake_redirect_loop_is_bounded() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        "/v2/r/x/manifests/a" => Reply::status(302).with_header("Location", "/v2/r/x/manifests/b"),
+        _ => Reply::status(302).with_header("Location", "/v2/r/x/manifests/a"),
+    });
+    let err = client(fast_settings())
+        .manifest(&repo(&server.authority(), "r/x"), "a")
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::TooManyRedirects { max: 5, .. }),
+        "{err}"
+    );
+    // 1 request + 5 redirects followed by the client itself.
+    assert_eq!(
+        server.count(|r| r.path().starts_with("/v2/r/x/manifests/")),
+        6
+    );
+}
+
+#[test]
 fn fake_429_with_retry_after_seconds_and_date() {
     let calls = Arc::new(AtomicUsize::new(0));
     let k = Arc::clone(&calls);
@@ -1076,7 +1097,36 @@ fn fake_plain_http_credentials_refused() {
             &format!(r#"Bearer realm="{realm}",service="svc""#),
         )
     });
-    let mut settings = with_creds(fast_settings(), &server.authority(), "u", "topsecret");
+    let credentials = [
+        Credential::Basic {
+            username: "u".to_owned(),
+            password: Secret::new("topsecret"),
+        },
+        Credential::IdentityToken {
+            username: None,
+            token: Secret::new("topsecret"),
+        },
+    ];
+    for credential in credentials {
+        let mut settings = fast_settings();
+        settings.credentials =
+            CredentialStore::anonymous().with_credential(&server.authority(), credential);
+        settings.set_host(
+            &token.authority(),
+            HostConfig {
+                insecure: Some(false),
+                ..HostConfig::default()
+            },
+        );
+        let err = client(settings)
+            .list_tags(&repo(&server.authority(), "r/x"))
+            .unwrap_err();
+        assert!(matches!(err, Error::InsecureCredentials { .. }), "{err}");
+        assert!(token.requests().is_empty(), "nothing may be sent");
+        assert!(!format!("{err} {err:?}").contains("topsecret"));
+    }
+    // Anonymous token requests carry no secret and may use plain HTTP.
+    let mut settings = fast_settings();
     settings.set_host(
         &token.authority(),
         HostConfig {
@@ -1087,9 +1137,10 @@ fn fake_plain_http_credentials_refused() {
     let err = client(settings)
         .list_tags(&repo(&server.authority(), "r/x"))
         .unwrap_err();
-    assert!(matches!(err, Error::InsecureCredentials { .. }), "{err}");
-    assert!(token.requests().is_empty(), "nothing may be sent");
-    assert!(!format!("{err} {err:?}").contains("topsecret"));
+    assert_eq!(err.status(), Some(401), "{err}");
+    // First token, then one refresh after the 401; the same token is not resent.
+    assert_eq!(token.requests().len(), 2);
+    assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 1);
 }
 
 #[test]

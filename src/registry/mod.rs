@@ -324,6 +324,9 @@ impl RegistryClient {
     ) -> Result<Option<Timestamp>> {
         let ctx = context(repo);
         let top = self.manifest(repo, tag)?;
+        // The platform of an index entry is taken from the index; only a
+        // single-platform image is checked against its config.
+        let from_index = top.kind == ManifestKind::Index;
         let image = match top.kind {
             ManifestKind::Image => top,
             ManifestKind::Index => {
@@ -347,7 +350,9 @@ impl RegistryClient {
             }
         };
         let cfg = self.config_of(repo, &image, tag)?;
-        if let Some(p) = platform {
+        if let Some(p) = platform
+            && !from_index
+        {
             check_platform(&ctx, tag, p, &cfg)?;
         }
         match cfg.created.as_deref().map(str::trim) {
@@ -539,7 +544,8 @@ impl RegistryClient {
         }
         lock(&self.tokens).remove(&(host, scope.clone()));
         let retry_auth = self.authorization(repo, &scope)?;
-        if retry_auth.is_none() && authorization.is_none() {
+        if retry_auth == authorization {
+            // Same credentials (or none): sending again cannot help.
             return Ok(resp);
         }
         self.transport.send(&request(

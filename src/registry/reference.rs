@@ -252,9 +252,18 @@ impl fmt::Display for Reference {
 }
 
 /// Check that `input` is a valid `name[:tag][@digest]` image reference
-/// (go-containerregistry `ParseReference` with weak validation).
+/// (go-containerregistry `ParseReference` with weak validation). Stricter
+/// than [`Reference::parse`] in one point, as go-containerregistry is: the
+/// digest must be `sha256:` with 64 hex digits.
 pub fn validate_reference(input: &str) -> Result<(), ReferenceError> {
-    Reference::parse(input).map(|_| ())
+    let reference = Reference::parse(input)?;
+    match reference.digest() {
+        Some(d) if !d.starts_with("sha256:") => Err(ReferenceError::Digest {
+            input: input.to_owned(),
+            digest: d.to_owned(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Split off the registry component when the first path component looks like a host.
@@ -508,5 +517,8 @@ mod tests {
         assert!(validate_reference("").is_err());
         assert!(validate_reference("a:1").is_ok()); // library/a
         assert!(validate_reference("gcr.io/a:1").is_err()); // one-character repository
+        assert!(validate_reference(&format!("ghcr.io/a/b:v1@{D}")).is_ok());
+        assert!(validate_reference(&format!("ghcr.io/a/b@sha512:{}", "a".repeat(128))).is_err());
+        assert!(Reference::parse(&format!("ghcr.io/a/b@sha512:{}", "a".repeat(128))).is_ok());
     }
 }
