@@ -3,7 +3,7 @@
 //! A blocking client for the Docker Registry HTTP API v2 / OCI Distribution
 //! spec, written directly on ureq (see `docs/registry.md`):
 //!
-//! * [`reference`]: image reference parsing and Docker Hub normalisation;
+//! * [`reference`](mod@reference): image reference parsing and Docker Hub normalisation;
 //! * [`RegistryClient`]: tag listing with `Link` pagination and an on-disk
 //!   cache, manifest digests (HEAD, GET fallback, platform selection), image
 //!   creation times, and [`RegistryClient::list_many`] for bounded concurrency

@@ -626,7 +626,6 @@ impl Registry {
     pub fn start_with(auth: Auth, tls: Option<&TestCa>) -> Option<Self> {
         let bin = registry_binary()?;
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
         let auth_yaml = match &auth {
             Auth::Anonymous => String::new(),
             Auth::Htpasswd { user, password } => {
@@ -663,21 +662,6 @@ impl Registry {
             }
             None => String::new(),
         };
-        let config = format!(
-            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: image-update-test\n{tls_yaml}{auth_yaml}",
-            dir.path().join("data").display()
-        );
-        let config_path = dir.path().join("config.yml");
-        std::fs::write(&config_path, config).unwrap();
-        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
-        let child = Command::new(bin)
-            .arg("serve")
-            .arg(&config_path)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
         let mut tls_config = ureq::tls::TlsConfig::builder();
         if let Some(ca) = tls {
             let cert = ureq::tls::Certificate::from_pem(ca.ca_pem.as_bytes()).unwrap();
@@ -692,36 +676,49 @@ impl Registry {
                 .tls_config(tls_config.build())
                 .build(),
         );
-        let mut reg = Self {
-            port,
-            tls: tls.is_some(),
-            child,
-            dir,
-            auth,
-            agent,
-        };
-        reg.wait_ready();
-        Some(reg)
-    }
-
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut last: String;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let log_path = dir.path().join("registry.log");
+        // The free port can be taken between probing and binding: try again then.
+        let mut attempt = 0;
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("docker-registry exited early ({status}): {}", self.log());
-            }
-            match self.agent.get(format!("{}/v2/", self.base())).call() {
-                Ok(r) if r.status() == 200 || r.status() == 401 => return,
-                Ok(r) => last = format!("HTTP {}", r.status()),
-                Err(e) => last = e.to_string(),
-            }
-            assert!(
-                Instant::now() < deadline,
-                "docker-registry did not start ({last}): {}",
-                self.log()
+            attempt += 1;
+            let port = free_port();
+            let config = format!(
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: image-update-test\n{tls_yaml}{auth_yaml}",
+                dir.path().join("data").display()
             );
-            std::thread::sleep(Duration::from_millis(50));
+            let config_path = dir.path().join("config.yml");
+            std::fs::write(&config_path, config).unwrap();
+            let log = std::fs::File::create(&log_path).unwrap();
+            let mut child = Command::new(&bin)
+                .arg("serve")
+                .arg(&config_path)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            let base = format!("{scheme}://127.0.0.1:{port}");
+            match wait_ready(&mut child, &agent, &base, &log_path) {
+                Ok(()) => {
+                    return Some(Self {
+                        port,
+                        tls: tls.is_some(),
+                        child,
+                        dir,
+                        auth,
+                        agent,
+                    });
+                }
+                Err(message) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    if attempt < 3 && message.contains("address already in use") {
+                        continue;
+                    }
+                    panic!("{message}");
+                }
+            }
         }
     }
 
@@ -890,6 +887,36 @@ impl Registry {
 
     pub fn data_dir(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+fn wait_ready(
+    child: &mut Child,
+    agent: &ureq::Agent,
+    base: &str,
+    log: &Path,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let read_log = || std::fs::read_to_string(log).unwrap_or_default();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "docker-registry exited early ({status}): {}",
+                read_log()
+            ));
+        }
+        let last = match agent.get(format!("{base}/v2/")).call() {
+            Ok(r) if r.status() == 200 || r.status() == 401 => return Ok(()),
+            Ok(r) => format!("HTTP {}", r.status()),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "docker-registry did not start ({last}): {}",
+                read_log()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
