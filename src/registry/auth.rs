@@ -199,4 +199,11 @@ mod tests {
         let t: TokenResponse = serde_json::from_str(r#"{}"#).unwrap();
         assert_eq!(t.into_parts(), None);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn challenge_parser_never_panics(s in "\\PC{0,120}") {
+            let _ = choose_challenge(&[s.as_str()]);
+        }
+    }
 }

@@ -521,4 +521,27 @@ mod tests {
         assert!(validate_reference(&format!("ghcr.io/a/b@sha512:{}", "a".repeat(128))).is_err());
         assert!(Reference::parse(&format!("ghcr.io/a/b@sha512:{}", "a".repeat(128))).is_ok());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn parsers_never_panic(s in "\\PC{0,80}") {
+            let _ = Reference::parse(&s);
+            let _ = Repository::parse(&s);
+            let _ = validate_reference(&s);
+        }
+
+        #[test]
+        fn valid_references_round_trip(
+            host in "(ghcr\\.io|localhost:5000|[a-z]{1,8}\\.example\\.com(:[0-9]{1,4})?)",
+            path in "[a-z0-9]{2,8}(/[a-z0-9]{1,8}){0,2}",
+            tag in "[A-Za-z0-9_][A-Za-z0-9_.-]{0,20}",
+        ) {
+            let input = format!("{host}/{path}:{tag}");
+            let r = Reference::parse(&input).unwrap();
+            proptest::prop_assert_eq!(r.name(), input.clone());
+            proptest::prop_assert_eq!(r.tag(), Some(tag.as_str()));
+            let again = Reference::parse(&r.name()).unwrap();
+            proptest::prop_assert_eq!(again.repository(), r.repository());
+        }
+    }
 }

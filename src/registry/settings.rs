@@ -322,7 +322,7 @@ pub fn parse_duration(input: &str) -> Option<Duration> {
         return None;
     }
     if let Ok(secs) = s.parse::<f64>() {
-        return (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs));
+        return Duration::try_from_secs_f64(secs).ok();
     }
     let mut total = 0f64;
     let mut rest = s;
@@ -348,7 +348,7 @@ pub fn parse_duration(input: &str) -> Option<Duration> {
         total += value * factor;
         rest = &rest[unit_end..];
     }
-    Some(Duration::from_secs_f64(total))
+    Duration::try_from_secs_f64(total).ok()
 }
 
 fn de_opt_duration<'de, D: Deserializer<'de>>(
@@ -374,11 +374,9 @@ fn de_opt_duration<'de, D: Deserializer<'de>>(
                 .map_err(|_| E::custom("negative duration"))
         }
         fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Self::Value, E> {
-            if v >= 0.0 && v.is_finite() {
-                Ok(Some(Duration::from_secs_f64(v)))
-            } else {
-                Err(E::custom("invalid duration"))
-            }
+            Duration::try_from_secs_f64(v)
+                .map(Some)
+                .map_err(|_| E::custom("invalid duration"))
         }
         fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
             Ok(None)
@@ -405,6 +403,9 @@ mod tests {
         assert_eq!(parse_duration("5x"), None);
         assert_eq!(parse_duration(""), None);
         assert_eq!(parse_duration("s"), None);
+        assert_eq!(parse_duration("1e300"), None);
+        assert_eq!(parse_duration("1e300h"), None);
+        assert_eq!(parse_duration("-1"), None);
     }
 
     #[test]
@@ -511,5 +512,12 @@ exclusion_list: ['^.*\.sig$', '^sha256-']
             },
         );
         assert!(!s.host("127.0.0.1:9").insecure);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn duration_parser_never_panics(s in "\\PC{0,20}") {
+            let _ = parse_duration(&s);
+        }
     }
 }

@@ -211,4 +211,17 @@ mod tests {
             "1969-12-31T23:59:59Z"
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,40}") {
+            let _ = Timestamp::parse_rfc3339(&s);
+        }
+
+        #[test]
+        fn round_trips(secs in -62_000_000_000i64..250_000_000_000i64, nanos in 0u32..1_000_000_000) {
+            let t = Timestamp::from_unix(secs, nanos);
+            proptest::prop_assert_eq!(Timestamp::parse_rfc3339(&t.to_string()), Some(t));
+        }
+    }
 }

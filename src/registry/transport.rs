@@ -186,7 +186,8 @@ impl Transport {
         let state = Arc::new(HostState {
             agent: ureq::Agent::new_with_config(config),
             limiter: hs.requests_per_second.map(|rps| RateLimiter {
-                interval: Duration::from_secs_f64(1.0 / rps),
+                interval: Duration::try_from_secs_f64(1.0 / rps)
+                    .unwrap_or(Duration::from_secs(3600)),
                 next: Mutex::new(Instant::now()),
             }),
             permits: Semaphore {

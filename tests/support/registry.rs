@@ -40,7 +40,10 @@ pub fn registry_binary() -> Option<PathBuf> {
             "{REGISTRY_BIN} is not installed but CI is set; install the Debian package `docker-registry`"
         ),
         None => {
-            eprintln!(
+            // Written to stderr directly, not through eprintln!, so that the
+            // test harness does not capture (and hide) it.
+            let _ = writeln!(
+                std::io::stderr(),
                 "SKIPPED: {REGISTRY_BIN} not found on PATH (apt-get install docker-registry); real-registry test not run"
             );
             None
