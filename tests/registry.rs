@@ -1278,3 +1278,34 @@ fn fake_secrets_never_in_debug_or_errors() {
         assert!(!text.contains(secret), "{text}");
     }
 }
+
+#[test]
+fn fake_settings_file_drives_the_client() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::json(200, tags_json(&["v1", "v1.sig", "keep", "drop-me"])),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registries.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "registries:\n  {}:\n    page_size: 7\n    timeout: 5s\nretry:\n  max_retries: 1\n  initial_backoff: 1ms\nexclusion_list: ['^drop-', '\\.sig$']\n",
+            server.authority()
+        ),
+    )
+    .unwrap();
+    let settings = ClientSettings::from_env_and_file(Some(&path)).unwrap();
+    assert_eq!(settings.retry.max_retries, 1);
+    let c = client(settings);
+    assert_eq!(
+        c.list_tags(&repo(&server.authority(), "r/x")).unwrap(),
+        vec!["v1", "keep"]
+    );
+    let req = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path() == "/v2/r/x/tags/list")
+        .unwrap();
+    assert_eq!(req.query_value("n").as_deref(), Some("7"));
+}
