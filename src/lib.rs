@@ -16,6 +16,7 @@ pub mod commands;
 pub mod function;
 pub mod pipeline;
 pub mod policy;
+pub mod registry;
 pub mod report;
 pub mod resolve;
 pub mod rewrite;

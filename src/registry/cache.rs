@@ -1,0 +1,144 @@
+//! On-disk tag cache with a TTL.
+//!
+//! One JSON file per repository under `<cache_dir>/tags/`, named after the
+//! SHA-256 of the canonical repository name. Files are written to a temporary
+//! file in the same directory and renamed into place, so readers never see a
+//! half-written file. A file that cannot be read or parsed is ignored with a
+//! warning; the cache is never a reason to fail.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    version: u32,
+    repository: String,
+    fetched_at: u64,
+    tags: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TagCache {
+    dir: PathBuf,
+    ttl: Duration,
+}
+
+impl TagCache {
+    pub(crate) fn new(dir: &Path, ttl: Duration) -> Self {
+        Self {
+            dir: dir.join("tags"),
+            ttl,
+        }
+    }
+
+    pub(crate) fn path_for(&self, canonical: &str) -> PathBuf {
+        let hash = Sha256::digest(canonical.as_bytes());
+        let hex: String = hash.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        self.dir.join(format!("{hex}.json"))
+    }
+
+    /// The cached tags of `canonical`, if present, valid and younger than the TTL.
+    pub(crate) fn get(&self, canonical: &str) -> Option<Vec<String>> {
+        let path = self.path_for(canonical);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!("ignoring tag cache file {}: {e}", path.display());
+                return None;
+            }
+        };
+        let entry: Entry = match serde_json::from_slice(&bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!("ignoring corrupt tag cache file {}: {e}", path.display());
+                return None;
+            }
+        };
+        if entry.version != VERSION || entry.repository != canonical {
+            tracing::warn!(
+                "ignoring tag cache file {}: not for {canonical}",
+                path.display()
+            );
+            return None;
+        }
+        let age = now_secs().saturating_sub(entry.fetched_at);
+        (Duration::from_secs(age) < self.ttl).then_some(entry.tags)
+    }
+
+    /// Store `tags` for `canonical`. Failures are logged, not returned.
+    pub(crate) fn put(&self, canonical: &str, tags: &[String]) {
+        if let Err(e) = self.try_put(canonical, tags) {
+            tracing::warn!("cannot write tag cache in {}: {e}", self.dir.display());
+        }
+    }
+
+    fn try_put(&self, canonical: &str, tags: &[String]) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let entry = Entry {
+            version: VERSION,
+            repository: canonical.to_owned(),
+            fetched_at: now_secs(),
+            tags: tags.to_vec(),
+        };
+        let json = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+        std::io::Write::write_all(&mut tmp, &json)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(self.path_for(canonical)).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_ttl_and_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TagCache::new(dir.path(), Duration::from_secs(60));
+        assert_eq!(cache.get("r.io/a"), None);
+        cache.put("r.io/a", &["v1".to_owned(), "v2".to_owned()]);
+        assert_eq!(
+            cache.get("r.io/a"),
+            Some(vec!["v1".to_owned(), "v2".to_owned()])
+        );
+        assert_eq!(cache.get("r.io/b"), None);
+        // expired
+        let expired = TagCache::new(dir.path(), Duration::ZERO);
+        assert_eq!(expired.get("r.io/a"), None);
+        // corrupt
+        std::fs::write(cache.path_for("r.io/a"), b"{not json").unwrap();
+        assert_eq!(cache.get("r.io/a"), None);
+        cache.put("r.io/a", &["v3".to_owned()]);
+        assert_eq!(cache.get("r.io/a"), Some(vec!["v3".to_owned()]));
+        // no temp files left behind
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("tags"))
+            .unwrap()
+            .collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn unwritable_dir_is_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let cache = TagCache::new(&file, Duration::from_secs(60));
+        cache.put("r.io/a", &["v1".to_owned()]);
+        assert_eq!(cache.get("r.io/a"), None);
+    }
+}

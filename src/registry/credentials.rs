@@ -1,0 +1,783 @@
+//! Where registry credentials come from.
+//!
+//! Sources, first match wins (see `docs/registry.md`):
+//!
+//! 1. credentials given in code ([`CredentialStore::with_credential`]) and the
+//!    environment: `IMAGE_UPDATE_REGISTRY_<HOST>_USERNAME` / `_PASSWORD`, where
+//!    `<HOST>` is the registry host (with port) in upper case with every
+//!    character other than `A-Z0-9` replaced by `_` (`ghcr.io` → `GHCR_IO`,
+//!    `localhost:5000` → `LOCALHOST_5000`, Docker Hub → `INDEX_DOCKER_IO` or
+//!    `DOCKER_IO`); or the unscoped pair `IMAGE_UPDATE_REGISTRY_USERNAME` /
+//!    `_PASSWORD` together with `IMAGE_UPDATE_REGISTRY_HOST`, a comma-separated
+//!    list of the hosts it is for (the pair is never sent anywhere else);
+//! 2. the podman-style `auth.json` named by `REGISTRY_AUTH_FILE`
+//!    (keys may be `host` or `host/path`; the longest matching path wins);
+//! 3. the Docker config (`$DOCKER_CONFIG/config.json`, else
+//!    `~/.docker/config.json`): `credHelpers[host]`, then `credsStore`, then
+//!    the `auths` entry (`identitytoken`, `registrytoken`, `auth`, or
+//!    `username` + `password`).
+//!
+//! Docker Hub keys are matched under every spelling: `https://index.docker.io/v1/`,
+//! `index.docker.io`, `docker.io`, `registry-1.docker.io`.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde::Deserialize;
+
+use super::error::{Error, Result};
+use super::reference::{DOCKER_HUB, DOCKER_HUB_API};
+use super::secret::Secret;
+
+const ENV_PREFIX: &str = "IMAGE_UPDATE_REGISTRY_";
+const HUB_HELPER_URL: &str = "https://index.docker.io/v1/";
+
+/// A credential for one registry.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Credential {
+    #[default]
+    Anonymous,
+    /// Username and password (or personal access token). Sent as Basic auth
+    /// to the registry or to its token service.
+    Basic { username: String, password: Secret },
+    /// An OAuth2 refresh token (Docker `identitytoken`, or a credential helper
+    /// answering with username `<token>`). Exchanged for an access token with
+    /// a POST to the token service.
+    IdentityToken {
+        username: Option<String>,
+        token: Secret,
+    },
+    /// A bearer token used as is (Docker `registrytoken`).
+    RegistryToken(Secret),
+}
+
+impl Credential {
+    pub fn is_anonymous(&self) -> bool {
+        matches!(self, Credential::Anonymous)
+    }
+}
+
+/// Credential lookup configuration.
+#[derive(Debug, Clone, Default)]
+pub struct CredentialStore {
+    explicit: BTreeMap<String, Credential>,
+    docker_config: Option<PathBuf>,
+    auth_file: Option<PathBuf>,
+    helper_dirs: Option<Vec<PathBuf>>,
+    helper_timeout: Option<Duration>,
+}
+
+impl CredentialStore {
+    /// No sources: every registry is accessed anonymously.
+    pub fn anonymous() -> Self {
+        Self::default()
+    }
+
+    /// Read the environment of this process: the `IMAGE_UPDATE_REGISTRY_*`
+    /// variables, `REGISTRY_AUTH_FILE`, `DOCKER_CONFIG` and `HOME`.
+    pub fn from_env() -> Self {
+        Self::from_vars(std::env::vars())
+    }
+
+    /// Like [`from_env`](Self::from_env), from the given variables.
+    pub fn from_vars<I, K, V>(vars: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let vars: BTreeMap<String, String> = vars
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        let mut store = Self::default();
+        // Host-scoped pairs.
+        for (key, user) in &vars {
+            let Some(host_key) = key
+                .strip_prefix(ENV_PREFIX)
+                .and_then(|k| k.strip_suffix("_USERNAME"))
+            else {
+                continue;
+            };
+            if host_key.is_empty() {
+                continue;
+            }
+            let pw_key = format!("{ENV_PREFIX}{host_key}_PASSWORD");
+            if let Some(pw) = vars.get(&pw_key) {
+                store.explicit.insert(
+                    format!("env:{host_key}"),
+                    Credential::Basic {
+                        username: user.clone(),
+                        password: Secret::new(pw.clone()),
+                    },
+                );
+            } else {
+                tracing::warn!("{key} is set but {pw_key} is not; ignoring it");
+            }
+        }
+        // Unscoped pair, restricted to the listed hosts.
+        let user = vars.get(&format!("{ENV_PREFIX}USERNAME"));
+        let pass = vars.get(&format!("{ENV_PREFIX}PASSWORD"));
+        let hosts = vars.get(&format!("{ENV_PREFIX}HOST"));
+        match (user, pass, hosts) {
+            (Some(u), Some(p), Some(hosts)) => {
+                for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+                    store.explicit.insert(
+                        crate::registry::settings::normalise_host_key(host),
+                        Credential::Basic {
+                            username: u.clone(),
+                            password: Secret::new(p.clone()),
+                        },
+                    );
+                }
+            }
+            (Some(_), Some(_), None) => tracing::warn!(
+                "{ENV_PREFIX}USERNAME/_PASSWORD are set without {ENV_PREFIX}HOST; they are not used"
+            ),
+            _ => {}
+        }
+        if let Some(path) = vars.get("REGISTRY_AUTH_FILE").filter(|p| !p.is_empty()) {
+            store.auth_file = Some(PathBuf::from(path));
+        }
+        store.docker_config = match vars.get("DOCKER_CONFIG").filter(|p| !p.is_empty()) {
+            Some(dir) => Some(Path::new(dir).join("config.json")),
+            None => vars
+                .get("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|home| Path::new(home).join(".docker").join("config.json")),
+        };
+        store
+    }
+
+    /// Use this credential for `host` (highest precedence).
+    pub fn with_credential(mut self, host: &str, credential: Credential) -> Self {
+        self.explicit.insert(
+            crate::registry::settings::normalise_host_key(host),
+            credential,
+        );
+        self
+    }
+
+    /// Read this Docker `config.json` (replaces the default location).
+    pub fn with_docker_config(mut self, path: impl Into<PathBuf>) -> Self {
+        self.docker_config = Some(path.into());
+        self
+    }
+
+    /// Read this podman-style `auth.json` before the Docker config.
+    pub fn with_auth_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.auth_file = Some(path.into());
+        self
+    }
+
+    /// Look for `docker-credential-*` helpers in these directories instead of `PATH`.
+    pub fn with_helper_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.helper_dirs = Some(dirs);
+        self
+    }
+
+    /// Kill a credential helper that has not answered after this long (default 10 s).
+    pub fn with_helper_timeout(mut self, timeout: Duration) -> Self {
+        self.helper_timeout = Some(timeout);
+        self
+    }
+
+    /// The credential for `repository` on `registry` (canonical host, e.g.
+    /// `index.docker.io` or `localhost:5000`).
+    pub fn lookup(&self, registry: &str, repository: &str) -> Result<Credential> {
+        let host = crate::registry::settings::normalise_host_key(registry);
+        let host = if host == DOCKER_HUB_API {
+            DOCKER_HUB.to_owned()
+        } else {
+            host
+        };
+        if let Some(c) = self.explicit.get(&host) {
+            return Ok(c.clone());
+        }
+        for env_key in env_host_keys(&host) {
+            if let Some(c) = self.explicit.get(&format!("env:{env_key}")) {
+                return Ok(c.clone());
+            }
+        }
+        if let Some(path) = &self.auth_file
+            && let Some(file) = read_config(path, &host)?
+            && let Some(c) = self.lookup_in_file(&file, path, &host, repository)?
+        {
+            return Ok(c);
+        }
+        if let Some(path) = &self.docker_config
+            && let Some(file) = read_config(path, &host)?
+            && let Some(c) = self.lookup_in_file(&file, path, &host, repository)?
+        {
+            return Ok(c);
+        }
+        Ok(Credential::Anonymous)
+    }
+
+    fn lookup_in_file(
+        &self,
+        file: &ConfigFile,
+        path: &Path,
+        host: &str,
+        repository: &str,
+    ) -> Result<Option<Credential>> {
+        if let Some(helper) = file
+            .cred_helpers
+            .iter()
+            .find(|(k, _)| key_host_and_path(k).0 == host)
+            .map(|(_, v)| v)
+            && let Some(c) = self.run_helper(helper, host)?
+        {
+            return Ok(Some(c));
+        }
+        if let Some(store) = file.creds_store.as_deref().filter(|s| !s.is_empty())
+            && let Some(c) = self.run_helper(store, host)?
+        {
+            return Ok(Some(c));
+        }
+        let mut best: Option<(usize, &AuthEntry)> = None;
+        for (key, entry) in &file.auths {
+            let (key_host, key_path) = key_host_and_path(key);
+            if key_host != host {
+                continue;
+            }
+            let path_ok = key_path.is_empty()
+                || repository == key_path
+                || repository.starts_with(&format!("{key_path}/"));
+            if path_ok && best.is_none_or(|(len, _)| key_path.len() > len) {
+                best = Some((key_path.len(), entry));
+            }
+        }
+        match best {
+            Some((_, entry)) => entry.credential(host, path),
+            None => Ok(None),
+        }
+    }
+
+    fn run_helper(&self, name: &str, host: &str) -> Result<Option<Credential>> {
+        let program = format!("docker-credential-{name}");
+        let exe = match &self.helper_dirs {
+            Some(dirs) => match dirs.iter().map(|d| d.join(&program)).find(|p| p.is_file()) {
+                Some(p) => p,
+                None => {
+                    tracing::warn!("credential helper {program} not found; skipping it");
+                    return Ok(None);
+                }
+            },
+            None => PathBuf::from(&program),
+        };
+        let server_url = if host == DOCKER_HUB {
+            HUB_HELPER_URL.to_owned()
+        } else {
+            host.to_owned()
+        };
+        let err = |message: String| Error::Credentials {
+            registry: host.to_owned(),
+            message,
+        };
+        let mut child = match Command::new(&exe)
+            .arg("get")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("cannot run credential helper {program}: {e}; skipping it");
+                return Ok(None);
+            }
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            // A helper that exits without reading stdin is not an error here.
+            let _ = stdin.write_all(server_url.as_bytes());
+        }
+        let mut stdout = child.stdout.take();
+        let reader = std::thread::spawn(move || {
+            let mut out = String::new();
+            if let Some(s) = stdout.as_mut() {
+                let _ = s.read_to_string(&mut out);
+            }
+            out
+        });
+        let deadline = Instant::now() + self.helper_timeout.unwrap_or(Duration::from_secs(10));
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(err(format!("{program} did not answer in time")));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return Err(err(format!("waiting for {program}: {e}"))),
+            }
+        };
+        let out = reader.join().unwrap_or_default();
+        if !status.success() {
+            if out.to_ascii_lowercase().contains("credentials not found") {
+                return Ok(None);
+            }
+            // Never echo the helper's output: it could contain a secret.
+            return Err(err(format!("{program} get failed with {status}")));
+        }
+        #[derive(Deserialize)]
+        struct HelperAnswer {
+            #[serde(rename = "Username", default)]
+            username: String,
+            #[serde(rename = "Secret", default)]
+            secret: String,
+        }
+        let answer: HelperAnswer = serde_json::from_str(&out).map_err(|e| {
+            err(format!(
+                "{program} printed invalid JSON at line {}",
+                e.line()
+            ))
+        })?;
+        if answer.secret.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(if answer.username == "<token>" {
+            Credential::IdentityToken {
+                username: None,
+                token: Secret::new(answer.secret),
+            }
+        } else {
+            Credential::Basic {
+                username: answer.username,
+                password: Secret::new(answer.secret),
+            }
+        }))
+    }
+}
+
+/// Environment-variable spellings of a host.
+fn env_host_keys(host: &str) -> Vec<String> {
+    let mangle = |h: &str| {
+        h.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    let mut keys = vec![mangle(host)];
+    if host == DOCKER_HUB {
+        keys.push("DOCKER_IO".to_owned());
+    }
+    keys
+}
+
+/// Normalised host and path of a config key: scheme removed, Docker Hub
+/// spellings mapped to `index.docker.io`, a `/v1/`-style API path dropped.
+fn key_host_and_path(key: &str) -> (String, String) {
+    let k = key.trim();
+    let k = k
+        .strip_prefix("https://")
+        .or_else(|| k.strip_prefix("http://"))
+        .unwrap_or(k);
+    let (host, path) = k.split_once('/').unwrap_or((k, ""));
+    let host = host.to_ascii_lowercase();
+    let host = match host.as_str() {
+        "docker.io" | "index.docker.io" | "registry-1.docker.io" | "registry.hub.docker.com" => {
+            DOCKER_HUB.to_owned()
+        }
+        _ => host,
+    };
+    let path = path.trim_end_matches('/');
+    let path = if path == "v1" || path == "v2" || path.is_empty() {
+        String::new()
+    } else {
+        path.to_owned()
+    };
+    (host, path)
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    auths: BTreeMap<String, AuthEntry>,
+    #[serde(rename = "credsStore", default)]
+    creds_store: Option<String>,
+    #[serde(rename = "credHelpers", default)]
+    cred_helpers: BTreeMap<String, String>,
+}
+
+#[derive(Default, Deserialize)]
+struct AuthEntry {
+    #[serde(default)]
+    auth: Option<String>,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+    #[serde(default)]
+    identitytoken: Option<String>,
+    #[serde(default)]
+    registrytoken: Option<String>,
+}
+
+impl std::fmt::Debug for AuthEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuthEntry(<redacted>)")
+    }
+}
+
+impl AuthEntry {
+    fn credential(&self, host: &str, path: &Path) -> Result<Option<Credential>> {
+        let nonempty =
+            |s: &Option<String>| s.as_deref().filter(|v| !v.is_empty()).map(str::to_owned);
+        let (mut username, mut password) = (nonempty(&self.username), nonempty(&self.password));
+        if let Some(auth) = nonempty(&self.auth) {
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(auth.trim())
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| Error::Credentials {
+                    registry: host.to_owned(),
+                    message: format!("invalid base64 `auth` value in {}", path.display()),
+                })?;
+            let (u, p) = decoded.split_once(':').ok_or_else(|| Error::Credentials {
+                registry: host.to_owned(),
+                message: format!("`auth` value in {} is not user:password", path.display()),
+            })?;
+            username = Some(u.to_owned());
+            password = Some(p.to_owned());
+        }
+        if let Some(token) = nonempty(&self.identitytoken) {
+            return Ok(Some(Credential::IdentityToken {
+                username,
+                token: Secret::new(token),
+            }));
+        }
+        if let Some(token) = nonempty(&self.registrytoken) {
+            return Ok(Some(Credential::RegistryToken(Secret::new(token))));
+        }
+        match (username, password) {
+            (Some(username), Some(password)) => Ok(Some(Credential::Basic {
+                username,
+                password: Secret::new(password),
+            })),
+            _ => Ok(None),
+        }
+    }
+}
+
+fn read_config(path: &Path, host: &str) -> Result<Option<ConfigFile>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(Error::Credentials {
+                registry: host.to_owned(),
+                message: format!("cannot read {}: {e}", path.display()),
+            });
+        }
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| Error::Credentials {
+            registry: host.to_owned(),
+            // serde_json errors quote no input, so no secret can leak here.
+            message: format!("invalid JSON in {}: {e}", path.display()),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b64(s: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn basic(u: &str, p: &str) -> Credential {
+        Credential::Basic {
+            username: u.to_owned(),
+            password: Secret::new(p),
+        }
+    }
+
+    #[test]
+    fn docker_config_auths() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = format!(
+            r#"{{"auths": {{
+                "https://index.docker.io/v1/": {{"auth": "{}"}},
+                "ghcr.io": {{"username": "gh", "password": "pat"}},
+                "quay.io": {{"identitytoken": "refresh"}},
+                "reg.example:5000": {{"registrytoken": "tok"}},
+                "empty.io": {{}}
+            }}}}"#,
+            b64("hubuser:hubpass")
+        );
+        let path = write(dir.path(), "config.json", &cfg);
+        let store = CredentialStore::anonymous().with_docker_config(&path);
+        assert_eq!(
+            store.lookup("index.docker.io", "library/nginx").unwrap(),
+            basic("hubuser", "hubpass")
+        );
+        assert_eq!(
+            store.lookup("registry-1.docker.io", "x/y").unwrap(),
+            basic("hubuser", "hubpass")
+        );
+        assert_eq!(
+            store.lookup("docker.io", "x/y").unwrap(),
+            basic("hubuser", "hubpass")
+        );
+        assert_eq!(store.lookup("ghcr.io", "a/b").unwrap(), basic("gh", "pat"));
+        assert_eq!(
+            store.lookup("quay.io", "a/b").unwrap(),
+            Credential::IdentityToken {
+                username: None,
+                token: Secret::new("refresh")
+            }
+        );
+        assert_eq!(
+            store.lookup("reg.example:5000", "a").unwrap(),
+            Credential::RegistryToken(Secret::new("tok"))
+        );
+        assert_eq!(
+            store.lookup("empty.io", "a/b").unwrap(),
+            Credential::Anonymous
+        );
+        assert_eq!(
+            store.lookup("other.io", "a/b").unwrap(),
+            Credential::Anonymous
+        );
+    }
+
+    #[test]
+    fn hub_key_spellings() {
+        for key in [
+            "docker.io",
+            "index.docker.io",
+            "registry-1.docker.io",
+            "https://registry-1.docker.io/v2/",
+            "https://index.docker.io/v1/",
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = write(
+                dir.path(),
+                "c.json",
+                &format!(r#"{{"auths":{{"{key}":{{"auth":"{}"}}}}}}"#, b64("u:p")),
+            );
+            let store = CredentialStore::anonymous().with_docker_config(&path);
+            assert_eq!(
+                store.lookup("index.docker.io", "library/x").unwrap(),
+                basic("u", "p"),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn podman_auth_file_longest_path_and_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let auth = write(
+            dir.path(),
+            "auth.json",
+            &format!(
+                r#"{{"auths": {{"reg.io": {{"auth": "{}"}}, "reg.io/team": {{"auth": "{}"}}, "reg.io/team/app": {{"auth": "{}"}}}}}}"#,
+                b64("host:1"),
+                b64("team:2"),
+                b64("app:3")
+            ),
+        );
+        let docker = write(
+            dir.path(),
+            "config.json",
+            &format!(
+                r#"{{"auths": {{"reg.io": {{"auth": "{}"}}, "only.docker": {{"auth": "{}"}}}}}}"#,
+                b64("docker:0"),
+                b64("d:1")
+            ),
+        );
+        let store = CredentialStore::anonymous()
+            .with_docker_config(&docker)
+            .with_auth_file(&auth);
+        assert_eq!(
+            store.lookup("reg.io", "team/app").unwrap(),
+            basic("app", "3")
+        );
+        assert_eq!(
+            store.lookup("reg.io", "team/app2").unwrap(),
+            basic("team", "2")
+        );
+        assert_eq!(
+            store.lookup("reg.io", "other/x").unwrap(),
+            basic("host", "1")
+        );
+        assert_eq!(store.lookup("only.docker", "x/y").unwrap(), basic("d", "1"));
+    }
+
+    #[test]
+    fn env_vars() {
+        let store = CredentialStore::from_vars([
+            ("IMAGE_UPDATE_REGISTRY_GHCR_IO_USERNAME", "gh"),
+            ("IMAGE_UPDATE_REGISTRY_GHCR_IO_PASSWORD", "pat"),
+            ("IMAGE_UPDATE_REGISTRY_LOCALHOST_5000_USERNAME", "lu"),
+            ("IMAGE_UPDATE_REGISTRY_LOCALHOST_5000_PASSWORD", "lp"),
+            ("IMAGE_UPDATE_REGISTRY_DOCKER_IO_USERNAME", "hu"),
+            ("IMAGE_UPDATE_REGISTRY_DOCKER_IO_PASSWORD", "hp"),
+            ("IMAGE_UPDATE_REGISTRY_USERNAME", "any"),
+            ("IMAGE_UPDATE_REGISTRY_PASSWORD", "anyp"),
+            (
+                "IMAGE_UPDATE_REGISTRY_HOST",
+                "quay.io, reg.example.com:8443",
+            ),
+            ("HOME", "/nonexistent-home"),
+        ]);
+        assert_eq!(store.lookup("ghcr.io", "a/b").unwrap(), basic("gh", "pat"));
+        assert_eq!(
+            store.lookup("localhost:5000", "a").unwrap(),
+            basic("lu", "lp")
+        );
+        assert_eq!(
+            store.lookup("index.docker.io", "library/a").unwrap(),
+            basic("hu", "hp")
+        );
+        assert_eq!(
+            store.lookup("quay.io", "a/b").unwrap(),
+            basic("any", "anyp")
+        );
+        assert_eq!(
+            store.lookup("reg.example.com:8443", "a/b").unwrap(),
+            basic("any", "anyp")
+        );
+        assert_eq!(
+            store.lookup("gcr.io", "a/b").unwrap(),
+            Credential::Anonymous
+        );
+        // Unscoped pair without HOST is not used anywhere.
+        let store = CredentialStore::from_vars([
+            ("IMAGE_UPDATE_REGISTRY_USERNAME", "any"),
+            ("IMAGE_UPDATE_REGISTRY_PASSWORD", "anyp"),
+        ]);
+        assert_eq!(
+            store.lookup("quay.io", "a/b").unwrap(),
+            Credential::Anonymous
+        );
+    }
+
+    #[test]
+    fn docker_config_env_location() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "config.json",
+            &format!(r#"{{"auths":{{"x.io":{{"auth":"{}"}}}}}}"#, b64("u:p")),
+        );
+        let store = CredentialStore::from_vars([("DOCKER_CONFIG", dir.path().to_str().unwrap())]);
+        assert_eq!(store.lookup("x.io", "a/b").unwrap(), basic("u", "p"));
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".docker")).unwrap();
+        write(
+            &home.path().join(".docker"),
+            "config.json",
+            &format!(r#"{{"auths":{{"y.io":{{"auth":"{}"}}}}}}"#, b64("h:p")),
+        );
+        let store = CredentialStore::from_vars([("HOME", home.path().to_str().unwrap())]);
+        assert_eq!(store.lookup("y.io", "a/b").unwrap(), basic("h", "p"));
+    }
+
+    #[test]
+    fn malformed_config_is_an_error_without_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "config.json",
+            r#"{"auths": {"x.io": {"auth": "c2VjcmV0cGFzcw"#,
+        );
+        let store = CredentialStore::anonymous().with_docker_config(&path);
+        let err = store.lookup("x.io", "a").unwrap_err().to_string();
+        assert!(err.contains("invalid JSON"), "{err}");
+        assert!(!err.contains("c2VjcmV0cGFzcw"));
+        let path = write(
+            dir.path(),
+            "bad64.json",
+            r#"{"auths": {"x.io": {"auth": "!!!"}}}"#,
+        );
+        let store = CredentialStore::anonymous().with_docker_config(&path);
+        assert!(store.lookup("x.io", "a").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn credential_helpers() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let helper = |name: &str, body: &str| {
+            let p = dir.path().join(format!("docker-credential-{name}"));
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        // Echo the server URL back as the username so the test sees what was sent.
+        helper(
+            "echo",
+            r#"read url; printf '{"ServerURL":"%s","Username":"%s","Secret":"s3cret"}' "$url" "$url""#,
+        );
+        helper(
+            "token",
+            r#"cat >/dev/null; echo '{"Username":"<token>","Secret":"refresh"}'"#,
+        );
+        helper(
+            "none",
+            r#"cat >/dev/null; echo 'credentials not found in native keychain'; exit 1"#,
+        );
+        helper("slow", "sleep 5");
+        let cfg = write(
+            dir.path(),
+            "config.json",
+            &format!(
+                r#"{{"credHelpers": {{"helper.io": "echo", "docker.io": "echo", "tok.io": "token", "none.io": "none", "slow.io": "slow", "missing.io": "missing"}},
+                    "credsStore": "none",
+                    "auths": {{"none.io": {{"auth": "{}"}}}}}}"#,
+                b64("file:cred")
+            ),
+        );
+        let store = CredentialStore::anonymous()
+            .with_docker_config(&cfg)
+            .with_helper_dirs(vec![dir.path().to_owned()])
+            .with_helper_timeout(Duration::from_millis(300));
+        assert_eq!(
+            store.lookup("helper.io", "a/b").unwrap(),
+            basic("helper.io", "s3cret")
+        );
+        assert_eq!(
+            store.lookup("index.docker.io", "library/a").unwrap(),
+            basic(HUB_HELPER_URL, "s3cret")
+        );
+        assert_eq!(
+            store.lookup("tok.io", "a").unwrap(),
+            Credential::IdentityToken {
+                username: None,
+                token: Secret::new("refresh")
+            }
+        );
+        // helper and store say "not found": fall back to auths
+        assert_eq!(store.lookup("none.io", "a").unwrap(), basic("file", "cred"));
+        assert_eq!(
+            store.lookup("missing.io", "a").unwrap(),
+            Credential::Anonymous
+        );
+        let err = store.lookup("slow.io", "a").unwrap_err().to_string();
+        assert!(err.contains("did not answer"), "{err}");
+    }
+}

@@ -1,0 +1,946 @@
+//! OCI registry client: the only networked module of image-update.
+//!
+//! A blocking client for the Docker Registry HTTP API v2 / OCI Distribution
+//! spec, written directly on ureq (see `docs/registry.md`):
+//!
+//! * [`reference`](mod@reference): image reference parsing and Docker Hub normalisation;
+//! * [`RegistryClient`]: tag listing with `Link` pagination and an on-disk
+//!   cache, manifest digests (HEAD, GET fallback, platform selection), image
+//!   creation times, and [`RegistryClient::list_many`] for bounded concurrency
+//!   across repositories;
+//! * [`credentials`]: Docker/podman config files, credential helpers and
+//!   environment variables;
+//! * [`settings`]: the per-registry settings file.
+//!
+//! Security rules: credentials (Basic, Bearer, refresh tokens) are only sent
+//! over HTTPS, or over plain HTTP to hosts marked insecure (loopback hosts are
+//! insecure by default); `Authorization` is dropped when a redirect or a
+//! pagination link leaves the registry's origin; secrets are held in
+//! [`Secret`], whose `Debug` is redacted, and never appear in errors or logs.
+
+mod auth;
+mod cache;
+pub mod credentials;
+mod error;
+mod manifest;
+pub mod reference;
+mod secret;
+pub mod settings;
+mod timestamp;
+mod transport;
+mod url;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use regex::Regex;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use auth::{Challenge, TokenResponse, choose_challenge};
+use cache::TagCache;
+use manifest::{ConfigDoc, MANIFEST_ACCEPT, ManifestDoc, select_child};
+use transport::{Request, Response, Transport, lock};
+use url::Url;
+
+pub use credentials::{Credential, CredentialStore};
+pub use error::{Context, Error, Result};
+pub use manifest::{
+    DOCKER_LIST, DOCKER_MANIFEST, ManifestKind, OCI_INDEX, OCI_MANIFEST, Platform, PlatformError,
+    default_platform,
+};
+pub use reference::{Reference, ReferenceError, Repository, validate_reference};
+pub use secret::Secret;
+pub use settings::{ClientSettings, HostConfig, HostSettings, RetryPolicy, SettingsFile};
+pub use timestamp::Timestamp;
+
+/// Largest tag-list page or manifest the client reads.
+const MAX_DOCUMENT: u64 = 32 * 1024 * 1024;
+/// Largest image config blob the client reads.
+const MAX_CONFIG: u64 = 16 * 1024 * 1024;
+/// Largest error or token body the client reads.
+const MAX_SMALL: u64 = 1024 * 1024;
+
+/// A manifest as served by the registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Media type from `Content-Type`, or from the document's `mediaType`.
+    pub media_type: String,
+    pub kind: ManifestKind,
+    /// `sha256:` digest of the bytes.
+    pub digest: String,
+    pub bytes: Vec<u8>,
+}
+
+struct CachedToken {
+    header: Secret,
+    expires: Instant,
+}
+
+/// Blocking registry client. Cheap to share across threads (`&RegistryClient`
+/// is `Send + Sync`); tokens, challenges and credentials are cached for the
+/// lifetime of the client, which is meant to be one run.
+pub struct RegistryClient {
+    settings: Arc<ClientSettings>,
+    transport: Transport,
+    exclusion: Vec<Regex>,
+    cache: Option<TagCache>,
+    challenges: Mutex<HashMap<String, Challenge>>,
+    tokens: Mutex<HashMap<(String, String), CachedToken>>,
+    credentials: Mutex<HashMap<(String, String), Credential>>,
+    token_requests: AtomicUsize,
+}
+
+impl std::fmt::Debug for RegistryClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryClient")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryClient {
+    /// Build a client. Fails on an invalid exclusion regex.
+    pub fn new(settings: ClientSettings) -> Result<Self> {
+        let exclusion = settings
+            .exclusion_list
+            .iter()
+            .map(|p| {
+                Regex::new(p)
+                    .map_err(|e| Error::InvalidSetting(format!("exclusion pattern {p:?}: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let cache = settings
+            .cache_dir
+            .as_deref()
+            .map(|d| TagCache::new(d, settings.cache_ttl));
+        let settings = Arc::new(settings);
+        Ok(Self {
+            transport: Transport::new(Arc::clone(&settings)),
+            settings,
+            exclusion,
+            cache,
+            challenges: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
+            credentials: Mutex::new(HashMap::new()),
+            token_requests: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn settings(&self) -> &ClientSettings {
+        &self.settings
+    }
+
+    /// Number of token requests made so far (all registries).
+    pub fn token_requests(&self) -> usize {
+        self.token_requests.load(Ordering::Relaxed)
+    }
+
+    /// All tags of `repo`, minus the excluded ones, in registry order. Served
+    /// from the on-disk cache when a fresh entry exists.
+    pub fn list_tags(&self, repo: &Repository) -> Result<Vec<String>> {
+        let canonical = repo.canonical_name();
+        if let Some(cache) = &self.cache
+            && let Some(tags) = cache.get(&canonical)
+        {
+            tracing::debug!("{canonical}: {} tags from cache", tags.len());
+            return Ok(self.exclude(tags));
+        }
+        let tags = self.fetch_tags(repo)?;
+        if let Some(cache) = &self.cache {
+            cache.put(&canonical, &tags);
+        }
+        Ok(self.exclude(tags))
+    }
+
+    /// Drop tags matching any exclusion pattern.
+    pub fn exclude(&self, tags: Vec<String>) -> Vec<String> {
+        tags.into_iter()
+            .filter(|t| !self.exclusion.iter().any(|re| re.is_match(t)))
+            .collect()
+    }
+
+    /// List many repositories with at most `max_in_flight` at a time (each
+    /// host's own `concurrency` still applies). Results are in input order.
+    pub fn list_many(
+        &self,
+        repositories: &[Repository],
+        max_in_flight: usize,
+    ) -> Vec<Result<Vec<String>>> {
+        let workers = max_in_flight.max(1).min(repositories.len());
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<Option<Result<Vec<String>>>>> =
+            Mutex::new(repositories.iter().map(|_| None).collect());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(repo) = repositories.get(i) else {
+                            break;
+                        };
+                        let result = self.list_tags(repo);
+                        if let Some(slot) = lock(&results).get_mut(i) {
+                            *slot = Some(result);
+                        }
+                    }
+                });
+            }
+        });
+        results
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .into_iter()
+            .zip(repositories)
+            .map(|(r, repo)| {
+                r.unwrap_or_else(|| {
+                    Err(Error::InvalidSetting(format!("listing {repo} did not run")))
+                })
+            })
+            .collect()
+    }
+
+    /// Every tag of `repo` straight from the registry (no cache, no
+    /// exclusion), following `Link: <...>; rel="next"` pagination.
+    pub fn fetch_tags(&self, repo: &Repository) -> Result<Vec<String>> {
+        let ctx = context(repo);
+        let host = self.transport.host_settings(repo.api_host());
+        let mut url = self
+            .registry_url(repo, &format!("/v2/{}/tags/list", repo.repository()))
+            .with_query("n", &host.page_size.to_string());
+        let mut seen = HashSet::new();
+        let mut tags = Vec::new();
+        loop {
+            if !seen.insert(url.to_string()) {
+                return Err(Error::InvalidResponse {
+                    context: ctx,
+                    url: url.to_string(),
+                    message: "pagination loops back to a page already read".to_owned(),
+                });
+            }
+            let resp = self.send_authed(
+                repo,
+                "GET",
+                url.clone(),
+                Some("application/json"),
+                MAX_DOCUMENT,
+            )?;
+            if resp.status != 200 {
+                return Err(status_error(&ctx, "GET", &resp));
+            }
+            #[derive(Deserialize)]
+            struct TagList {
+                #[serde(default)]
+                tags: Option<Vec<String>>,
+            }
+            let page: TagList =
+                serde_json::from_slice(&resp.body).map_err(|e| Error::InvalidResponse {
+                    context: ctx.clone(),
+                    url: resp.url.to_string(),
+                    message: format!("malformed tag list: {e}"),
+                })?;
+            tags.extend(page.tags.unwrap_or_default());
+            match next_link(&resp) {
+                Some(link) => {
+                    url = resp.url.join(&link).ok_or_else(|| Error::InvalidResponse {
+                        context: ctx.clone(),
+                        url: resp.url.to_string(),
+                        message: format!("invalid Link header target {link:?}"),
+                    })?;
+                }
+                None => break,
+            }
+        }
+        tracing::debug!("{}: {} tags from registry", repo, tags.len());
+        Ok(tags)
+    }
+
+    /// The digest of `tag`. Without a platform this is the digest the tag
+    /// points at (for a multi-arch image, the index digest, like Flux),
+    /// found with `HEAD` and `Docker-Content-Digest`, falling back to `GET`
+    /// and SHA-256 of the body. With a platform, an index is resolved to the
+    /// matching image's digest; a single-platform image is checked against
+    /// its config and fails with [`Error::PlatformNotFound`] on mismatch.
+    pub fn digest(
+        &self,
+        repo: &Repository,
+        tag: &str,
+        platform: Option<&Platform>,
+    ) -> Result<String> {
+        let ctx = context(repo);
+        let Some(platform) = platform else {
+            let url = self.manifest_url(repo, tag);
+            let resp = self.send_authed(repo, "HEAD", url, Some(MANIFEST_ACCEPT), MAX_SMALL)?;
+            match resp.status {
+                200 => {
+                    if let Some(d) = resp
+                        .header("docker-content-digest")
+                        .map(str::trim)
+                        .filter(|d| reference::valid_digest(d))
+                    {
+                        return Ok(d.to_owned());
+                    }
+                    tracing::debug!("{repo}:{tag}: HEAD gave no digest, using GET");
+                }
+                404 => return Err(status_error(&ctx, "HEAD", &resp)),
+                s => tracing::debug!("{repo}:{tag}: HEAD answered {s}, using GET"),
+            }
+            return Ok(self.manifest(repo, tag)?.digest);
+        };
+        let m = self.manifest(repo, tag)?;
+        match m.kind {
+            ManifestKind::Index => {
+                let doc = parse_doc(&ctx, &m, tag)?;
+                let children = doc.manifests.unwrap_or_default();
+                select_child(&children, Some(platform))
+                    .map(|d| d.digest.clone())
+                    .ok_or_else(|| Error::PlatformNotFound {
+                        context: ctx,
+                        reference: tag.to_owned(),
+                        platform: platform.to_string(),
+                    })
+            }
+            ManifestKind::Image => {
+                let cfg = self.config_of(repo, &m, tag)?;
+                check_platform(&ctx, tag, platform, &cfg)?;
+                Ok(m.digest)
+            }
+        }
+    }
+
+    /// The `created` time of the image behind `tag`, from its config blob
+    /// (`Ok(None)` when the config has no `created`). For an index, the image
+    /// for `platform` is used; without a platform, `linux/amd64`, else the
+    /// first entry with a real platform (attestations are skipped).
+    pub fn created(
+        &self,
+        repo: &Repository,
+        tag: &str,
+        platform: Option<&Platform>,
+    ) -> Result<Option<Timestamp>> {
+        let ctx = context(repo);
+        let top = self.manifest(repo, tag)?;
+        // The platform of an index entry is taken from the index; only a
+        // single-platform image is checked against its config.
+        let from_index = top.kind == ManifestKind::Index;
+        let image = match top.kind {
+            ManifestKind::Image => top,
+            ManifestKind::Index => {
+                let doc = parse_doc(&ctx, &top, tag)?;
+                let children = doc.manifests.unwrap_or_default();
+                let child =
+                    select_child(&children, platform).ok_or_else(|| Error::PlatformNotFound {
+                        context: ctx.clone(),
+                        reference: tag.to_owned(),
+                        platform: platform.map_or_else(|| "any".to_owned(), ToString::to_string),
+                    })?;
+                let m = self.manifest(repo, &child.digest)?;
+                if m.kind != ManifestKind::Image {
+                    return Err(Error::UnsupportedMediaType {
+                        context: ctx,
+                        reference: child.digest.clone(),
+                        media_type: m.media_type,
+                    });
+                }
+                m
+            }
+        };
+        let cfg = self.config_of(repo, &image, tag)?;
+        if let Some(p) = platform
+            && !from_index
+        {
+            check_platform(&ctx, tag, p, &cfg)?;
+        }
+        match cfg.created.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(s) => {
+                Timestamp::parse_rfc3339(s)
+                    .map(Some)
+                    .ok_or_else(|| Error::InvalidResponse {
+                        context: ctx,
+                        url: self.manifest_url(repo, tag).to_string(),
+                        message: format!("image config of {tag} has an invalid created time {s:?}"),
+                    })
+            }
+        }
+    }
+
+    /// GET a manifest by tag or digest. The digest is computed from the bytes
+    /// and, when `reference` is a digest, checked against it.
+    pub fn manifest(&self, repo: &Repository, reference: &str) -> Result<Manifest> {
+        let ctx = context(repo);
+        let url = self.manifest_url(repo, reference);
+        let resp = self.send_authed(repo, "GET", url, Some(MANIFEST_ACCEPT), MAX_DOCUMENT)?;
+        if resp.status != 200 {
+            return Err(status_error(&ctx, "GET", &resp));
+        }
+        let content_type = resp.header("content-type").unwrap_or_default().to_owned();
+        let (media_type, kind) = match ManifestKind::from_media_type(&content_type) {
+            Some(k) => (
+                content_type
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned(),
+                k,
+            ),
+            None => {
+                // Some registries send a generic content type; trust the document's mediaType.
+                let declared = serde_json::from_slice::<ManifestDoc>(&resp.body)
+                    .ok()
+                    .and_then(|d| d.media_type);
+                match declared.as_deref().and_then(ManifestKind::from_media_type) {
+                    Some(k) => (declared.unwrap_or_default(), k),
+                    None => {
+                        return Err(Error::UnsupportedMediaType {
+                            context: ctx,
+                            reference: reference.to_owned(),
+                            media_type: declared.unwrap_or(content_type),
+                        });
+                    }
+                }
+            }
+        };
+        let digest = sha256_digest(&resp.body);
+        if reference::valid_digest(reference)
+            && reference.starts_with("sha256:")
+            && reference != digest
+        {
+            return Err(Error::DigestMismatch {
+                context: ctx,
+                reference: reference.to_owned(),
+                actual: digest,
+            });
+        }
+        Ok(Manifest {
+            media_type,
+            kind,
+            digest,
+            bytes: resp.body,
+        })
+    }
+
+    /// GET a blob (content checked against its sha256 digest).
+    pub fn blob(&self, repo: &Repository, digest: &str, max_size: u64) -> Result<Vec<u8>> {
+        let ctx = context(repo);
+        let url = self.registry_url(repo, &format!("/v2/{}/blobs/{digest}", repo.repository()));
+        let resp = self.send_authed(repo, "GET", url, None, max_size)?;
+        if resp.status != 200 {
+            return Err(status_error(&ctx, "GET", &resp));
+        }
+        if digest.starts_with("sha256:") {
+            let actual = sha256_digest(&resp.body);
+            if actual != digest {
+                return Err(Error::DigestMismatch {
+                    context: ctx,
+                    reference: digest.to_owned(),
+                    actual,
+                });
+            }
+        }
+        Ok(resp.body)
+    }
+
+    fn config_of(&self, repo: &Repository, m: &Manifest, tag: &str) -> Result<ConfigDoc> {
+        let ctx = context(repo);
+        let doc = parse_doc(&ctx, m, tag)?;
+        let config = doc.config.ok_or_else(|| Error::InvalidResponse {
+            context: ctx.clone(),
+            url: self.manifest_url(repo, tag).to_string(),
+            message: format!("manifest {} has no config descriptor", m.digest),
+        })?;
+        let bytes = self.blob(repo, &config.digest, MAX_CONFIG)?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::InvalidResponse {
+            context: ctx,
+            url: self
+                .registry_url(
+                    repo,
+                    &format!("/v2/{}/blobs/{}", repo.repository(), config.digest),
+                )
+                .to_string(),
+            message: format!("invalid image config: {e}"),
+        })
+    }
+
+    fn manifest_url(&self, repo: &Repository, reference: &str) -> Url {
+        self.registry_url(
+            repo,
+            &format!("/v2/{}/manifests/{reference}", repo.repository()),
+        )
+    }
+
+    fn scheme(&self, authority: &str) -> &'static str {
+        if self.transport.host_settings(authority).insecure {
+            "http"
+        } else {
+            "https"
+        }
+    }
+
+    fn registry_url(&self, repo: &Repository, path: &str) -> Url {
+        let host = repo.api_host();
+        Url::new(self.scheme(host), host, path)
+    }
+
+    /// Send a request to the registry of `repo` with the right credentials;
+    /// on 401 refresh the challenge and token once and resend.
+    fn send_authed(
+        &self,
+        repo: &Repository,
+        method: &'static str,
+        url: Url,
+        accept: Option<&str>,
+        max_body: u64,
+    ) -> Result<Response> {
+        let ctx = context(repo);
+        let origin = self.registry_url(repo, "/v2/");
+        // A pagination link to another origin gets no credentials.
+        let same_origin = url.same_origin(&origin);
+        let scope = format!("repository:{}:pull", repo.repository());
+        let authorization = if same_origin {
+            self.authorization(repo, &scope)?
+        } else {
+            None
+        };
+        fn request<'a>(
+            method: &'static str,
+            url: &Url,
+            accept: Option<&'a str>,
+            authorization: Option<&'a Secret>,
+            context: &'a Context,
+            max_body: u64,
+        ) -> Request<'a> {
+            Request {
+                method,
+                url: url.clone(),
+                accept,
+                authorization,
+                body: None,
+                secret_body: false,
+                context,
+                max_body,
+            }
+        }
+        let resp = self.transport.send(&request(
+            method,
+            &url,
+            accept,
+            authorization.as_ref(),
+            &ctx,
+            max_body,
+        ))?;
+        if resp.status != 401 || !same_origin {
+            return Ok(resp);
+        }
+        // The token may have expired or lack the scope, or the challenge changed.
+        let host = repo.api_host().to_owned();
+        if let Some(ch) = choose_challenge(&resp.headers_all("www-authenticate")) {
+            lock(&self.challenges).insert(host.clone(), ch);
+        }
+        lock(&self.tokens).remove(&(host, scope.clone()));
+        let retry_auth = self.authorization(repo, &scope)?;
+        if retry_auth == authorization {
+            // Same credentials (or none): sending again cannot help.
+            return Ok(resp);
+        }
+        self.transport.send(&request(
+            method,
+            &url,
+            accept,
+            retry_auth.as_ref(),
+            &ctx,
+            max_body,
+        ))
+    }
+
+    fn credential(&self, repo: &Repository) -> Result<Credential> {
+        let key = (repo.registry().to_owned(), repo.repository().to_owned());
+        if let Some(c) = lock(&self.credentials).get(&key) {
+            return Ok(c.clone());
+        }
+        let c = self
+            .settings
+            .credentials
+            .lookup(repo.registry(), repo.repository())?;
+        lock(&self.credentials).insert(key, c.clone());
+        Ok(c)
+    }
+
+    /// The `Authorization` header value for `scope` on the registry of `repo`.
+    fn authorization(&self, repo: &Repository, scope: &str) -> Result<Option<Secret>> {
+        let ctx = context(repo);
+        let host = repo.api_host().to_owned();
+        let challenge = self.challenge(repo)?;
+        let credential = self.credential(repo)?;
+        match challenge {
+            Challenge::Anonymous => Ok(None),
+            Challenge::Basic => match credential {
+                Credential::Anonymous => Ok(None),
+                Credential::Basic { username, password } => {
+                    Ok(Some(basic_header(&username, &password)))
+                }
+                Credential::RegistryToken(t) => {
+                    Ok(Some(Secret::new(format!("Bearer {}", t.expose()))))
+                }
+                Credential::IdentityToken { .. } => Err(Error::Auth {
+                    context: ctx,
+                    message:
+                        "the registry wants Basic auth but the credential is an identity token"
+                            .to_owned(),
+                }),
+            },
+            Challenge::Bearer { realm, service } => {
+                if let Credential::RegistryToken(t) = &credential {
+                    return Ok(Some(Secret::new(format!("Bearer {}", t.expose()))));
+                }
+                let key = (host, scope.to_owned());
+                if let Some(t) = lock(&self.tokens).get(&key)
+                    && t.expires > Instant::now()
+                {
+                    return Ok(Some(t.header.clone()));
+                }
+                let (token, lifetime) =
+                    self.fetch_token(&ctx, &realm, service.as_deref(), scope, &credential)?;
+                let header = Secret::new(format!("Bearer {}", token.expose()));
+                // Refresh a little early so a token does not expire in flight.
+                let expires = Instant::now() + lifetime.saturating_sub(Duration::from_secs(10));
+                lock(&self.tokens).insert(
+                    key,
+                    CachedToken {
+                        header: header.clone(),
+                        expires,
+                    },
+                );
+                Ok(Some(header))
+            }
+        }
+    }
+
+    /// `GET /v2/` once per host to learn the authentication scheme.
+    fn challenge(&self, repo: &Repository) -> Result<Challenge> {
+        let host = repo.api_host().to_owned();
+        if let Some(c) = lock(&self.challenges).get(&host) {
+            return Ok(c.clone());
+        }
+        let ctx = Context {
+            registry: repo.registry().to_owned(),
+            repository: None,
+        };
+        let url = self.registry_url(repo, "/v2/");
+        let resp = self.transport.send(&Request {
+            method: "GET",
+            url,
+            accept: None,
+            authorization: None,
+            body: None,
+            secret_body: false,
+            context: &ctx,
+            max_body: MAX_SMALL,
+        })?;
+        let challenge = match resp.status {
+            200..=299 => Challenge::Anonymous,
+            401 => choose_challenge(&resp.headers_all("www-authenticate")).ok_or_else(|| {
+                Error::Auth {
+                    context: ctx.clone(),
+                    message: format!(
+                        "{} answered 401 without a Basic or Bearer challenge",
+                        resp.url
+                    ),
+                }
+            })?,
+            _ => return Err(status_error(&ctx, "GET", &resp)),
+        };
+        lock(&self.challenges).insert(host, challenge.clone());
+        Ok(challenge)
+    }
+
+    fn fetch_token(
+        &self,
+        ctx: &Context,
+        realm: &str,
+        service: Option<&str>,
+        scope: &str,
+        credential: &Credential,
+    ) -> Result<(Secret, Duration)> {
+        let auth_err = |message: String| Error::Auth {
+            context: ctx.clone(),
+            message,
+        };
+        let realm_url =
+            Url::parse(realm).ok_or_else(|| auth_err(format!("invalid token realm {realm:?}")))?;
+        self.token_requests.fetch_add(1, Ordering::Relaxed);
+        let resp = match credential {
+            Credential::IdentityToken { token, .. } => {
+                // OAuth2 refresh-token grant.
+                let mut form = format!(
+                    "grant_type=refresh_token&client_id=image-update&scope={}",
+                    url::encode_component(scope)
+                );
+                if let Some(s) = service {
+                    form.push_str(&format!("&service={}", url::encode_component(s)));
+                }
+                form.push_str("&refresh_token=");
+                form.push_str(&url::encode_component(token.expose()));
+                self.transport.send(&Request {
+                    method: "POST",
+                    url: realm_url,
+                    accept: Some("application/json"),
+                    authorization: None,
+                    body: Some(("application/x-www-form-urlencoded", Secret::new(form))),
+                    secret_body: true,
+                    context: ctx,
+                    max_body: MAX_SMALL,
+                })?
+            }
+            _ => {
+                let mut url = realm_url;
+                if let Some(s) = service {
+                    url = url.with_query("service", s);
+                }
+                url = url.with_query("scope", scope);
+                let header = match credential {
+                    Credential::Basic { username, password } => {
+                        url = url.with_query("account", username);
+                        Some(basic_header(username, password))
+                    }
+                    _ => None,
+                };
+                self.transport.send(&Request {
+                    method: "GET",
+                    url,
+                    accept: Some("application/json"),
+                    authorization: header.as_ref(),
+                    body: None,
+                    secret_body: false,
+                    context: ctx,
+                    max_body: MAX_SMALL,
+                })?
+            }
+        };
+        if resp.status != 200 {
+            return Err(auth_err(format!(
+                "token request to {} answered HTTP {}{}",
+                strip_query(&resp.url),
+                resp.status,
+                error_detail(&resp.body)
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            )));
+        }
+        let parsed: TokenResponse = serde_json::from_slice(&resp.body).map_err(|e| {
+            auth_err(format!(
+                "invalid token response from {}: {e}",
+                strip_query(&resp.url)
+            ))
+        })?;
+        let (token, lifetime) = parsed.into_parts().ok_or_else(|| {
+            auth_err(format!(
+                "token response from {} has no token",
+                strip_query(&resp.url)
+            ))
+        })?;
+        Ok((Secret::new(token), lifetime))
+    }
+}
+
+fn context(repo: &Repository) -> Context {
+    Context {
+        registry: repo.registry().to_owned(),
+        repository: Some(repo.repository().to_owned()),
+    }
+}
+
+fn basic_header(username: &str, password: &Secret) -> Secret {
+    let raw = format!("{username}:{}", password.expose());
+    Secret::new(format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(raw)
+    ))
+}
+
+fn sha256_digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut out = String::with_capacity(71);
+    out.push_str("sha256:");
+    for b in hash {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// The URL without its query (token requests carry the account name there).
+fn strip_query(url: &Url) -> String {
+    let s = url.to_string();
+    s.split('?').next().unwrap_or_default().to_owned()
+}
+
+fn parse_doc(ctx: &Context, m: &Manifest, reference: &str) -> Result<ManifestDoc> {
+    serde_json::from_slice(&m.bytes).map_err(|e| Error::InvalidResponse {
+        context: ctx.clone(),
+        url: reference.to_owned(),
+        message: format!("malformed manifest JSON: {e}"),
+    })
+}
+
+fn check_platform(ctx: &Context, tag: &str, platform: &Platform, cfg: &ConfigDoc) -> Result<()> {
+    let os = cfg.os.as_deref().unwrap_or_default();
+    let arch = cfg.architecture.as_deref().unwrap_or_default();
+    if platform.matches(os, arch, cfg.variant.as_deref()) {
+        Ok(())
+    } else {
+        Err(Error::PlatformNotFound {
+            context: ctx.clone(),
+            reference: tag.to_owned(),
+            platform: platform.to_string(),
+        })
+    }
+}
+
+/// `Link: <url>; rel="next"` target, if any.
+fn next_link(resp: &Response) -> Option<String> {
+    for value in resp.headers_all("link") {
+        for part in value.split(',') {
+            let part = part.trim();
+            let Some(start) = part.find('<') else {
+                continue;
+            };
+            let Some(end) = part[start..].find('>') else {
+                continue;
+            };
+            let target = &part[start + 1..start + end];
+            let params = &part[start + end + 1..];
+            let is_next = params.split(';').any(|p| {
+                let p = p.trim().to_ascii_lowercase();
+                p == "rel=\"next\"" || p == "rel=next"
+            });
+            if is_next {
+                return Some(target.to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// Registry error codes and messages from an error body, shortened.
+fn error_detail(body: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Errors {
+        errors: Vec<ErrorItem>,
+    }
+    #[derive(Deserialize)]
+    struct ErrorItem {
+        #[serde(default)]
+        code: String,
+        #[serde(default)]
+        message: String,
+    }
+    let parsed: Errors = serde_json::from_slice(body).ok()?;
+    let text = parsed
+        .errors
+        .iter()
+        .map(|e| format!("{} {}", e.code, e.message).trim().to_owned())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let text: String = text.chars().take(300).collect();
+    (!text.is_empty()).then_some(text)
+}
+
+fn status_error(ctx: &Context, method: &'static str, resp: &Response) -> Error {
+    Error::Status {
+        context: ctx.clone(),
+        method,
+        url: resp.url.to_string(),
+        status: resp.status,
+        detail: error_detail(&resp.body).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resp_with_link(links: &[&str]) -> Response {
+        let mut headers = ureq::http::HeaderMap::new();
+        for l in links {
+            headers.append("link", l.parse().unwrap());
+        }
+        Response {
+            status: 200,
+            headers,
+            body: Vec::new(),
+            url: Url::parse("http://h/v2/x/tags/list").unwrap(),
+        }
+    }
+
+    #[test]
+    fn link_header() {
+        assert_eq!(
+            next_link(&resp_with_link(&[
+                r#"</v2/x/tags/list?n=2&last=b>; rel="next""#
+            ]))
+            .as_deref(),
+            Some("/v2/x/tags/list?n=2&last=b")
+        );
+        assert_eq!(
+            next_link(&resp_with_link(&[
+                r#"<http://a:1/p>; rel="prev", <http://a:1/q>; rel=next"#
+            ]))
+            .as_deref(),
+            Some("http://a:1/q")
+        );
+        assert_eq!(next_link(&resp_with_link(&[r#"</p>; rel="prev""#])), None);
+        assert_eq!(next_link(&resp_with_link(&[])), None);
+    }
+
+    #[test]
+    fn error_details() {
+        let body = br#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry","detail":{}}]}"#;
+        assert_eq!(
+            error_detail(body).as_deref(),
+            Some("NAME_UNKNOWN repository name not known to registry")
+        );
+        assert_eq!(error_detail(b"<html>"), None);
+    }
+
+    #[test]
+    fn digests() {
+        assert_eq!(
+            sha256_digest(b""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn basic_header_value() {
+        let h = basic_header("user", &Secret::new("pass"));
+        assert_eq!(h.expose(), "Basic dXNlcjpwYXNz");
+        assert!(!format!("{h:?}").contains("dXNl"));
+    }
+
+    #[test]
+    fn client_rejects_bad_exclusion() {
+        let settings = ClientSettings {
+            exclusion_list: vec!["(".to_owned()],
+            ..ClientSettings::default()
+        };
+        assert!(RegistryClient::new(settings).is_err());
+    }
+
+    #[test]
+    fn exclusion_default() {
+        let c = RegistryClient::new(ClientSettings::default()).unwrap();
+        assert_eq!(
+            c.exclude(vec![
+                "v1".into(),
+                "sha256-abc.sig".into(),
+                "v2.sig.x".into()
+            ]),
+            vec!["v1".to_owned(), "v2.sig.x".to_owned()]
+        );
+    }
+}

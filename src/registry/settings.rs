@@ -1,0 +1,523 @@
+//! Client settings and the per-registry settings file.
+//!
+//! The file is YAML (see `docs/registry.md` for the full format):
+//!
+//! ```yaml
+//! defaults:                 # applies to every registry
+//!   timeout: 30s
+//! registries:
+//!   localhost:5000:         # registry host[:port]; docker.io means Docker Hub
+//!     insecure: true        # plain HTTP; credentials may be sent over it
+//!   registry.example.com:
+//!     ca_file: /etc/ssl/example-ca.pem
+//!     page_size: 100
+//!     concurrency: 2
+//!     requests_per_second: 5
+//!     timeout: 10s
+//! retry:
+//!   max_retries: 4
+//!   initial_backoff: 500ms
+//!   max_backoff: 30s
+//!   max_retry_after: 60s
+//! cache:
+//!   dir: /var/cache/image-update
+//!   ttl: 5m
+//! exclusion_list: ['^.*\.sig$']
+//! ```
+//!
+//! Unknown keys are errors, so a typo does not silently fall back to a default.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+
+use super::credentials::CredentialStore;
+use super::error::{Error, Result};
+use super::reference::{DOCKER_HUB, DOCKER_HUB_API};
+use super::url::is_loopback;
+
+/// Default tag-list page size (`n=`), as Flux uses.
+pub const DEFAULT_PAGE_SIZE: u32 = 1000;
+/// Default number of requests in flight per registry.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+/// Default per-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default requests per second for Docker Hub (other registries: unlimited).
+pub const DOCKER_HUB_RPS: f64 = 10.0;
+/// Default tag exclusion pattern (cosign signature tags).
+pub const DEFAULT_EXCLUSION: &str = r"^.*\.sig$";
+
+/// Settings for one registry host. Every field is optional; unset fields take
+/// the `defaults` entry and then the built-in default.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Use plain HTTP and allow credentials over it. Default: true for
+    /// loopback hosts (`localhost`, `127.0.0.0/8`, `::1`), false otherwise.
+    pub insecure: Option<bool>,
+    /// PEM file with CA certificates trusted for this host, in addition to the
+    /// bundled Mozilla roots.
+    pub ca_file: Option<PathBuf>,
+    /// Tag-list page size (`n=`).
+    pub page_size: Option<u32>,
+    /// Requests in flight at once to this host.
+    pub concurrency: Option<usize>,
+    /// Request rate limit; `0` or unset means unlimited (Docker Hub: 10).
+    pub requests_per_second: Option<f64>,
+    /// Per-request timeout (connect, send and whole response).
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub timeout: Option<Duration>,
+}
+
+/// Retry settings as written in the file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    pub max_retries: Option<u32>,
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub initial_backoff: Option<Duration>,
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub max_backoff: Option<Duration>,
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub max_retry_after: Option<Duration>,
+}
+
+/// Cache settings as written in the file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    pub dir: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub ttl: Option<Duration>,
+}
+
+/// The settings file, as parsed.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsFile {
+    #[serde(default)]
+    pub defaults: HostConfig,
+    #[serde(default)]
+    pub registries: BTreeMap<String, HostConfig>,
+    #[serde(default)]
+    pub retry: RetryConfig,
+    #[serde(default)]
+    pub cache: CacheConfig,
+    #[serde(default)]
+    pub exclusion_list: Option<Vec<String>>,
+}
+
+impl SettingsFile {
+    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        serde_saphyr::from_str(text).map_err(|e| e.to_string())
+    }
+
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Settings {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        Self::parse(&text).map_err(|message| Error::Settings {
+            path: path.to_owned(),
+            message,
+        })
+    }
+}
+
+/// Retry policy for 429, 5xx and connection errors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (so at most `max_retries + 1` attempts).
+    pub max_retries: u32,
+    /// First backoff; doubled on each retry, with jitter (50–100 % of the value).
+    pub initial_backoff: Duration,
+    /// Upper bound of one backoff.
+    pub max_backoff: Duration,
+    /// A `Retry-After` longer than this fails the request instead of waiting.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 4,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything [`RegistryClient::new`](super::RegistryClient::new) needs.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    /// Settings applying to every host unless overridden.
+    pub defaults: HostConfig,
+    /// Per-host settings, keyed by `host[:port]`.
+    pub registries: BTreeMap<String, HostConfig>,
+    pub retry: RetryPolicy,
+    /// Directory of the on-disk tag cache; `None` disables it.
+    pub cache_dir: Option<PathBuf>,
+    /// How long a cached tag list is used before the registry is asked again.
+    pub cache_ttl: Duration,
+    /// Tags matching any of these regexes are dropped by `list_tags`.
+    pub exclusion_list: Vec<String>,
+    /// Where credentials come from.
+    pub credentials: CredentialStore,
+    pub user_agent: String,
+    /// Redirects followed per request.
+    pub max_redirects: u32,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        Self {
+            defaults: HostConfig::default(),
+            registries: BTreeMap::new(),
+            retry: RetryPolicy::default(),
+            cache_dir: None,
+            cache_ttl: Duration::from_secs(300),
+            exclusion_list: vec![DEFAULT_EXCLUSION.to_owned()],
+            credentials: CredentialStore::anonymous(),
+            user_agent: format!("image-update/{}", env!("CARGO_PKG_VERSION")),
+            max_redirects: 5,
+        }
+    }
+}
+
+impl ClientSettings {
+    /// The usual set-up for a run: defaults, overlaid with the settings file
+    /// when one is given, and credentials from the environment
+    /// ([`CredentialStore::from_env`]).
+    pub fn from_env_and_file(file: Option<&Path>) -> Result<Self> {
+        let mut settings = Self {
+            credentials: CredentialStore::from_env(),
+            ..Self::default()
+        };
+        if let Some(path) = file {
+            settings.apply_file(SettingsFile::load(path)?);
+        }
+        Ok(settings)
+    }
+
+    /// Overlay a settings file on these settings.
+    pub fn apply_file(&mut self, file: SettingsFile) {
+        self.defaults = file.defaults;
+        for (host, cfg) in file.registries {
+            self.registries.insert(normalise_host_key(&host), cfg);
+        }
+        let r = file.retry;
+        if let Some(v) = r.max_retries {
+            self.retry.max_retries = v;
+        }
+        if let Some(v) = r.initial_backoff {
+            self.retry.initial_backoff = v;
+        }
+        if let Some(v) = r.max_backoff {
+            self.retry.max_backoff = v;
+        }
+        if let Some(v) = r.max_retry_after {
+            self.retry.max_retry_after = v;
+        }
+        if let Some(dir) = file.cache.dir {
+            self.cache_dir = Some(dir);
+        }
+        if let Some(ttl) = file.cache.ttl {
+            self.cache_ttl = ttl;
+        }
+        if let Some(list) = file.exclusion_list {
+            // An empty list means the default, as in Flux.
+            self.exclusion_list = if list.is_empty() {
+                vec![DEFAULT_EXCLUSION.to_owned()]
+            } else {
+                list
+            };
+        }
+    }
+
+    /// Set or replace the settings of one host.
+    pub fn set_host(&mut self, host: &str, config: HostConfig) {
+        self.registries.insert(normalise_host_key(host), config);
+    }
+
+    /// The effective settings of `authority` (`host[:port]`).
+    pub fn host(&self, authority: &str) -> HostSettings {
+        let key = normalise_host_key(authority);
+        let own = self
+            .registries
+            .get(&key)
+            .or_else(|| {
+                // Docker Hub's API host shares the settings of its canonical name.
+                (key == DOCKER_HUB_API)
+                    .then(|| self.registries.get(DOCKER_HUB))
+                    .flatten()
+            })
+            .cloned()
+            .unwrap_or_default();
+        let d = &self.defaults;
+        let is_hub = key == DOCKER_HUB || key == DOCKER_HUB_API;
+        let rps = own
+            .requests_per_second
+            .or(d.requests_per_second)
+            .or(is_hub.then_some(DOCKER_HUB_RPS))
+            .filter(|r| *r > 0.0 && r.is_finite());
+        HostSettings {
+            insecure: own
+                .insecure
+                .or(d.insecure)
+                .unwrap_or_else(|| is_loopback(authority)),
+            ca_file: own.ca_file.or_else(|| d.ca_file.clone()),
+            page_size: own
+                .page_size
+                .or(d.page_size)
+                .unwrap_or(DEFAULT_PAGE_SIZE)
+                .max(1),
+            concurrency: own
+                .concurrency
+                .or(d.concurrency)
+                .unwrap_or(DEFAULT_CONCURRENCY)
+                .max(1),
+            requests_per_second: rps,
+            timeout: own.timeout.or(d.timeout).unwrap_or(DEFAULT_TIMEOUT),
+        }
+    }
+}
+
+/// Effective settings of one host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostSettings {
+    pub insecure: bool,
+    pub ca_file: Option<PathBuf>,
+    pub page_size: u32,
+    pub concurrency: usize,
+    pub requests_per_second: Option<f64>,
+    pub timeout: Duration,
+}
+
+/// Lowercase, scheme and path stripped, `docker.io` → `index.docker.io`.
+pub(crate) fn normalise_host_key(host: &str) -> String {
+    let h = host.trim();
+    let h = h
+        .strip_prefix("https://")
+        .or_else(|| h.strip_prefix("http://"))
+        .unwrap_or(h);
+    let h = h.split('/').next().unwrap_or_default().to_ascii_lowercase();
+    match h.as_str() {
+        "docker.io" => DOCKER_HUB.to_owned(),
+        _ => h,
+    }
+}
+
+/// Parse `1h30m`, `30s`, `500ms`, `1.5s`, or a bare number of seconds.
+pub fn parse_duration(input: &str) -> Option<Duration> {
+    let s = input.trim();
+    if s.is_empty() {
+        return None;
+    }
+    if let Ok(secs) = s.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_end == 0 {
+            return None;
+        }
+        let value: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit_end] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += value * factor;
+        rest = &rest[unit_end..];
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
+fn de_opt_duration<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Duration>, D::Error> {
+    struct V;
+    impl Visitor<'_> for V {
+        type Value = Option<Duration>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a duration such as 30s, 500ms, 2m or a number of seconds")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+            parse_duration(v)
+                .map(Some)
+                .ok_or_else(|| E::custom(format!("invalid duration {v:?}")))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Self::Value, E> {
+            Ok(Some(Duration::from_secs(v)))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Self::Value, E> {
+            u64::try_from(v)
+                .map(|v| Some(Duration::from_secs(v)))
+                .map_err(|_| E::custom("negative duration"))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Self::Value, E> {
+            Duration::try_from_secs_f64(v)
+                .map(Some)
+                .map_err(|_| E::custom("invalid duration"))
+        }
+        fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("5x"), None);
+        assert_eq!(parse_duration(""), None);
+        assert_eq!(parse_duration("s"), None);
+        assert_eq!(parse_duration("1e300"), None);
+        assert_eq!(parse_duration("1e300h"), None);
+        assert_eq!(parse_duration("-1"), None);
+    }
+
+    #[test]
+    fn parse_file() {
+        let text = r#"
+defaults:
+  timeout: 20s
+  concurrency: 3
+registries:
+  localhost:5000:
+    insecure: true
+  registry.example.com:
+    ca_file: /etc/ssl/example.pem
+    page_size: 100
+    concurrency: 2
+    requests_per_second: 5
+    timeout: 10
+  docker.io:
+    requests_per_second: 2.5
+retry:
+  max_retries: 2
+  initial_backoff: 10ms
+cache:
+  dir: /tmp/cache
+  ttl: 1m
+exclusion_list: ['^.*\.sig$', '^sha256-']
+"#;
+        let file = SettingsFile::parse(text).unwrap();
+        let mut s = ClientSettings::default();
+        s.apply_file(file);
+        let local = s.host("localhost:5000");
+        assert!(local.insecure);
+        assert_eq!(local.timeout, Duration::from_secs(20));
+        assert_eq!(local.concurrency, 3);
+        let ex = s.host("REGISTRY.example.com");
+        assert!(!ex.insecure);
+        assert_eq!(ex.page_size, 100);
+        assert_eq!(ex.concurrency, 2);
+        assert_eq!(ex.requests_per_second, Some(5.0));
+        assert_eq!(ex.timeout, Duration::from_secs(10));
+        assert_eq!(
+            ex.ca_file.as_deref(),
+            Some(Path::new("/etc/ssl/example.pem"))
+        );
+        assert_eq!(
+            s.host("registry-1.docker.io").requests_per_second,
+            Some(2.5)
+        );
+        assert_eq!(s.retry.max_retries, 2);
+        assert_eq!(s.retry.initial_backoff, Duration::from_millis(10));
+        assert_eq!(s.cache_dir.as_deref(), Some(Path::new("/tmp/cache")));
+        assert_eq!(s.cache_ttl, Duration::from_secs(60));
+        assert_eq!(s.exclusion_list.len(), 2);
+    }
+
+    #[test]
+    fn defaults() {
+        let s = ClientSettings::default();
+        let h = s.host("ghcr.io");
+        assert!(!h.insecure);
+        assert_eq!(h.page_size, DEFAULT_PAGE_SIZE);
+        assert_eq!(h.requests_per_second, None);
+        assert!(s.host("127.0.0.1:5000").insecure);
+        assert!(s.host("[::1]:80").insecure);
+        assert_eq!(
+            s.host("index.docker.io").requests_per_second,
+            Some(DOCKER_HUB_RPS)
+        );
+        assert_eq!(s.exclusion_list, vec![DEFAULT_EXCLUSION.to_owned()]);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        assert!(SettingsFile::parse("registries:\n  x.io:\n    insecur: true\n").is_err());
+        assert!(SettingsFile::parse("bogus: 1\n").is_err());
+        assert!(SettingsFile::parse("defaults:\n  timeout: soon\n").is_err());
+        assert_eq!(SettingsFile::parse("").unwrap(), SettingsFile::default());
+    }
+
+    #[test]
+    fn load_from_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registries.yaml");
+        std::fs::write(&path, "registries:\n  ghcr.io:\n    page_size: 50\n").unwrap();
+        let s = ClientSettings::from_env_and_file(Some(&path)).unwrap();
+        assert_eq!(s.host("ghcr.io").page_size, 50);
+        std::fs::write(&path, "registries: [").unwrap();
+        let err = ClientSettings::from_env_and_file(Some(&path))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("registries.yaml"), "{err}");
+        assert!(ClientSettings::from_env_and_file(Some(&dir.path().join("missing"))).is_err());
+        assert!(ClientSettings::from_env_and_file(None).is_ok());
+    }
+
+    #[test]
+    fn explicit_secure_loopback() {
+        let mut s = ClientSettings::default();
+        s.set_host(
+            "127.0.0.1:9",
+            HostConfig {
+                insecure: Some(false),
+                ..HostConfig::default()
+            },
+        );
+        assert!(!s.host("127.0.0.1:9").insecure);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn duration_parser_never_panics(s in "\\PC{0,20}") {
+            let _ = parse_duration(&s);
+        }
+    }
+}

@@ -1,0 +1,1311 @@
+//! Integration tests of the registry client.
+//!
+//! * `real_*`: happy paths against Debian's `docker-registry` (distribution
+//!   2.8) started on a free 127.0.0.1 port. Skipped with a message when the
+//!   binary is missing, failed when `CI` is set.
+//! * `fake_*`: faults injected by an in-process HTTP server on 127.0.0.1.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/registry.rs"]
+mod harness;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use harness::{
+    Auth, FakeServer, ImageSpec, Registry, Reply, TokenPolicy, TokenServer, basic, many_tags,
+    sha256,
+};
+use image_update::registry::{
+    ClientSettings, Credential, CredentialStore, Error, HostConfig, Platform, RegistryClient,
+    Repository, RetryPolicy, Secret,
+};
+
+fn fast_settings() -> ClientSettings {
+    ClientSettings {
+        retry: RetryPolicy {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(40),
+            max_retry_after: Duration::from_secs(5),
+        },
+        ..ClientSettings::default()
+    }
+}
+
+fn client(settings: ClientSettings) -> RegistryClient {
+    RegistryClient::new(settings).unwrap()
+}
+
+fn repo(authority: &str, path: &str) -> Repository {
+    Repository::parse(&format!("{authority}/{path}")).unwrap()
+}
+
+fn platform(s: &str) -> Platform {
+    s.parse().unwrap()
+}
+
+fn with_creds(mut settings: ClientSettings, host: &str, user: &str, pass: &str) -> ClientSettings {
+    settings.credentials = CredentialStore::anonymous().with_credential(
+        host,
+        Credential::Basic {
+            username: user.to_owned(),
+            password: Secret::new(pass),
+        },
+    );
+    settings
+}
+
+// ---------------------------------------------------------------------------
+// Real registry
+
+#[test]
+fn real_anonymous_tags_digests_created() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let (oci, oci_digest) = reg.push_image(
+        "team/app",
+        "v1.0.0",
+        &ImageSpec::new("linux", "amd64", None, "2024-03-01T10:00:00.5Z"),
+    );
+    let (_, docker_digest) = reg.push_image(
+        "team/app",
+        "v1.1.0",
+        &ImageSpec::new("linux", "amd64", None, "2024-04-01T10:00:00Z").docker(),
+    );
+    reg.put_manifest(
+        "team/app",
+        "sha256-abc.sig",
+        "application/vnd.oci.image.manifest.v1+json",
+        &oci,
+    );
+    let (_, nocreated) = reg.push_image(
+        "team/app",
+        "nocreated",
+        &ImageSpec::new("linux", "amd64", None, "x").without_created(),
+    );
+
+    let c = client(fast_settings());
+    let r = repo(&reg.authority(), "team/app");
+    let mut tags = c.list_tags(&r).unwrap();
+    tags.sort();
+    assert_eq!(tags, vec!["nocreated", "v1.0.0", "v1.1.0"]);
+    let mut raw = c.fetch_tags(&r).unwrap();
+    raw.sort();
+    assert_eq!(raw.len(), 4, "fetch_tags does not apply the exclusion list");
+
+    assert_eq!(c.digest(&r, "v1.0.0", None).unwrap(), oci_digest);
+    assert_eq!(c.digest(&r, "v1.1.0", None).unwrap(), docker_digest);
+    assert_eq!(c.digest(&r, "nocreated", None).unwrap(), nocreated);
+    assert_eq!(
+        c.digest(&r, "v1.0.0", Some(&platform("linux/amd64")))
+            .unwrap(),
+        oci_digest
+    );
+    assert!(matches!(
+        c.digest(&r, "v1.0.0", Some(&platform("linux/arm64"))),
+        Err(Error::PlatformNotFound { .. })
+    ));
+
+    assert_eq!(
+        c.created(&r, "v1.0.0", None).unwrap().unwrap().to_string(),
+        "2024-03-01T10:00:00.5Z"
+    );
+    assert_eq!(
+        c.created(&r, "v1.1.0", None).unwrap().unwrap().to_string(),
+        "2024-04-01T10:00:00Z"
+    );
+    assert_eq!(c.created(&r, "nocreated", None).unwrap(), None);
+
+    let m = c.manifest(&r, &oci_digest).unwrap();
+    assert_eq!(m.bytes, oci);
+    assert_eq!(m.media_type, "application/vnd.oci.image.manifest.v1+json");
+
+    let missing = c.digest(&r, "v9.9.9", None).unwrap_err();
+    assert!(missing.is_not_found(), "{missing}");
+    let err = c.list_tags(&repo(&reg.authority(), "no/such")).unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("no/such") && text.contains("404") && text.contains("NAME_UNKNOWN"),
+        "{text}"
+    );
+}
+
+#[test]
+fn real_multi_arch_index() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let images = [
+        ImageSpec::new("linux", "arm", Some("v7"), "2024-01-01T00:00:07Z"),
+        ImageSpec::new("linux", "arm64", Some("v8"), "2024-01-01T00:00:08Z"),
+        ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:01Z"),
+    ];
+    let (index_digest, children) = reg.push_index("multi", "v2.0.0", &images, true);
+    let child = |p: &str| children.iter().find(|(k, _)| k == p).unwrap().1.clone();
+    let c = client(fast_settings());
+    let r = repo(&reg.authority(), "multi");
+    assert_eq!(
+        c.digest(&r, "v2.0.0", None).unwrap(),
+        index_digest,
+        "index digest, like Flux"
+    );
+    assert_eq!(
+        c.digest(&r, "v2.0.0", Some(&platform("linux/amd64")))
+            .unwrap(),
+        child("linux/amd64")
+    );
+    assert_eq!(
+        c.digest(&r, "v2.0.0", Some(&platform("linux/arm64")))
+            .unwrap(),
+        child("linux/arm64/v8")
+    );
+    assert_eq!(
+        c.digest(&r, "v2.0.0", Some(&platform("linux/arm64/v8")))
+            .unwrap(),
+        child("linux/arm64/v8")
+    );
+    assert_eq!(
+        c.digest(&r, "v2.0.0", Some(&platform("linux/arm/v7")))
+            .unwrap(),
+        child("linux/arm/v7")
+    );
+    assert!(matches!(
+        c.digest(&r, "v2.0.0", Some(&platform("linux/arm/v6"))),
+        Err(Error::PlatformNotFound { .. })
+    ));
+    assert_eq!(
+        c.created(&r, "v2.0.0", None).unwrap().unwrap().to_string(),
+        "2024-01-01T00:00:01Z",
+        "no platform: linux/amd64"
+    );
+    assert_eq!(
+        c.created(&r, "v2.0.0", Some(&platform("linux/arm/v7")))
+            .unwrap()
+            .unwrap()
+            .to_string(),
+        "2024-01-01T00:00:07Z"
+    );
+    let m = c.manifest(&r, "v2.0.0").unwrap();
+    assert_eq!(m.media_type, "application/vnd.oci.image.index.v1+json");
+    assert_eq!(m.digest, index_digest);
+}
+
+#[test]
+fn real_docker_manifest_list() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let images = [
+        ImageSpec::new("linux", "amd64", None, "2023-06-01T00:00:00Z").docker(),
+        ImageSpec::new("linux", "arm64", Some("v8"), "2023-06-02T00:00:00Z").docker(),
+    ];
+    let (list_digest, children) = reg.push_list(
+        "dlist",
+        "1.0",
+        &images,
+        false,
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+    );
+    let c = client(fast_settings());
+    let r = repo(&reg.authority(), "dlist");
+    assert_eq!(c.digest(&r, "1.0", None).unwrap(), list_digest);
+    assert_eq!(
+        c.digest(&r, "1.0", Some(&platform("linux/arm64"))).unwrap(),
+        children[1].1
+    );
+    assert_eq!(
+        c.created(&r, "1.0", Some(&platform("linux/arm64/v8")))
+            .unwrap()
+            .unwrap()
+            .to_string(),
+        "2023-06-02T00:00:00Z"
+    );
+    assert_eq!(
+        c.manifest(&r, "1.0").unwrap().media_type,
+        "application/vnd.docker.distribution.manifest.list.v2+json"
+    );
+}
+
+#[test]
+fn real_tls_with_ca_file() {
+    let ca = harness::TestCa::new();
+    let Some(reg) = Registry::start_with(
+        Auth::Htpasswd {
+            user: "tls".to_owned(),
+            password: "over-https".to_owned(),
+        },
+        Some(&ca),
+    ) else {
+        return;
+    };
+    reg.push_image(
+        "secure/app",
+        "v1",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
+    let r = repo(&reg.authority(), "secure/app");
+
+    // A loopback host marked secure: HTTPS, trusting the CA file on top of the bundled roots.
+    let mut settings = with_creds(fast_settings(), &reg.authority(), "tls", "over-https");
+    settings.set_host(
+        &reg.authority(),
+        HostConfig {
+            insecure: Some(false),
+            ca_file: Some(ca_file),
+            ..HostConfig::default()
+        },
+    );
+    assert_eq!(client(settings).list_tags(&r).unwrap(), vec!["v1"]);
+
+    // Without the CA the certificate is rejected.
+    let mut settings = with_creds(fast_settings(), &reg.authority(), "tls", "over-https");
+    settings.retry.max_retries = 0;
+    settings.set_host(
+        &reg.authority(),
+        HostConfig {
+            insecure: Some(false),
+            ..HostConfig::default()
+        },
+    );
+    let err = client(settings).list_tags(&r).unwrap_err();
+    assert!(matches!(err, Error::Transport { .. }), "{err}");
+
+    // A CA file without certificates is a settings error.
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate").unwrap();
+    let mut settings = fast_settings();
+    settings.set_host(
+        &reg.authority(),
+        HostConfig {
+            insecure: Some(false),
+            ca_file: Some(empty),
+            ..HostConfig::default()
+        },
+    );
+    let err = client(settings).list_tags(&r).unwrap_err();
+    assert!(matches!(err, Error::Settings { .. }), "{err}");
+}
+
+#[test]
+fn real_thousands_of_tags_and_sig_exclusion() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let (manifest, _) = reg.push_image(
+        "big",
+        "seed",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+    let mut tags = many_tags(2500);
+    tags.extend((0..50).map(|i| format!("sha256-{i:064x}.sig")));
+    reg.push_tags(
+        "big",
+        "application/vnd.oci.image.manifest.v1+json",
+        &manifest,
+        &tags,
+    );
+    let mut settings = fast_settings();
+    settings.set_host(
+        &reg.authority(),
+        HostConfig {
+            page_size: Some(100),
+            ..HostConfig::default()
+        },
+    );
+    let c = client(settings);
+    let listed = c.list_tags(&repo(&reg.authority(), "big")).unwrap();
+    assert_eq!(
+        listed.len(),
+        2501,
+        "2500 tags plus the seed, signatures excluded"
+    );
+    assert!(listed.iter().all(|t| !t.ends_with(".sig")));
+    let mut want = many_tags(2500);
+    want.push("seed".to_owned());
+    want.sort();
+    let mut got = listed;
+    got.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn real_htpasswd_basic_auth() {
+    let Some(reg) = Registry::start(Auth::Htpasswd {
+        user: "alice".to_owned(),
+        password: "wonderland".to_owned(),
+    }) else {
+        return;
+    };
+    let (_, digest) = reg.push_image(
+        "private/app",
+        "v1",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+    let r = repo(&reg.authority(), "private/app");
+
+    let c = client(with_creds(
+        fast_settings(),
+        &reg.authority(),
+        "alice",
+        "wonderland",
+    ));
+    assert_eq!(c.list_tags(&r).unwrap(), vec!["v1"]);
+    assert_eq!(c.digest(&r, "v1", None).unwrap(), digest);
+    assert!(c.created(&r, "v1", None).unwrap().is_some());
+
+    let anon = client(fast_settings()).list_tags(&r).unwrap_err();
+    assert_eq!(anon.status(), Some(401), "{anon}");
+
+    let wrong = client(with_creds(
+        fast_settings(),
+        &reg.authority(),
+        "alice",
+        "not-the-password",
+    ));
+    let err = wrong.list_tags(&r).unwrap_err();
+    assert_eq!(err.status(), Some(401));
+    assert!(!format!("{err} {err:?}").contains("not-the-password"));
+}
+
+#[test]
+fn real_docker_config_credentials() {
+    let Some(reg) = Registry::start(Auth::Htpasswd {
+        user: "bob".to_owned(),
+        password: "builder".to_owned(),
+    }) else {
+        return;
+    };
+    reg.push_image(
+        "cfg/app",
+        "v1",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        format!(
+            r#"{{"auths": {{"http://{}": {{"auth": "{}"}}}}}}"#,
+            reg.authority(),
+            basic("bob", "builder").trim_start_matches("Basic ")
+        ),
+    )
+    .unwrap();
+    let mut settings = fast_settings();
+    settings.credentials =
+        CredentialStore::from_vars([("DOCKER_CONFIG", dir.path().to_str().unwrap())]);
+    let c = client(settings);
+    assert_eq!(
+        c.list_tags(&repo(&reg.authority(), "cfg/app")).unwrap(),
+        vec!["v1"]
+    );
+}
+
+fn token_registry(policy: TokenPolicy) -> Option<(TokenServer, Registry)> {
+    let ts = TokenServer::start(policy);
+    let realm = ts.server.url("/token");
+    let reg = Registry::start(Auth::Token(Arc::clone(&ts.issuer), realm))?;
+    Some((ts, reg))
+}
+
+#[test]
+fn real_token_auth_with_basic_credentials() {
+    let Some((ts, reg)) = token_registry(TokenPolicy {
+        user: Some(("carol".to_owned(), "s3cret-pw".to_owned())),
+        refresh_token: None,
+        anonymous_pull: false,
+        access_token_field: false,
+    }) else {
+        return;
+    };
+    let (_, d1) = reg.push_image(
+        "tok/one",
+        "v1",
+        &ImageSpec::new("linux", "amd64", None, "2024-05-05T05:05:05Z"),
+    );
+    reg.push_image(
+        "tok/two",
+        "v2",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+
+    let c = client(with_creds(
+        fast_settings(),
+        &reg.authority(),
+        "carol",
+        "s3cret-pw",
+    ));
+    let one = repo(&reg.authority(), "tok/one");
+    assert_eq!(c.list_tags(&one).unwrap(), vec!["v1"]);
+    assert_eq!(c.digest(&one, "v1", None).unwrap(), d1);
+    assert_eq!(
+        c.created(&one, "v1", None).unwrap().unwrap().to_string(),
+        "2024-05-05T05:05:05Z"
+    );
+    assert_eq!(
+        c.token_requests(),
+        1,
+        "one token per scope, cached for the run"
+    );
+    assert_eq!(
+        c.list_tags(&repo(&reg.authority(), "tok/two")).unwrap(),
+        vec!["v2"]
+    );
+    assert_eq!(c.token_requests(), 2);
+    assert_eq!(ts.token_requests(), 2);
+    let token_req = &ts.server.requests()[0];
+    assert_eq!(
+        token_req.query_value("service").as_deref(),
+        Some("image-update-test")
+    );
+    assert_eq!(
+        token_req.query_value("scope").as_deref(),
+        Some("repository:tok/one:pull")
+    );
+    assert_eq!(token_req.query_value("account").as_deref(), Some("carol"));
+    assert_eq!(
+        token_req.header("authorization"),
+        Some(basic("carol", "s3cret-pw").as_str())
+    );
+
+    // Anonymous: the token service refuses.
+    let err = client(fast_settings()).list_tags(&one).unwrap_err();
+    assert!(matches!(err, Error::Auth { .. }), "{err}");
+    // Wrong password: refused, and the password is not in the message.
+    let err = client(with_creds(
+        fast_settings(),
+        &reg.authority(),
+        "carol",
+        "wrong-pw",
+    ))
+    .list_tags(&one)
+    .unwrap_err();
+    assert!(matches!(err, Error::Auth { .. }), "{err}");
+    assert!(!format!("{err} {err:?}").contains("wrong-pw"));
+}
+
+#[test]
+fn real_token_auth_with_identity_token() {
+    let Some((ts, reg)) = token_registry(TokenPolicy {
+        user: None,
+        refresh_token: Some("refresh-me".to_owned()),
+        anonymous_pull: false,
+        access_token_field: true,
+    }) else {
+        return;
+    };
+    reg.push_image(
+        "idt/app",
+        "v3",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+    let mut settings = fast_settings();
+    settings.credentials = CredentialStore::anonymous().with_credential(
+        &reg.authority(),
+        Credential::IdentityToken {
+            username: None,
+            token: Secret::new("refresh-me"),
+        },
+    );
+    let c = client(settings);
+    assert_eq!(
+        c.list_tags(&repo(&reg.authority(), "idt/app")).unwrap(),
+        vec!["v3"]
+    );
+    let posts = ts.server.count(|r| r.method == "POST");
+    assert_eq!(posts, 1, "refresh-token grant uses POST");
+}
+
+#[test]
+fn real_token_anonymous_pull() {
+    let Some((_ts, reg)) = token_registry(TokenPolicy {
+        user: None,
+        refresh_token: None,
+        anonymous_pull: true,
+        access_token_field: false,
+    }) else {
+        return;
+    };
+    reg.push_image(
+        "pub/app",
+        "v1",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+    let c = client(fast_settings());
+    assert_eq!(
+        c.list_tags(&repo(&reg.authority(), "pub/app")).unwrap(),
+        vec!["v1"]
+    );
+}
+
+#[test]
+fn real_list_many_bounded() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let names: Vec<String> = (0..6).map(|i| format!("many/r{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        reg.push_image(
+            n,
+            &format!("v{i}"),
+            &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+        );
+    }
+    let mut repos: Vec<Repository> = names.iter().map(|n| repo(&reg.authority(), n)).collect();
+    repos.insert(3, repo(&reg.authority(), "many/missing"));
+    let c = client(fast_settings());
+    let results = c.list_many(&repos, 2);
+    assert_eq!(results.len(), 7);
+    assert!(results[3].as_ref().unwrap_err().is_not_found());
+    let ok: Vec<Vec<String>> = results
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3)
+        .map(|(_, r)| r.unwrap())
+        .collect();
+    let want: Vec<Vec<String>> = (0..6).map(|i| vec![format!("v{i}")]).collect();
+    assert_eq!(ok, want);
+}
+
+#[test]
+fn real_tag_cache() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let (m, _) = reg.push_image(
+        "cached",
+        "v1",
+        &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = fast_settings();
+    settings.cache_dir = Some(dir.path().to_owned());
+    settings.cache_ttl = Duration::from_secs(600);
+    let r = repo(&reg.authority(), "cached");
+    assert_eq!(client(settings.clone()).list_tags(&r).unwrap(), vec!["v1"]);
+    reg.put_manifest(
+        "cached",
+        "v2",
+        "application/vnd.oci.image.manifest.v1+json",
+        &m,
+    );
+    // Fresh cache: the new tag is not seen.
+    assert_eq!(client(settings.clone()).list_tags(&r).unwrap(), vec!["v1"]);
+    // Corrupt cache: ignored, refetched, rewritten.
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("tags"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1);
+    std::fs::write(&files[0], b"\0garbage").unwrap();
+    let mut tags = client(settings.clone()).list_tags(&r).unwrap();
+    tags.sort();
+    assert_eq!(tags, vec!["v1", "v2"]);
+    // Expired cache: refetched.
+    reg.put_manifest(
+        "cached",
+        "v3",
+        "application/vnd.oci.image.manifest.v1+json",
+        &m,
+    );
+    settings.cache_ttl = Duration::ZERO;
+    assert_eq!(client(settings).list_tags(&r).unwrap().len(), 3);
+}
+
+// ---------------------------------------------------------------------------
+// Fake server: faults
+
+fn tags_json(tags: &[&str]) -> String {
+    serde_json::json!({"name": "r", "tags": tags}).to_string()
+}
+
+#[test]
+fn fake_link_pagination_relative_absolute_with_ports() {
+    let port = Arc::new(AtomicUsize::new(0));
+    let p = Arc::clone(&port);
+    let server = FakeServer::start(move |req| {
+        let port = p.load(Ordering::SeqCst);
+        match (req.path(), req.query_value("last").as_deref()) {
+            ("/v2/", _) => Reply::json(200, "{}"),
+            ("/v2/org/r/tags/list", None) => Reply::json(200, tags_json(&["a", "b"]))
+                .with_header("Link", r#"</v2/org/r/tags/list?n=2&last=b>; rel="next""#),
+            ("/v2/org/r/tags/list", Some("b")) => Reply::json(200, tags_json(&["c", "d"]))
+                .with_header(
+                    "Link",
+                    &format!(
+                        r#"<http://127.0.0.1:{port}/v2/org/r/tags/list?n=2&last=d>; rel="next""#
+                    ),
+                ),
+            ("/v2/org/r/tags/list", Some("d")) => Reply::json(200, tags_json(&["e", "x.sig"]))
+                .with_header("Link", r#"<list?n=2&last=f>; rel="next""#),
+            ("/v2/org/r/tags/list", Some("f")) => Reply::json(200, r#"{"name":"r","tags":null}"#),
+            _ => Reply::status(404),
+        }
+    });
+    port.store(server.addr.port() as usize, Ordering::SeqCst);
+    let mut settings = fast_settings();
+    settings.set_host(
+        &server.authority(),
+        HostConfig {
+            page_size: Some(2),
+            ..HostConfig::default()
+        },
+    );
+    let c = client(settings);
+    let tags = c.list_tags(&repo(&server.authority(), "org/r")).unwrap();
+    assert_eq!(tags, vec!["a", "b", "c", "d", "e"]);
+    let first = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path().ends_with("/tags/list"))
+        .unwrap();
+    assert_eq!(first.query_value("n").as_deref(), Some("2"));
+    assert_eq!(server.count(|r| r.path().ends_with("/tags/list")), 4);
+}
+
+#[test]
+fn fake_pagination_loop_is_an_error() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::json(200, tags_json(&["a"]))
+            .with_header("Link", r#"</v2/r/x/tags/list?n=1000>; rel="next""#),
+    });
+    let err = client(fast_settings())
+        .list_tags(&repo(&server.authority(), "r/x"))
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidResponse { .. }), "{err}");
+}
+
+/// A registry that wants Basic auth for `user`/`pass`.
+fn basic_registry(
+    user: &'static str,
+    pass: &'static str,
+    extra: impl Fn(&harness::Recorded) -> Option<Reply> + Send + Sync + 'static,
+) -> FakeServer {
+    FakeServer::start(move |req| {
+        if let Some(r) = extra(req) {
+            return r;
+        }
+        if req.header("authorization") != Some(basic(user, pass).as_str()) {
+            return Reply::json(
+                401,
+                r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#,
+            )
+            .with_header("WWW-Authenticate", r#"Basic realm="fake""#);
+        }
+        Reply::status(404)
+    })
+}
+
+#[test]
+fn fake_pagination_link_to_other_host_gets_no_credentials() {
+    let other = FakeServer::start(|_| Reply::json(200, tags_json(&["z"])));
+    let other_port = other.addr.port();
+    let server = basic_registry("u", "p", move |req| {
+        (req.path() == "/v2/r/x/tags/list" && req.header("authorization").is_some()).then(|| {
+            Reply::json(200, tags_json(&["a"])).with_header(
+                "Link",
+                &format!(r#"<http://localhost:{other_port}/v2/r/x/tags/list?last=a>; rel="next""#),
+            )
+        })
+    });
+    let c = client(with_creds(fast_settings(), &server.authority(), "u", "p"));
+    assert_eq!(
+        c.list_tags(&repo(&server.authority(), "r/x")).unwrap(),
+        vec!["a", "z"]
+    );
+    let seen = other.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].header("authorization"),
+        None,
+        "credentials must not follow a link to another origin"
+    );
+}
+
+#[test]
+fn fake_cross_host_redirect_strips_authorization() {
+    let body = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:0"},"layers":[]}"#.to_vec();
+    let b = body.clone();
+    let cdn = FakeServer::start(move |_| Reply::Respond {
+        status: 200,
+        headers: vec![(
+            "Content-Type".into(),
+            "application/vnd.oci.image.manifest.v1+json".into(),
+        )],
+        body: b.clone(),
+    });
+    let cdn_url = cdn.url("/blobstore/manifest");
+    let server = basic_registry("u", "p", move |req| {
+        req.header("authorization")?;
+        match req.path() {
+            "/v2/r/x/manifests/moved" => Some(Reply::status(307).with_header("Location", &cdn_url)),
+            "/v2/r/x/manifests/same" => Some(Reply::status(302).with_header("Location", "/v2/r/x/manifests/target")),
+            "/v2/r/x/manifests/target" => Some(Reply::Respond {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/vnd.oci.image.manifest.v1+json".into())],
+                body: br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json"}"#.to_vec(),
+            }),
+            _ => None,
+        }
+    });
+    let c = client(with_creds(fast_settings(), &server.authority(), "u", "p"));
+    let r = repo(&server.authority(), "r/x");
+    let m = c.manifest(&r, "moved").unwrap();
+    assert_eq!(m.digest, sha256(&body));
+    let at_cdn = cdn.requests();
+    assert_eq!(at_cdn.len(), 1);
+    assert_eq!(
+        at_cdn[0].header("authorization"),
+        None,
+        "Authorization forwarded to another host"
+    );
+    // A same-origin redirect keeps the credentials.
+    c.manifest(&r, "same").unwrap();
+    let target = server
+        .requests()
+        .into_iter()
+        .find(|q| q.path() == "/v2/r/x/manifests/target")
+        .unwrap();
+    assert_eq!(
+        target.header("authorization"),
+        Some(basic("u", "p").as_str())
+    );
+}
+
+#[test]
+fn fake_redirect_loop_is_bounded() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        "/v2/r/x/manifests/a" => Reply::status(302).with_header("Location", "/v2/r/x/manifests/b"),
+        _ => Reply::status(302).with_header("Location", "/v2/r/x/manifests/a"),
+    });
+    let err = client(fast_settings())
+        .manifest(&repo(&server.authority(), "r/x"), "a")
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::TooManyRedirects { max: 5, .. }),
+        "{err}"
+    );
+    // 1 request + 5 redirects followed by the client itself.
+    assert_eq!(
+        server.count(|r| r.path().starts_with("/v2/r/x/manifests/")),
+        6
+    );
+}
+
+#[test]
+fn fake_429_with_retry_after_seconds_and_date() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let k = Arc::clone(&calls);
+    let server = FakeServer::start(move |req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => match k.fetch_add(1, Ordering::SeqCst) {
+            0 => Reply::json(429, r#"{"errors":[{"code":"TOOMANYREQUESTS"}]}"#)
+                .with_header("Retry-After", "1"),
+            1 => Reply::json(429, "{}").with_header("Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT"),
+            _ => Reply::json(200, tags_json(&["v1"])),
+        },
+    });
+    let mut settings = fast_settings();
+    settings.retry.initial_backoff = Duration::from_millis(1);
+    let c = client(settings);
+    let start = Instant::now();
+    assert_eq!(
+        c.list_tags(&repo(&server.authority(), "r/x")).unwrap(),
+        vec!["v1"]
+    );
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(950),
+        "Retry-After: 1 not honoured ({elapsed:?})"
+    );
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn fake_retry_after_too_long_fails_fast() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::json(429, "{}").with_header("Retry-After", "3600"),
+    });
+    let start = Instant::now();
+    let err = client(fast_settings())
+        .list_tags(&repo(&server.authority(), "r/x"))
+        .unwrap_err();
+    assert!(matches!(err, Error::RetryAfterTooLong { .. }), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn fake_5xx_burst_then_success_and_bounded_retries() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let k = Arc::clone(&calls);
+    let server = FakeServer::start(move |req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        "/v2/ok/x/tags/list" => match k.fetch_add(1, Ordering::SeqCst) {
+            0 => Reply::status(503),
+            1 => Reply::status(502),
+            2 => Reply::status(500),
+            _ => Reply::json(200, tags_json(&["v1"])),
+        },
+        _ => Reply::status(503),
+    });
+    let c = client(fast_settings()); // max_retries = 3
+    assert_eq!(
+        c.list_tags(&repo(&server.authority(), "ok/x")).unwrap(),
+        vec!["v1"]
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    let err = c
+        .list_tags(&repo(&server.authority(), "down/x"))
+        .unwrap_err();
+    assert_eq!(err.status(), Some(503));
+    assert_eq!(
+        server.count(|r| r.path() == "/v2/down/x/tags/list"),
+        4,
+        "1 try + 3 retries"
+    );
+}
+
+#[test]
+fn fake_connection_errors_are_retried() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let k = Arc::clone(&calls);
+    let server = FakeServer::start(move |req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => {
+            if k.fetch_add(1, Ordering::SeqCst) < 2 {
+                Reply::Close
+            } else {
+                Reply::json(200, tags_json(&["v1"]))
+            }
+        }
+    });
+    assert_eq!(
+        client(fast_settings())
+            .list_tags(&repo(&server.authority(), "r/x"))
+            .unwrap(),
+        vec!["v1"]
+    );
+    // Nothing listening at all: a transport error after the retries.
+    let dead = harness::free_port();
+    let err = client(fast_settings())
+        .list_tags(&repo(&format!("127.0.0.1:{dead}"), "r/x"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Transport { .. }), "{err}");
+}
+
+#[test]
+fn fake_slow_answer_times_out() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::Delay(
+            Duration::from_secs(3),
+            Box::new(Reply::json(200, tags_json(&["late"]))),
+        ),
+    });
+    let mut settings = fast_settings();
+    settings.retry.max_retries = 1;
+    settings.set_host(
+        &server.authority(),
+        HostConfig {
+            timeout: Some(Duration::from_millis(200)),
+            ..HostConfig::default()
+        },
+    );
+    let start = Instant::now();
+    let err = client(settings)
+        .list_tags(&repo(&server.authority(), "r/x"))
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_millis(2900),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 2);
+}
+
+#[test]
+fn fake_truncated_body() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let k = Arc::clone(&calls);
+    let server = FakeServer::start(move |req| {
+        let full = tags_json(&["v1", "v2", "v3"]).into_bytes();
+        match req.path() {
+            "/v2/" => Reply::json(200, "{}"),
+            "/v2/once/x/tags/list" if k.fetch_add(1, Ordering::SeqCst) == 0 => Reply::Truncate {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: full,
+                send: 10,
+            },
+            "/v2/once/x/tags/list" => Reply::json(200, full),
+            _ => Reply::Truncate {
+                status: 200,
+                headers: vec![],
+                body: full,
+                send: 5,
+            },
+        }
+    });
+    let c = client(fast_settings());
+    assert_eq!(
+        c.list_tags(&repo(&server.authority(), "once/x")).unwrap(),
+        vec!["v1", "v2", "v3"]
+    );
+    let err = c
+        .list_tags(&repo(&server.authority(), "always/x"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Transport { .. }), "{err}");
+}
+
+#[test]
+fn fake_malformed_json() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        "/v2/tags/x/tags/list" => Reply::json(200, r#"{"tags": ["a", "#),
+        "/v2/tags/y/tags/list" => Reply::json(200, r#"{"tags": "not-a-list"}"#),
+        _ => Reply::Respond {
+            status: 200,
+            headers: vec![(
+                "Content-Type".into(),
+                "application/vnd.oci.image.manifest.v1+json".into(),
+            )],
+            body: b"{not json".to_vec(),
+        },
+    });
+    let c = client(fast_settings());
+    for name in ["tags/x", "tags/y"] {
+        let err = c.list_tags(&repo(&server.authority(), name)).unwrap_err();
+        assert!(matches!(err, Error::InvalidResponse { .. }), "{err}");
+    }
+    let err = c
+        .created(&repo(&server.authority(), "m/x"), "v1", None)
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidResponse { .. }), "{err}");
+}
+
+#[test]
+fn fake_content_types() {
+    let doc = br#"{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json","config":{"digest":"sha256:1"},"layers":[]}"#.to_vec();
+    let d = doc.clone();
+    let server = FakeServer::start(move |req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        "/v2/r/x/manifests/html" => Reply::Respond {
+            status: 200,
+            headers: vec![("Content-Type".into(), "text/html".into())],
+            body: b"<html>login</html>".to_vec(),
+        },
+        "/v2/r/x/manifests/generic" => Reply::Respond {
+            status: 200,
+            headers: vec![("Content-Type".into(), "application/octet-stream".into())],
+            body: d.clone(),
+        },
+        "/v2/r/x/manifests/schema1" => Reply::Respond {
+            status: 200,
+            headers: vec![(
+                "Content-Type".into(),
+                "application/vnd.docker.distribution.manifest.v1+prettyjws".into(),
+            )],
+            body: br#"{"schemaVersion":1}"#.to_vec(),
+        },
+        _ => Reply::status(404),
+    });
+    let c = client(fast_settings());
+    let r = repo(&server.authority(), "r/x");
+    assert!(matches!(
+        c.manifest(&r, "html"),
+        Err(Error::UnsupportedMediaType { .. })
+    ));
+    assert!(matches!(
+        c.manifest(&r, "schema1"),
+        Err(Error::UnsupportedMediaType { .. })
+    ));
+    let m = c.manifest(&r, "generic").unwrap();
+    assert_eq!(
+        m.media_type,
+        "application/vnd.docker.distribution.manifest.v2+json"
+    );
+    assert_eq!(m.digest, sha256(&doc));
+}
+
+#[test]
+fn fake_head_without_digest_falls_back_to_get() {
+    let doc = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#.to_vec();
+    let d = doc.clone();
+    let server = FakeServer::start(move |req| match (req.method.as_str(), req.path()) {
+        (_, "/v2/") => Reply::json(200, "{}"),
+        ("HEAD", "/v2/r/x/manifests/v1") => Reply::status(200),
+        ("HEAD", "/v2/r/x/manifests/v2") => Reply::status(200).with_header(
+            "Docker-Content-Digest",
+            &format!("sha256:{}", "b".repeat(64)),
+        ),
+        ("GET", "/v2/r/x/manifests/v1") => Reply::Respond {
+            status: 200,
+            headers: vec![(
+                "Content-Type".into(),
+                "application/vnd.oci.image.index.v1+json".into(),
+            )],
+            body: d.clone(),
+        },
+        _ => Reply::status(404),
+    });
+    let c = client(fast_settings());
+    let r = repo(&server.authority(), "r/x");
+    assert_eq!(c.digest(&r, "v1", None).unwrap(), sha256(&doc));
+    assert_eq!(
+        c.digest(&r, "v2", None).unwrap(),
+        format!("sha256:{}", "b".repeat(64))
+    );
+    let heads = server
+        .requests()
+        .into_iter()
+        .filter(|q| q.method == "HEAD")
+        .collect::<Vec<_>>();
+    assert_eq!(heads.len(), 2);
+    for h in heads {
+        let accept = h.header("accept").unwrap();
+        for mt in [
+            "application/vnd.oci.image.index.v1+json",
+            "application/vnd.oci.image.manifest.v1+json",
+            "application/vnd.docker.distribution.manifest.list.v2+json",
+            "application/vnd.docker.distribution.manifest.v2+json",
+        ] {
+            assert!(accept.contains(mt), "{accept}");
+        }
+    }
+    assert!(c.digest(&r, "v9", None).unwrap_err().is_not_found());
+}
+
+#[test]
+fn fake_plain_http_credentials_refused() {
+    // The token realm is plain HTTP on a host explicitly marked secure.
+    let token = FakeServer::start(|_| Reply::json(200, r#"{"token":"t"}"#));
+    let realm = token.url("/token");
+    let server = FakeServer::start(move |_| {
+        Reply::json(401, "{}").with_header(
+            "WWW-Authenticate",
+            &format!(r#"Bearer realm="{realm}",service="svc""#),
+        )
+    });
+    let credentials = [
+        Credential::Basic {
+            username: "u".to_owned(),
+            password: Secret::new("topsecret"),
+        },
+        Credential::IdentityToken {
+            username: None,
+            token: Secret::new("topsecret"),
+        },
+    ];
+    for credential in credentials {
+        let mut settings = fast_settings();
+        settings.credentials =
+            CredentialStore::anonymous().with_credential(&server.authority(), credential);
+        settings.set_host(
+            &token.authority(),
+            HostConfig {
+                insecure: Some(false),
+                ..HostConfig::default()
+            },
+        );
+        let err = client(settings)
+            .list_tags(&repo(&server.authority(), "r/x"))
+            .unwrap_err();
+        assert!(matches!(err, Error::InsecureCredentials { .. }), "{err}");
+        assert!(token.requests().is_empty(), "nothing may be sent");
+        assert!(!format!("{err} {err:?}").contains("topsecret"));
+    }
+    // Anonymous token requests carry no secret and may use plain HTTP.
+    let mut settings = fast_settings();
+    settings.set_host(
+        &token.authority(),
+        HostConfig {
+            insecure: Some(false),
+            ..HostConfig::default()
+        },
+    );
+    let err = client(settings)
+        .list_tags(&repo(&server.authority(), "r/x"))
+        .unwrap_err();
+    assert_eq!(err.status(), Some(401), "{err}");
+    // First token, then one refresh after the 401; the same token is not resent.
+    assert_eq!(token.requests().len(), 2);
+    assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 1);
+}
+
+#[test]
+fn fake_bearer_token_cache_and_refresh_on_401() {
+    let token = FakeServer::start({
+        let n = AtomicUsize::new(0);
+        move |_| {
+            Reply::json(
+                200,
+                format!(
+                    r#"{{"access_token":"tok{}","expires_in":300}}"#,
+                    n.fetch_add(1, Ordering::SeqCst)
+                ),
+            )
+        }
+    });
+    let realm = token.url("/token");
+    let server = FakeServer::start(move |req| {
+        let auth = req.header("authorization").unwrap_or_default().to_owned();
+        let challenge =
+            format!(r#"Bearer realm="{realm}",service="fake",scope="repository:r/x:pull""#);
+        match req.path() {
+            "/v2/" => Reply::json(401, "{}").with_header("WWW-Authenticate", &challenge),
+            // tok0 "expires" server-side: it is refused, tok1 works.
+            _ if auth == "Bearer tok1" => Reply::json(200, tags_json(&["v1"])),
+            _ => Reply::json(401, "{}").with_header("WWW-Authenticate", &challenge),
+        }
+    });
+    let c = client(fast_settings());
+    let r = repo(&server.authority(), "r/x");
+    assert_eq!(c.list_tags(&r).unwrap(), vec!["v1"]);
+    assert_eq!(c.list_tags(&r).unwrap(), vec!["v1"]);
+    assert_eq!(c.fetch_tags(&r).unwrap(), vec!["v1"]);
+    assert_eq!(
+        token.requests().len(),
+        2,
+        "first token refused once, second one cached"
+    );
+    let q = &token.requests()[0];
+    assert_eq!(
+        q.query_value("scope").as_deref(),
+        Some("repository:r/x:pull")
+    );
+    assert_eq!(q.query_value("service").as_deref(), Some("fake"));
+    assert_eq!(q.header("authorization"), None, "anonymous token request");
+}
+
+#[test]
+fn fake_rate_limit_per_registry() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::json(200, tags_json(&["v1"])),
+    });
+    let mut settings = fast_settings();
+    settings.set_host(
+        &server.authority(),
+        HostConfig {
+            requests_per_second: Some(20.0),
+            ..HostConfig::default()
+        },
+    );
+    let c = client(settings);
+    let repos: Vec<Repository> = (0..10)
+        .map(|i| repo(&server.authority(), &format!("r/x{i}")))
+        .collect();
+    let start = Instant::now();
+    for r in c.list_many(&repos, 5) {
+        r.unwrap();
+    }
+    // 11 requests (ping + 10) at 20/s: at least 0.5 s.
+    assert!(
+        start.elapsed() >= Duration::from_millis(480),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn fake_list_many_in_flight_bound() {
+    let current = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (c2, p2) = (Arc::clone(&current), Arc::clone(&peak));
+    let server = FakeServer::start(move |req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => {
+            let now = c2.fetch_add(1, Ordering::SeqCst) + 1;
+            p2.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(40));
+            c2.fetch_sub(1, Ordering::SeqCst);
+            Reply::json(200, tags_json(&["v1"]))
+        }
+    });
+    let mut settings = fast_settings();
+    settings.set_host(
+        &server.authority(),
+        HostConfig {
+            concurrency: Some(16),
+            ..HostConfig::default()
+        },
+    );
+    let c = client(settings);
+    let repos: Vec<Repository> = (0..12)
+        .map(|i| repo(&server.authority(), &format!("r/x{i}")))
+        .collect();
+    let results = c.list_many(&repos, 3);
+    assert!(results.iter().all(Result::is_ok));
+    let p = peak.load(Ordering::SeqCst);
+    assert!((2..=3).contains(&p), "peak in flight {p}");
+}
+
+#[test]
+fn fake_secrets_never_in_debug_or_errors() {
+    let token = FakeServer::start(|_| {
+        Reply::json(
+            401,
+            r#"{"errors":[{"code":"DENIED","message":"bad credentials"}]}"#,
+        )
+    });
+    let realm = token.url("/token");
+    let server = FakeServer::start(move |_| {
+        Reply::json(401, "{}").with_header(
+            "WWW-Authenticate",
+            &format!(r#"Bearer realm="{realm}",service="s""#),
+        )
+    });
+    let settings = with_creds(fast_settings(), &server.authority(), "user", "pa55word-xyz");
+    let dbg = format!("{settings:?}");
+    assert!(!dbg.contains("pa55word-xyz"), "{dbg}");
+    let c = client(settings);
+    let err = c.list_tags(&repo(&server.authority(), "r/x")).unwrap_err();
+    let text = format!("{err} / {err:?} / {c:?}");
+    assert!(matches!(err, Error::Auth { .. }), "{text}");
+    assert!(text.contains("DENIED"), "{text}");
+    for secret in ["pa55word-xyz", &basic("user", "pa55word-xyz")[6..]] {
+        assert!(!text.contains(secret), "{text}");
+    }
+}
+
+#[test]
+fn fake_settings_file_drives_the_client() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::json(200, tags_json(&["v1", "v1.sig", "keep", "drop-me"])),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registries.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "registries:\n  {}:\n    page_size: 7\n    timeout: 5s\nretry:\n  max_retries: 1\n  initial_backoff: 1ms\nexclusion_list: ['^drop-', '\\.sig$']\n",
+            server.authority()
+        ),
+    )
+    .unwrap();
+    let settings = ClientSettings::from_env_and_file(Some(&path)).unwrap();
+    assert_eq!(settings.retry.max_retries, 1);
+    let c = client(settings);
+    assert_eq!(
+        c.list_tags(&repo(&server.authority(), "r/x")).unwrap(),
+        vec!["v1", "keep"]
+    );
+    let req = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path() == "/v2/r/x/tags/list")
+        .unwrap();
+    assert_eq!(req.query_value("n").as_deref(), Some("7"));
+}

@@ -1,0 +1,1048 @@
+//! Test harness for the registry client: a real Debian `docker-registry`
+//! (distribution 2.8) on a free 127.0.0.1 port, a token service that signs
+//! JWTs the way distribution expects, a pusher speaking the registry HTTP
+//! API, and a small fake HTTP server for fault injection.
+//!
+//! Shared by `tests/registry.rs` and `benches/registry.rs`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    dead_code,
+    unreachable_pub
+)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+pub const REGISTRY_BIN: &str = "docker-registry";
+
+/// Path of `docker-registry`, or `None` (with a message) when it is missing.
+/// With `CI` set, a missing binary is a failure, not a skip.
+pub fn registry_binary() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(REGISTRY_BIN))
+            .find(|p| p.is_file())
+    });
+    match found {
+        Some(p) => Some(p),
+        None if std::env::var_os("CI").is_some() => panic!(
+            "{REGISTRY_BIN} is not installed but CI is set; install the Debian package `docker-registry`"
+        ),
+        None => {
+            // Written to stderr directly, not through eprintln!, so that the
+            // test harness does not capture (and hide) it.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: {REGISTRY_BIN} not found on PATH (apt-get install docker-registry); real-registry test not run"
+            );
+            None
+        }
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn b64url(data: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data)
+}
+
+fn b64(data: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+pub fn sha256(data: &[u8]) -> String {
+    let h = Sha256::digest(data);
+    format!(
+        "sha256:{}",
+        h.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+pub fn basic(user: &str, pass: &str) -> String {
+    format!("Basic {}", b64(format!("{user}:{pass}").as_bytes()))
+}
+
+// ---------------------------------------------------------------------------
+// JWT issuer (ES256, x5c header with a self-signed certificate)
+
+pub struct TokenIssuer {
+    key: ring::signature::EcdsaKeyPair,
+    cert_der: Vec<u8>,
+    pub cert_pem: String,
+    pub issuer: String,
+    pub service: String,
+    rng: ring::rand::SystemRandom,
+    counter: AtomicUsize,
+}
+
+impl TokenIssuer {
+    pub fn new(issuer: &str, service: &str) -> Self {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let params =
+            rcgen::CertificateParams::new(vec!["image-update-test-issuer".to_owned()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let rng = ring::rand::SystemRandom::new();
+        let signing = ring::signature::EcdsaKeyPair::from_pkcs8(
+            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &key.serialize_der(),
+            &rng,
+        )
+        .unwrap();
+        Self {
+            key: signing,
+            cert_der: cert.der().to_vec(),
+            cert_pem: cert.pem(),
+            issuer: issuer.to_owned(),
+            service: service.to_owned(),
+            rng,
+            counter: AtomicUsize::new(0),
+        }
+    }
+
+    /// A token granting `actions` on each repository in `access`.
+    pub fn token(&self, subject: &str, access: &[(String, Vec<String>)]) -> String {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let header = serde_json::json!({
+            "typ": "JWT",
+            "alg": "ES256",
+            "x5c": [b64(&self.cert_der)],
+        });
+        let access: Vec<_> = access
+            .iter()
+            .map(|(name, actions)| serde_json::json!({"type": "repository", "name": name, "actions": actions}))
+            .collect();
+        let claims = serde_json::json!({
+            "iss": self.issuer,
+            "sub": subject,
+            "aud": self.service,
+            "exp": now + 600,
+            "nbf": now - 10,
+            "iat": now,
+            "jti": format!("jti-{}-{now}", self.counter.fetch_add(1, Ordering::Relaxed)),
+            "access": access,
+        });
+        let signing_input = format!(
+            "{}.{}",
+            b64url(header.to_string().as_bytes()),
+            b64url(claims.to_string().as_bytes())
+        );
+        let sig = self.key.sign(&self.rng, signing_input.as_bytes()).unwrap();
+        format!("{signing_input}.{}", b64url(sig.as_ref()))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// TLS: a test CA and a server certificate for 127.0.0.1
+
+pub struct TestCa {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl TestCa {
+    pub fn new() -> Self {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "image-update test CA");
+        ca_params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let mut leaf_params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .unwrap();
+        leaf_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        leaf_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "127.0.0.1");
+        let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
+        Self {
+            ca_pem: ca.pem(),
+            cert_pem: leaf.pem(),
+            key_pem: leaf_key.serialize_pem(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fake HTTP server
+
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The port the request arrived on.
+    pub port: u16,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or_default()
+    }
+
+    pub fn query(&self) -> Vec<(String, String)> {
+        let Some((_, q)) = self.target.split_once('?') else {
+            return Vec::new();
+        };
+        q.split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                (percent_decode(k), percent_decode(v))
+            })
+            .collect()
+    }
+
+    pub fn query_value(&self, key: &str) -> Option<String> {
+        self.query()
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
+}
+
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What the fake server does with a request.
+pub enum Reply {
+    Respond {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// Announce `Content-Length` of the full body but send only `send` bytes, then close.
+    Truncate {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        send: usize,
+    },
+    /// Wait, then reply.
+    Delay(Duration, Box<Reply>),
+    /// Close the connection without answering.
+    Close,
+}
+
+impl Reply {
+    pub fn status(status: u16) -> Self {
+        Reply::Respond {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    pub fn json(status: u16, body: impl Into<Vec<u8>>) -> Self {
+        Reply::Respond {
+            status,
+            headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
+            body: body.into(),
+        }
+    }
+
+    pub fn with_header(self, name: &str, value: &str) -> Self {
+        match self {
+            Reply::Respond {
+                status,
+                mut headers,
+                body,
+            } => {
+                headers.push((name.to_owned(), value.to_owned()));
+                Reply::Respond {
+                    status,
+                    headers,
+                    body,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+type Handler = dyn Fn(&Recorded) -> Reply + Send + Sync;
+
+pub struct FakeServer {
+    pub addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeServer {
+    pub fn start(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let thread = {
+            let requests = Arc::clone(&requests);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                for conn in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = conn else { continue };
+                    let requests = Arc::clone(&requests);
+                    let handler = Arc::clone(&handler);
+                    std::thread::spawn(move || {
+                        serve_connection(stream, addr.port(), &requests, &*handler)
+                    });
+                }
+            })
+        };
+        Self {
+            addr,
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// `127.0.0.1:PORT`
+    pub fn authority(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    pub fn count(&self, pred: impl Fn(&Recorded) -> bool) -> usize {
+        self.requests().iter().filter(|r| pred(r)).count()
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve_connection(
+    stream: TcpStream,
+    port: u16,
+    requests: &Mutex<Vec<Recorded>>,
+    handler: &Handler,
+) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut stream = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or_default().to_owned();
+        let target = parts.next().unwrap_or_default().to_owned();
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+        }
+        let len: usize = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let rec = Recorded {
+            method: method.clone(),
+            target,
+            headers,
+            body,
+            port,
+        };
+        requests.lock().unwrap().push(rec.clone());
+        let mut reply = handler(&rec);
+        while let Reply::Delay(d, inner) = reply {
+            std::thread::sleep(d);
+            reply = *inner;
+        }
+        match reply {
+            Reply::Close => return,
+            Reply::Respond {
+                status,
+                headers,
+                body,
+            } => {
+                if write_response(&mut stream, status, &headers, &body, body.len(), &method)
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Reply::Truncate {
+                status,
+                headers,
+                body,
+                send,
+            } => {
+                let _ = write_response(
+                    &mut stream,
+                    status,
+                    &headers,
+                    &body[..send.min(body.len())],
+                    body.len(),
+                    &method,
+                );
+                return;
+            }
+            Reply::Delay(..) => unreachable!(),
+        }
+    }
+}
+
+fn write_response(
+    stream: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+    declared_len: usize,
+    method: &str,
+) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {declared_len}\r\n\r\n"));
+    stream.write_all(head.as_bytes())?;
+    if method != "HEAD" {
+        stream.write_all(body)?;
+    }
+    stream.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        301 => "Moved Permanently",
+        302 => "Found",
+        307 => "Temporary Redirect",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Token service for the real registry
+
+pub struct TokenServer {
+    pub server: FakeServer,
+    pub issuer: Arc<TokenIssuer>,
+}
+
+#[derive(Clone)]
+pub struct TokenPolicy {
+    /// Username/password accepted with Basic auth.
+    pub user: Option<(String, String)>,
+    /// Refresh token accepted in the POST refresh_token grant.
+    pub refresh_token: Option<String>,
+    /// Grant pull to anonymous requests.
+    pub anonymous_pull: bool,
+    /// Answer with `access_token` only (OAuth2 style) instead of `token`.
+    pub access_token_field: bool,
+}
+
+impl TokenServer {
+    pub fn start(policy: TokenPolicy) -> Self {
+        let issuer = Arc::new(TokenIssuer::new(
+            "image-update-test-issuer",
+            "image-update-test",
+        ));
+        let iss = Arc::clone(&issuer);
+        let server = FakeServer::start(move |req| {
+            let mut params = req.query();
+            if req.method == "POST" {
+                let body = String::from_utf8_lossy(&req.body).into_owned();
+                for pair in body.split('&') {
+                    let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                    params.push((percent_decode(k), percent_decode(v)));
+                }
+            }
+            let get = |k: &str| {
+                params
+                    .iter()
+                    .find(|(pk, _)| pk == k)
+                    .map(|(_, v)| v.clone())
+            };
+            let authenticated = if req.method == "POST" {
+                get("grant_type").as_deref() == Some("refresh_token")
+                    && policy.refresh_token.is_some()
+                    && get("refresh_token") == policy.refresh_token
+            } else {
+                match (req.header("authorization"), &policy.user) {
+                    (Some(h), Some((u, p))) => h == basic(u, p),
+                    _ => false,
+                }
+            };
+            let has_credentials = req.header("authorization").is_some() || req.method == "POST";
+            if has_credentials && !authenticated {
+                return Reply::json(401, r#"{"details":"invalid credentials"}"#);
+            }
+            if !authenticated && !policy.anonymous_pull {
+                return Reply::json(401, r#"{"details":"authentication required"}"#);
+            }
+            let mut access = Vec::new();
+            for (k, v) in &params {
+                if k != "scope" {
+                    continue;
+                }
+                // repository:NAME:ACTIONS
+                let mut parts = v.splitn(3, ':');
+                let (Some("repository"), Some(name), Some(actions)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
+                    continue;
+                };
+                let granted: Vec<String> = actions
+                    .split(',')
+                    .filter(|a| *a == "pull" || (authenticated && *a == "push"))
+                    .map(str::to_owned)
+                    .collect();
+                access.push((name.to_owned(), granted));
+            }
+            let token = iss.token(if authenticated { "tester" } else { "" }, &access);
+            let body = if policy.access_token_field {
+                serde_json::json!({"access_token": token, "expires_in": 300})
+            } else {
+                serde_json::json!({"token": token, "expires_in": 300, "issued_at": "2024-01-01T00:00:00Z"})
+            };
+            Reply::json(200, body.to_string())
+        });
+        Self { server, issuer }
+    }
+
+    pub fn token_requests(&self) -> usize {
+        self.server.count(|r| r.path() == "/token")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The real registry
+
+pub enum Auth {
+    Anonymous,
+    Htpasswd { user: String, password: String },
+    Token(Arc<TokenIssuer>, String),
+}
+
+pub struct Registry {
+    pub port: u16,
+    tls: bool,
+    child: Child,
+    dir: tempfile::TempDir,
+    auth: Auth,
+    agent: ureq::Agent,
+}
+
+impl Registry {
+    /// Start `docker-registry`; `None` when it is not installed (and CI is not set).
+    pub fn start(auth: Auth) -> Option<Self> {
+        Self::start_with(auth, None)
+    }
+
+    /// Start with TLS (server certificate signed by `tls`'s CA) when given.
+    pub fn start_with(auth: Auth, tls: Option<&TestCa>) -> Option<Self> {
+        let bin = registry_binary()?;
+        let dir = tempfile::tempdir().unwrap();
+        let auth_yaml = match &auth {
+            Auth::Anonymous => String::new(),
+            Auth::Htpasswd { user, password } => {
+                let hash = bcrypt::hash(password, 4).unwrap();
+                let path = dir.path().join("htpasswd");
+                std::fs::write(&path, format!("{user}:{hash}\n")).unwrap();
+                format!(
+                    "auth:\n  htpasswd:\n    realm: image-update-test\n    path: {}\n",
+                    path.display()
+                )
+            }
+            Auth::Token(issuer, realm) => {
+                let path = dir.path().join("token-root.pem");
+                std::fs::write(&path, &issuer.cert_pem).unwrap();
+                format!(
+                    "auth:\n  token:\n    realm: {realm}\n    service: {}\n    issuer: {}\n    rootcertbundle: {}\n",
+                    issuer.service,
+                    issuer.issuer,
+                    path.display()
+                )
+            }
+        };
+        let tls_yaml = match tls {
+            Some(ca) => {
+                let cert = dir.path().join("server.pem");
+                let key = dir.path().join("server-key.pem");
+                std::fs::write(&cert, &ca.cert_pem).unwrap();
+                std::fs::write(&key, &ca.key_pem).unwrap();
+                format!(
+                    "  tls:\n    certificate: {}\n    key: {}\n",
+                    cert.display(),
+                    key.display()
+                )
+            }
+            None => String::new(),
+        };
+        let mut tls_config = ureq::tls::TlsConfig::builder();
+        if let Some(ca) = tls {
+            let cert = ureq::tls::Certificate::from_pem(ca.ca_pem.as_bytes()).unwrap();
+            tls_config = tls_config.root_certs(ureq::tls::RootCerts::new_with_certs(&[cert]));
+        }
+        let agent = ureq::Agent::new_with_config(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .max_idle_connections_per_host(16)
+                .timeout_global(Some(Duration::from_secs(30)))
+                .tls_config(tls_config.build())
+                .build(),
+        );
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let log_path = dir.path().join("registry.log");
+        // The free port can be taken between probing and binding: try again then.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let port = free_port();
+            let config = format!(
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: image-update-test\n{tls_yaml}{auth_yaml}",
+                dir.path().join("data").display()
+            );
+            let config_path = dir.path().join("config.yml");
+            std::fs::write(&config_path, config).unwrap();
+            let log = std::fs::File::create(&log_path).unwrap();
+            let mut child = Command::new(&bin)
+                .arg("serve")
+                .arg(&config_path)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            let base = format!("{scheme}://127.0.0.1:{port}");
+            match wait_ready(&mut child, &agent, &base, &log_path) {
+                Ok(()) => {
+                    return Some(Self {
+                        port,
+                        tls: tls.is_some(),
+                        child,
+                        dir,
+                        auth,
+                        agent,
+                    });
+                }
+                Err(message) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    if attempt < 3 && message.contains("address already in use") {
+                        continue;
+                    }
+                    panic!("{message}");
+                }
+            }
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
+    }
+
+    pub fn authority(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn base(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    fn push_auth(&self, repo: &str) -> Option<String> {
+        match &self.auth {
+            Auth::Anonymous => None,
+            Auth::Htpasswd { user, password } => Some(basic(user, password)),
+            Auth::Token(issuer, _) => Some(format!(
+                "Bearer {}",
+                issuer.token(
+                    "pusher",
+                    &[(repo.to_owned(), vec!["pull".to_owned(), "push".to_owned()])]
+                )
+            )),
+        }
+    }
+
+    /// Upload a blob (POST then monolithic PUT) and return its digest.
+    pub fn push_blob(&self, repo: &str, data: &[u8]) -> String {
+        let digest = sha256(data);
+        let auth = self.push_auth(repo);
+        let mut req = self
+            .agent
+            .post(format!("{}/v2/{repo}/blobs/uploads/", self.base()));
+        if let Some(a) = &auth {
+            req = req.header("Authorization", a);
+        }
+        let resp = req.send_empty().unwrap();
+        assert_eq!(resp.status(), 202, "start upload: {}", self.log());
+        let location = resp
+            .headers()
+            .get("location")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let location = if location.starts_with('/') {
+            format!("{}{location}", self.base())
+        } else {
+            location
+        };
+        let sep = if location.contains('?') { '&' } else { '?' };
+        let mut req = self
+            .agent
+            .put(format!("{location}{sep}digest={digest}"))
+            .header("Content-Type", "application/octet-stream");
+        if let Some(a) = &auth {
+            req = req.header("Authorization", a);
+        }
+        let resp = req.send(data).unwrap();
+        assert_eq!(resp.status(), 201, "finish upload");
+        digest
+    }
+
+    /// PUT a manifest under `reference`.
+    pub fn put_manifest(&self, repo: &str, reference: &str, media_type: &str, body: &[u8]) {
+        let mut req = self
+            .agent
+            .put(format!("{}/v2/{repo}/manifests/{reference}", self.base()))
+            .header("Content-Type", media_type);
+        if let Some(a) = self.push_auth(repo) {
+            req = req.header("Authorization", a);
+        }
+        let mut resp = req.send(body).unwrap();
+        let status = resp.status();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        assert_eq!(status, 201, "PUT manifest {repo}:{reference}: {text}");
+    }
+
+    /// Push one single-platform image; returns `(manifest bytes, digest)`.
+    pub fn push_image(&self, repo: &str, tag: &str, image: &ImageSpec) -> (Vec<u8>, String) {
+        let (config, layer) = image.blobs();
+        let config_digest = self.push_blob(repo, &config);
+        let layer_digest = self.push_blob(repo, &layer);
+        let (manifest, media_type) = image.manifest(&config, &config_digest, &layer, &layer_digest);
+        self.put_manifest(repo, tag, media_type, &manifest);
+        let digest = sha256(&manifest);
+        (manifest, digest)
+    }
+
+    /// Push a multi-platform OCI index; returns `(index digest, [(platform, child digest)])`.
+    pub fn push_index(
+        &self,
+        repo: &str,
+        tag: &str,
+        images: &[ImageSpec],
+        attestation: bool,
+    ) -> (String, Vec<(String, String)>) {
+        self.push_list(
+            repo,
+            tag,
+            images,
+            attestation,
+            "application/vnd.oci.image.index.v1+json",
+        )
+    }
+
+    /// Push an index or Docker manifest list of the given media type.
+    pub fn push_list(
+        &self,
+        repo: &str,
+        tag: &str,
+        images: &[ImageSpec],
+        attestation: bool,
+        list_media_type: &str,
+    ) -> (String, Vec<(String, String)>) {
+        let mut entries = Vec::new();
+        let mut children = Vec::new();
+        for img in images {
+            let (manifest, digest) =
+                self.push_image(repo, &format!("child-{}", img.platform_tag()), img);
+            entries.push(serde_json::json!({
+                "mediaType": img.media_type(),
+                "digest": digest,
+                "size": manifest.len(),
+                "platform": img.platform_json(),
+            }));
+            children.push((img.platform_string(), digest));
+        }
+        if attestation {
+            let att = ImageSpec::new("unknown", "unknown", None, "2020-01-01T00:00:00Z");
+            let (manifest, digest) = self.push_image(repo, "child-attestation", &att);
+            entries.push(serde_json::json!({
+                "mediaType": att.media_type(),
+                "digest": digest,
+                "size": manifest.len(),
+                "platform": {"os": "unknown", "architecture": "unknown"},
+            }));
+        }
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": list_media_type,
+            "manifests": entries,
+        });
+        let bytes = serde_json::to_vec_pretty(&index).unwrap();
+        self.put_manifest(repo, tag, list_media_type, &bytes);
+        (sha256(&bytes), children)
+    }
+
+    /// Re-PUT an existing manifest under many tags, with a few threads.
+    pub fn push_tags(&self, repo: &str, media_type: &str, manifest: &[u8], tags: &[String]) {
+        let workers = 6;
+        std::thread::scope(|s| {
+            for chunk in tags.chunks(tags.len().div_ceil(workers).max(1)) {
+                s.spawn(move || {
+                    for t in chunk {
+                        self.put_manifest(repo, t, media_type, manifest);
+                    }
+                });
+            }
+        });
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn wait_ready(
+    child: &mut Child,
+    agent: &ureq::Agent,
+    base: &str,
+    log: &Path,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let read_log = || std::fs::read_to_string(log).unwrap_or_default();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "docker-registry exited early ({status}): {}",
+                read_log()
+            ));
+        }
+        let last = match agent.get(format!("{base}/v2/")).call() {
+            Ok(r) if r.status() == 200 || r.status() == 401 => return Ok(()),
+            Ok(r) => format!("HTTP {}", r.status()),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "docker-registry did not start ({last}): {}",
+                read_log()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tiny single-layer image.
+#[derive(Clone)]
+pub struct ImageSpec {
+    pub os: String,
+    pub arch: String,
+    pub variant: Option<String>,
+    pub created: Option<String>,
+    /// Docker v2 schema 2 instead of OCI.
+    pub docker: bool,
+}
+
+impl ImageSpec {
+    pub fn new(os: &str, arch: &str, variant: Option<&str>, created: &str) -> Self {
+        Self {
+            os: os.to_owned(),
+            arch: arch.to_owned(),
+            variant: variant.map(str::to_owned),
+            created: Some(created.to_owned()),
+            docker: false,
+        }
+    }
+
+    pub fn docker(mut self) -> Self {
+        self.docker = true;
+        self
+    }
+
+    pub fn without_created(mut self) -> Self {
+        self.created = None;
+        self
+    }
+
+    pub fn media_type(&self) -> &'static str {
+        if self.docker {
+            "application/vnd.docker.distribution.manifest.v2+json"
+        } else {
+            "application/vnd.oci.image.manifest.v1+json"
+        }
+    }
+
+    pub fn platform_string(&self) -> String {
+        match &self.variant {
+            Some(v) => format!("{}/{}/{v}", self.os, self.arch),
+            None => format!("{}/{}", self.os, self.arch),
+        }
+    }
+
+    fn platform_tag(&self) -> String {
+        self.platform_string().replace('/', "-")
+    }
+
+    fn platform_json(&self) -> serde_json::Value {
+        let mut p = serde_json::json!({"os": self.os, "architecture": self.arch});
+        if let Some(v) = &self.variant {
+            p["variant"] = serde_json::Value::String(v.clone());
+        }
+        p
+    }
+
+    fn blobs(&self) -> (Vec<u8>, Vec<u8>) {
+        let layer = format!("layer for {} {:?}", self.platform_string(), self.created).into_bytes();
+        let mut config = serde_json::json!({
+            "architecture": self.arch,
+            "os": self.os,
+            "rootfs": {"type": "layers", "diff_ids": [sha256(&layer)]},
+            "config": {"Labels": {"org.opencontainers.image.source": "test"}},
+        });
+        if let Some(v) = &self.variant {
+            config["variant"] = serde_json::Value::String(v.clone());
+        }
+        if let Some(c) = &self.created {
+            config["created"] = serde_json::Value::String(c.clone());
+        }
+        (serde_json::to_vec(&config).unwrap(), layer)
+    }
+
+    fn manifest(
+        &self,
+        config: &[u8],
+        config_digest: &str,
+        layer: &[u8],
+        layer_digest: &str,
+    ) -> (Vec<u8>, &'static str) {
+        let (config_type, layer_type) = if self.docker {
+            (
+                "application/vnd.docker.container.image.v1+json",
+                "application/vnd.docker.image.rootfs.diff.tar.gzip",
+            )
+        } else {
+            (
+                "application/vnd.oci.image.config.v1+json",
+                "application/vnd.oci.image.layer.v1.tar+gzip",
+            )
+        };
+        let m = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": self.media_type(),
+            "config": {"mediaType": config_type, "digest": config_digest, "size": config.len()},
+            "layers": [{"mediaType": layer_type, "digest": layer_digest, "size": layer.len()}],
+        });
+        (serde_json::to_vec(&m).unwrap(), self.media_type())
+    }
+}
+
+/// Tags `v0.0.0` … in a stable order.
+pub fn many_tags(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("v{}.{}.{}", i / 1000, (i / 10) % 100, i % 10))
+        .collect()
+}
+
+pub fn header_map(h: &[(&str, &str)]) -> BTreeMap<String, String> {
+    h.iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
