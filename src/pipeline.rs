@@ -200,21 +200,31 @@ pub enum Destination {
     Under(PathBuf),
 }
 
-/// Write every update.
+/// Write every update: all are staged, then renamed (see `sink::dir`); with
+/// `durable`, each staged file is flushed to disk before any rename.
 ///
 /// # Errors
-/// The first IO error (files already renamed into place stay updated; each
-/// file is replaced atomically).
+/// The first IO error; if it happens while staging, nothing changed.
 pub fn write_updates(
     updates: &[FileUpdate],
     destination: &Destination,
+    durable: bool,
 ) -> Result<usize, std::io::Error> {
-    for u in updates {
-        let target = match destination {
+    let targets: Vec<PathBuf> = updates
+        .iter()
+        .map(|u| match destination {
             Destination::InPlace => u.write_to.clone(),
             Destination::Under(dir) => dir.join(&u.rel),
-        };
-        sink::dir::write_atomic(&target, u.new_text.as_bytes(), Some(&u.path))?;
-    }
-    Ok(updates.len())
+        })
+        .collect();
+    let writes: Vec<sink::dir::FileWrite<'_>> = updates
+        .iter()
+        .zip(&targets)
+        .map(|(u, target)| sink::dir::FileWrite {
+            target,
+            bytes: u.new_text.as_bytes(),
+            permissions_from: Some(&u.path),
+        })
+        .collect();
+    sink::dir::write_all(&writes, durable)
 }

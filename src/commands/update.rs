@@ -96,7 +96,7 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<Exit> {
         print_diffs(&tree).context("cannot write the diff to stdout")?;
     }
     if writes {
-        pipeline::write_updates(&tree.updates, &destination)?;
+        pipeline::write_updates(&tree.updates, &destination, args.fsync)?;
     }
     if let Some(report) = &args.report {
         let text = tree
