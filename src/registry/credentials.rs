@@ -355,6 +355,49 @@ impl CredentialStore {
     }
 }
 
+/// The credential for `repository` on `registry` in a Docker `config.json`
+/// text (a `kubernetes.io/dockerconfigjson` Secret's payload): only its
+/// `auths` entries are read (no credential helpers), with the same
+/// host/path matching as the config files. `origin` names the text in
+/// errors (e.g. `Secret flux-system/regcred`); no secret is ever quoted.
+///
+/// # Errors
+/// Invalid JSON, or an `auth` value that is not base64 `user:password`.
+pub fn credential_from_config_json(
+    text: &str,
+    registry: &str,
+    repository: &str,
+    origin: &str,
+) -> Result<Option<Credential>> {
+    let host = crate::registry::settings::normalise_host_key(registry);
+    let host = if host == DOCKER_HUB_API {
+        DOCKER_HUB.to_owned()
+    } else {
+        host
+    };
+    let file: ConfigFile = serde_json::from_str(text).map_err(|e| Error::Credentials {
+        registry: host.clone(),
+        message: format!("invalid JSON in {origin}: {e}"),
+    })?;
+    let mut best: Option<(usize, &AuthEntry)> = None;
+    for (key, entry) in &file.auths {
+        let (key_host, key_path) = key_host_and_path(key);
+        if key_host != host {
+            continue;
+        }
+        let path_ok = key_path.is_empty()
+            || repository == key_path
+            || repository.starts_with(&format!("{key_path}/"));
+        if path_ok && best.is_none_or(|(len, _)| key_path.len() > len) {
+            best = Some((key_path.len(), entry));
+        }
+    }
+    match best {
+        Some((_, entry)) => entry.credential(&host, Path::new(origin)),
+        None => Ok(None),
+    }
+}
+
 /// Environment-variable spellings of a host.
 fn env_host_keys(host: &str) -> Vec<String> {
     let mangle = |h: &str| {
