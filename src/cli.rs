@@ -90,7 +90,7 @@ Policy results come from, merged (a policy given twice with different values is 
   * ImagePolicy objects (image.toolkit.fluxcd.io) with a status among the items (left untouched);
   * the functionConfig, one of:
     - v1 ConfigMap: `data` maps NAMESPACE:NAME to IMAGE:TAG[@DIGEST]; keys without a `:` are
-      options (policySelector, path, check, dryRun; values are strings). This is what
+      options (policySelector, path, check, dryRun, fetch; values are strings). This is what
       `kpt fn eval ... -- NAMESPACE:NAME=IMAGE:TAG` sends.
     - fn.image-update.dev/v1alpha1 ImageUpdate:
         policies:        {NAMESPACE:NAME: IMAGE:TAG[@DIGEST]}
@@ -99,6 +99,9 @@ Policy results come from, merged (a policy given twice with different values is 
         path:            only items whose path annotation lies under this directory are edited
         check: true      edit nothing; every pending change is an error result (exit 1)
         dryRun: true     edit nothing; report what would change
+        fetch: true      compute policy results from the ImageRepository/ImagePolicy and KubeSphere
+                         ImageUpdater items by asking their registries (needs network: under kpt use
+                         --exec or a network-enabled runtime; containers get --network none)
     - image.toolkit.fluxcd.io/v1 ImageUpdateAutomation: uses the ImagePolicies among the items in
       the automation's namespace (default: default) that match spec.policySelector; edits only
       items under spec.update.path; spec.suspend: true edits nothing.

@@ -10,7 +10,7 @@ use crate::cli::{RegistryArgs, UpdateArgs};
 use crate::fetch::definitions::is_policy_definition;
 use crate::fetch::{self, Definition, Document, Resolved, emit, may_define};
 use crate::pipeline::{self, Destination, TreePlan};
-use crate::registry::{ClientSettings, CredentialStore, SettingsFile};
+use crate::registry::ClientSettings;
 use crate::resolve::policies::{
     PoliciesError, SuppliedPolicy, image_policy, is_flux_kind, parse_documents,
 };
@@ -154,40 +154,17 @@ pub fn definition_documents(root: &Path) -> anyhow::Result<Vec<Document>> {
     Ok(out)
 }
 
-/// The registry client settings of a run: the settings file, then the
-/// command-line overrides, credentials from the environment (as
-/// [`ClientSettings::from_env_and_file`]).
+/// The registry client settings of a run ([`fetch::client_settings`]).
 ///
 /// # Errors
 /// An unreadable or invalid settings file.
 pub fn registry_settings(args: &RegistryArgs) -> anyhow::Result<ClientSettings> {
-    let file = args
-        .registry_config
-        .as_deref()
-        .map(SettingsFile::load)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    // Each policy applies its own exclusion list (ImageRepository
-    // exclusionList, `--exclude`; default `^.*\.sig$`), so the client drops
-    // nothing unless the settings file asks for it.
-    let explicit_exclusion = file.as_ref().is_some_and(|f| f.exclusion_list.is_some());
-    let mut settings = ClientSettings {
-        credentials: CredentialStore::from_env(),
-        ..ClientSettings::default()
-    };
-    if let Some(file) = file {
-        settings.apply_file(file);
-    }
-    if !explicit_exclusion {
-        settings.exclusion_list = Vec::new();
-    }
-    if let Some(dir) = &args.cache_dir {
-        settings.cache_dir = Some(dir.clone());
-    }
-    if let Some(ttl) = args.cache_ttl {
-        settings.cache_ttl = ttl;
-    }
-    Ok(settings)
+    fetch::client_settings(
+        args.registry_config.as_deref(),
+        args.cache_dir.clone(),
+        args.cache_ttl,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Resolve the definitions in `documents` and add them to `table`; returns

@@ -19,7 +19,48 @@ pub mod resolve;
 pub use definitions::{CredentialSource, Definition, Document, collect, may_define};
 pub use resolve::{Resolved, resolve};
 
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::registry::{ClientSettings, CredentialStore, SettingsFile};
 use crate::resolve::{ConflictError, PolicyTable};
+
+/// The registry client settings of a fetching run: defaults, overlaid with
+/// the settings `file` when given, credentials from the environment, then
+/// the cache overrides.
+///
+/// Each policy applies its own exclusion list (ImageRepository
+/// `exclusionList`, `--exclude`; default `^.*\.sig$`), so the client drops
+/// nothing unless the settings file has an `exclusionList` (which then
+/// applies to every repository, in addition).
+///
+/// # Errors
+/// An unreadable or invalid settings file.
+pub fn client_settings(
+    file: Option<&Path>,
+    cache_dir: Option<PathBuf>,
+    cache_ttl: Option<Duration>,
+) -> Result<ClientSettings, crate::registry::Error> {
+    let file = file.map(SettingsFile::load).transpose()?;
+    let explicit_exclusion = file.as_ref().is_some_and(|f| f.exclusion_list.is_some());
+    let mut settings = ClientSettings {
+        credentials: CredentialStore::from_env(),
+        ..ClientSettings::default()
+    };
+    if let Some(file) = file {
+        settings.apply_file(file);
+    }
+    if !explicit_exclusion {
+        settings.exclusion_list = Vec::new();
+    }
+    if let Some(dir) = cache_dir {
+        settings.cache_dir = Some(dir);
+    }
+    if let Some(ttl) = cache_ttl {
+        settings.cache_ttl = ttl;
+    }
+    Ok(settings)
+}
 
 /// Insert fetched results into `table`, each under its definition's source.
 ///
