@@ -82,3 +82,130 @@ pub fn render(definitions: &[Definition], resolved: &[Resolved]) -> Result<Strin
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fetch::definitions::{Document, collect};
+    use crate::policy::{PolicySpec, TagInfo};
+    use crate::resolve::LatestRef;
+    use crate::resolve::policies::{parse_documents, read_image_policies};
+
+    #[test]
+    fn emits_flux_and_kubesphere_policies() {
+        let text = r"
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: flux-system}
+spec: {image: ghcr.io/acme/app}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: flux-system}
+spec:
+  imageRepositoryRef: {name: app}
+  policy: {semver: {range: 1.x}}
+status:
+  latestRef: {name: ghcr.io/acme/app, tag: 1.0.0}
+---
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: demo, namespace: demo}
+spec:
+  images: [web=ghcr.io/acme/web]
+  argocd: {update-strategy: {web: latest}}
+";
+        let docs: Vec<Document> = parse_documents(text)
+            .unwrap()
+            .into_iter()
+            .map(|value| Document {
+                value,
+                origin: "defs.yaml".into(),
+                dir: None,
+            })
+            .collect();
+        let defs = collect(&docs).unwrap();
+        let selection = PolicySpec::new(crate::policy::PolicyConfig::new(
+            crate::policy::Strategy::Alphabetical {
+                order: crate::policy::Order::Asc,
+            },
+        ))
+        .unwrap()
+        .select(&[TagInfo::new("1.1.0")], 1)
+        .unwrap();
+        let resolved: Vec<Resolved> = defs
+            .iter()
+            .map(|d| {
+                let latest = LatestRef {
+                    name: d.image.clone(),
+                    tag: "1.1.0".into(),
+                    digest: if d.key.namespace == "demo" {
+                        format!("sha256:{}", "a".repeat(64))
+                    } else {
+                        String::new()
+                    },
+                };
+                let new = ImageRef::new(&latest.name, &latest.tag).with_digest(&latest.digest);
+                Resolved {
+                    key: d.key.clone(),
+                    source: d.source.clone(),
+                    observed_previous: crate::policy::next_observed_previous(
+                        d.previous.as_ref(),
+                        &new,
+                        d.observed_previous.as_ref(),
+                    ),
+                    previous: d.previous.clone(),
+                    latest,
+                    selection: selection.clone(),
+                }
+            })
+            .collect();
+        let out = render(&defs, &resolved).unwrap();
+        assert_eq!(
+            out,
+            format!(
+                "---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: web
+  namespace: demo
+  annotations:
+    image-update.dev/image-updater: demo/demo
+status:
+  latestRef:
+    name: ghcr.io/acme/web
+    tag: \"1.1.0\"
+    digest: sha256:{}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: app
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: app
+  policy:
+    semver:
+      range: 1.x
+status:
+  latestRef:
+    name: ghcr.io/acme/app
+    tag: \"1.1.0\"
+  observedPreviousRef:
+    name: ghcr.io/acme/app
+    tag: \"1.0.0\"
+",
+                "a".repeat(64)
+            )
+        );
+        // The stream reads back as supplied results.
+        let back = read_image_policies(&out).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(
+            back[1].latest.as_ref().unwrap().image(),
+            "ghcr.io/acme/app:1.1.0"
+        );
+    }
+}
