@@ -252,6 +252,82 @@ fn update_fetch_flux_end_to_end() {
 }
 
 #[test]
+fn update_fetch_if_not_present_and_selector() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    let digest = push_tags(&reg, "team/app", &["v1.0.0", "v1.2.0"]);
+    let recorded = format!("sha256:{}", "a".repeat(64));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(
+        &root,
+        "flux/images.yaml",
+        &format!(
+            r"apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: app}}
+spec: {{image: {host}/team/app}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: gone}}
+spec: {{image: {host}/team/gone}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: keep, labels: {{env: prod}}}}
+spec:
+  imageRepositoryRef: {{name: app}}
+  policy: {{semver: {{range: 1.x}}}}
+  digestReflectionPolicy: IfNotPresent
+status:
+  latestRef: {{name: {host}/team/app, tag: v1.2.0, digest: '{recorded}'}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: fresh, labels: {{env: prod}}}}
+spec:
+  imageRepositoryRef: {{name: app}}
+  policy: {{semver: {{range: 1.x}}}}
+  digestReflectionPolicy: IfNotPresent
+status:
+  latestRef: {{name: {host}/team/app, tag: v1.0.0, digest: '{recorded}'}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: dev, labels: {{env: dev}}}}
+spec:
+  imageRepositoryRef: {{name: gone}}
+  policy: {{semver: {{range: 1.x}}}}
+"
+        ),
+    );
+    let text = "a: x # {\"$imagepolicy\": \"default:keep\"}\nb: x # {\"$imagepolicy\": \"default:fresh:digest\"}\n";
+    let file = write(&root, "values.yaml", text);
+    let out = run(cmd(dir.path())
+        .args(["update", "--fetch", "-l", "env=prod"])
+        .arg(&root));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        read(&file),
+        format!(
+            "a: {host}/team/app:v1.2.0@{recorded} # {{\"$imagepolicy\": \"default:keep\"}}\nb: {digest} # {{\"$imagepolicy\": \"default:fresh:digest\"}}\n"
+        ),
+        "IfNotPresent keeps the recorded digest of an unchanged tag, and fetches it for a new tag"
+    );
+    // Without the selector the broken policy is in scope, and fails the run.
+    let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("policy default:dev"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn update_fetch_failure_writes_nothing() {
     let Some(reg) = Registry::start(Auth::Anonymous) else {
         return;

@@ -279,8 +279,14 @@ pub fn choose(
     let platforms = platforms(spec)?;
     let filtered = spec.filter_tags(tags.iter().map(String::as_str))?;
     let selection = if spec.needs_created_time() {
+        // Only the survivors are looked up, several at a time; the engine
+        // then reads the answers in its own order.
+        let survivors: Vec<&str> = filtered.tags().collect();
+        let mut times = created_many(client, repo, &survivors, &platforms);
         let mut lookup = |tag: &str| -> Result<Option<crate::policy::Timestamp>, LookupError> {
-            created(client, repo, tag, &platforms)
+            times
+                .remove(tag)
+                .unwrap_or_else(|| created(client, repo, tag, &platforms))
         };
         spec.choose(filtered, &mut lookup, top)?
     } else {
@@ -329,6 +335,39 @@ pub fn choose(
     };
     latest.validate()?;
     Ok((selection, latest))
+}
+
+/// How many creation times are looked up at once (per policy).
+const CREATED_IN_FLIGHT: usize = 6;
+
+type CreatedResult = Result<Option<crate::policy::Timestamp>, LookupError>;
+
+/// [`created`] for many tags, with up to [`CREATED_IN_FLIGHT`] requests
+/// at a time (each host's `concurrency` setting still applies).
+fn created_many(
+    client: &RegistryClient,
+    repo: &Repository,
+    tags: &[&str],
+    platforms: &[Platform],
+) -> std::collections::HashMap<String, CreatedResult> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let out = Mutex::new(std::collections::HashMap::with_capacity(tags.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..CREATED_IN_FLIGHT.min(tags.len()) {
+            scope.spawn(|| {
+                while let Some(tag) = tags.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let result = created(client, repo, tag, platforms);
+                    if let Ok(mut map) = out.lock() {
+                        map.insert((*tag).to_owned(), result);
+                    }
+                }
+            });
+        }
+    });
+    out.into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The creation time of `tag` for newest-build: the first of `platforms`
