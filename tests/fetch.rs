@@ -829,7 +829,12 @@ fn kpt_fn_eval_exec_fetch() {
             .find(|p| p.is_file())
     });
     let Some(kpt) = kpt else {
-        eprintln!("SKIPPED: kpt not found on PATH");
+        // Straight to stderr, past the harness's capture.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: kpt not found on PATH; kpt fn eval --exec test not run"
+        );
         return;
     };
     let Some(reg) = Registry::start(Auth::Anonymous) else {

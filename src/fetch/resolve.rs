@@ -14,8 +14,7 @@ use crate::policy::{
 };
 use crate::registry::credentials::credential_from_config_json;
 use crate::registry::{
-    ClientSettings, Credential, Error as RegistryError, HostConfig, Platform, RegistryClient,
-    Repository,
+    ClientSettings, Credential, Error as RegistryError, Platform, RegistryClient, Repository,
 };
 use crate::resolve::{LatestRef, PolicyKey};
 
@@ -77,7 +76,7 @@ pub fn resolve(
         let host = d.repository.registry().to_owned();
         let mut cfg = base.registries.get(&host).cloned().unwrap_or_default();
         cfg.insecure = Some(true);
-        base.set_host(&host, HostConfig { ..cfg });
+        base.set_host(&host, cfg);
     }
     // One client per credential source: a Secret applies to its own
     // definitions only, even when another uses the same registry.

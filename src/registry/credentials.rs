@@ -540,6 +540,46 @@ fn read_config(path: &Path, host: &str) -> Result<Option<ConfigFile>> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn config_json_text_for_one_registry() {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let text = format!(
+            r#"{{"auths": {{
+                "https://index.docker.io/v1/": {{"auth": "{}"}},
+                "ghcr.io": {{"username": "u", "password": "p"}},
+                "ghcr.io/team": {{"auth": "{}"}},
+                "bad.example": {{"auth": "***"}}
+            }}}}"#,
+            b64("hub:pw"),
+            b64("team:pw2")
+        );
+        let get = |registry: &str, repo: &str| {
+            credential_from_config_json(&text, registry, repo, "Secret ns/regcred")
+        };
+        assert!(matches!(
+            get("index.docker.io", "library/nginx").unwrap(),
+            Some(Credential::Basic { username, .. }) if username == "hub"
+        ));
+        assert!(matches!(
+            get("ghcr.io", "team/app").unwrap(),
+            Some(Credential::Basic { username, .. }) if username == "team"
+        ));
+        assert!(matches!(
+            get("ghcr.io", "other/app").unwrap(),
+            Some(Credential::Basic { username, .. }) if username == "u"
+        ));
+        assert_eq!(get("quay.io", "a/b").unwrap(), None);
+        let err = get("bad.example", "a/b").unwrap_err().to_string();
+        assert!(err.contains("Secret ns/regcred"), "{err}");
+        assert!(!err.contains("***"), "{err}");
+        assert!(
+            credential_from_config_json("{", "ghcr.io", "a", "Secret ns/x")
+                .unwrap_err()
+                .to_string()
+                .contains("invalid JSON in Secret ns/x")
+        );
+    }
+
     fn b64(s: &str) -> String {
         base64::engine::general_purpose::STANDARD.encode(s)
     }
