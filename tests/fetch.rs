@@ -716,6 +716,63 @@ fn policy_command_offline() {
     assert_eq!(out.status.code(), Some(2), "bad options are usage errors");
 }
 
+#[test]
+fn update_fetch_invalid_definitions_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let text = "image: x # {\"$imagepolicy\": \"default:app\"}\n";
+    let file = write(&root, "apps/a.yaml", text);
+    let broken = write(
+        &root,
+        "flux/broken.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: [unclosed\n",
+    );
+    let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with(&format!("error: {}:", broken.display())),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(&broken).unwrap();
+
+    let defs = write(
+        &root,
+        "flux/images.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: app}\nspec:\n  imageRepositoryRef: {name: app}\n  policy: {numerical: {order: sideways}}\n",
+    );
+    let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: invalid policy definitions; nothing was written:\n  {}: ImagePolicy default/app: ImageRepository default/app is not among the definitions\n",
+            defs.display()
+        )
+    );
+    let policies = write(
+        dir.path(),
+        "repos.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: app}\nspec: {image: ghcr.io/acme/app}\n",
+    );
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg("--fetch")
+        .arg("--policies")
+        .arg(&policies)
+        .arg(&root));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!(
+            "{}: ImagePolicy default/app: spec.policy.numerical: invalid order 'sideways'",
+            defs.display()
+        )),
+        "a repository from --policies is found; {}",
+        stderr(&out)
+    );
+    assert_eq!(read(&file), text);
+}
+
 const RESOURCE_LIST: &str = r#"apiVersion: config.kubernetes.io/v1
 kind: ResourceList
 items:
