@@ -8,9 +8,11 @@
 //!       ─> report::kpt results ─> one splice of the input text ─> stdout
 //! ```
 //!
-//! Pure: [`process`] takes the input text and returns the edits to splice
+//! Pure unless the functionConfig says `fetch: true` (then
+//! [`crate::fetch`] asks the registries of the definitions among the
+//! items): [`process`] takes the input text and returns the edits to splice
 //! into it (or, when the input is not a ResourceList at all, a new one).
-//! `commands::function` does the IO.
+//! `commands::function` does the stdin/stdout IO.
 
 pub mod config;
 
