@@ -30,6 +30,44 @@ pub enum Command {
     /// Run as a KRM function: ResourceList on stdin, ResourceList on stdout.
     #[command(long_about = FN_HELP)]
     Fn(FnArgs),
+    /// Choose the latest tag of IMAGE with a policy (from a registry, or
+    /// offline with --tags-file).
+    Policy(PolicyCommandArgs),
+}
+
+/// Registry client options (`update --fetch`, `policy`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RegistryArgs {
+    /// Registry settings file (per-registry insecure, CA file, page size,
+    /// concurrency, rate; retries; cache; exclusion list); see docs/registry.md.
+    #[arg(long, value_name = "FILE", help_heading = "Registry")]
+    pub registry_config: Option<PathBuf>,
+
+    /// Cache tag lists under DIR (overrides the settings file).
+    #[arg(long, value_name = "DIR", help_heading = "Registry")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// How long a cached tag list is used, e.g. 5m, 1h (default 5m).
+    #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
+    pub cache_ttl: Option<std::time::Duration>,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    crate::registry::settings::parse_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a duration like 30s, 5m or 1h"))
+}
+
+/// `image-update policy IMAGE`.
+#[derive(Debug, Clone, Args)]
+pub struct PolicyCommandArgs {
+    /// The image repository, without tag (e.g. ghcr.io/acme/app, nginx).
+    pub image: String,
+
+    #[command(flatten)]
+    pub policy: crate::policy::PolicyArgs,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 /// `image-update fn` takes no arguments: everything comes in the
@@ -52,7 +90,7 @@ Policy results come from, merged (a policy given twice with different values is 
   * ImagePolicy objects (image.toolkit.fluxcd.io) with a status among the items (left untouched);
   * the functionConfig, one of:
     - v1 ConfigMap: `data` maps NAMESPACE:NAME to IMAGE:TAG[@DIGEST]; keys without a `:` are
-      options (policySelector, path, check, dryRun; values are strings). This is what
+      options (policySelector, path, check, dryRun, fetch; values are strings). This is what
       `kpt fn eval ... -- NAMESPACE:NAME=IMAGE:TAG` sends.
     - fn.image-update.dev/v1alpha1 ImageUpdate:
         policies:        {NAMESPACE:NAME: IMAGE:TAG[@DIGEST]}
@@ -61,6 +99,9 @@ Policy results come from, merged (a policy given twice with different values is 
         path:            only items whose path annotation lies under this directory are edited
         check: true      edit nothing; every pending change is an error result (exit 1)
         dryRun: true     edit nothing; report what would change
+        fetch: true      compute policy results from the ImageRepository/ImagePolicy and KubeSphere
+                         ImageUpdater items by asking their registries (needs network: under kpt use
+                         --exec or a network-enabled runtime; containers get --network none)
     - image.toolkit.fluxcd.io/v1 ImageUpdateAutomation: uses the ImagePolicies among the items in
       the automation's namespace (default: default) that match spec.policySelector; edits only
       items under spec.update.path; spec.suspend: true edits nothing.
@@ -129,4 +170,23 @@ pub struct UpdateArgs {
     /// Also print skipped files and counts.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+
+    /// Compute policy results from registries: ImageRepository/ImagePolicy
+    /// and KubeSphere ImageUpdater definitions in PATH and --policies files
+    /// (see docs/fetch.md).
+    #[arg(long, help_heading = "Fetching")]
+    pub fetch: bool,
+
+    /// Write the fetched ImagePolicies with their computed status to FILE
+    /// (multi-document YAML; `-` for stdout).
+    #[arg(
+        long,
+        value_name = "FILE|-",
+        requires = "fetch",
+        help_heading = "Fetching"
+    )]
+    pub emit_policies: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }

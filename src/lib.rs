@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod fetch;
 pub mod function;
 pub mod pipeline;
 pub mod policy;
@@ -43,6 +44,7 @@ pub fn run_cli() -> anyhow::Result<commands::Exit> {
     match cli.command {
         Some(cli::Command::Update(args)) => commands::update::run(&args),
         Some(cli::Command::Fn(_)) => commands::function::run(),
+        Some(cli::Command::Policy(args)) => commands::policy::run(&args),
         None => Err(commands::UsageError(
             "no command given; try `image-update update --help`".to_owned(),
         )

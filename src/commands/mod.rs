@@ -1,6 +1,7 @@
 //! One module per subcommand; each returns the process exit status.
 
 pub mod function;
+pub mod policy;
 pub mod update;
 
 use std::io::Read;

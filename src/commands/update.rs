@@ -6,19 +6,27 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::{Exit, UsageError, read_input};
-use crate::cli::UpdateArgs;
+use crate::cli::{RegistryArgs, UpdateArgs};
+use crate::fetch::definitions::is_policy_definition;
+use crate::fetch::{self, Definition, Document, Resolved, emit, may_define};
 use crate::pipeline::{self, Destination, TreePlan};
-use crate::resolve::policies::read_image_policies;
+use crate::registry::ClientSettings;
+use crate::resolve::policies::{
+    PoliciesError, SuppliedPolicy, image_policy, is_flux_kind, parse_documents,
+};
 use crate::resolve::selector::Selector;
 use crate::resolve::{LatestRef, PolicyKey, PolicyTable};
+use crate::source::dir::walk;
 
 /// Build the policy table from `--policy` and `--policies` (filtered by
-/// `--selector`). Returns notes about policies without a latest image.
+/// `--selector`). With `--fetch`, ImagePolicies that have a spec are
+/// definitions, not supplied results: they are returned as documents (with
+/// the other objects of the `--policies` files) instead.
 ///
 /// # Errors
 /// Usage errors for malformed flags; input errors naming the file and policy
 /// for invalid ImagePolicies; conflicts naming both sources.
-pub fn policy_table(args: &UpdateArgs) -> anyhow::Result<PolicyTable> {
+pub fn policy_table(args: &UpdateArgs) -> anyhow::Result<(PolicyTable, Vec<Document>)> {
     let mut table = PolicyTable::new();
     for flag in &args.policies {
         let source = format!("--policy {flag}");
@@ -34,12 +42,8 @@ pub fn policy_table(args: &UpdateArgs) -> anyhow::Result<PolicyTable> {
             .map_err(|e| UsageError(format!("--policy {flag:?}: {e}")))?;
         table.insert(key, Some(latest), &source)?;
     }
-    let selector = match &args.selector {
-        Some(expr) => {
-            Some(Selector::parse(expr).map_err(|e| UsageError(format!("--selector: {e}")))?)
-        }
-        None => None,
-    };
+    let selector = selector(args)?;
+    let mut documents = Vec::new();
     for file in &args.policy_files {
         let name = if file == Path::new("-") {
             "stdin".to_owned()
@@ -47,8 +51,12 @@ pub fn policy_table(args: &UpdateArgs) -> anyhow::Result<PolicyTable> {
             file.display().to_string()
         };
         let text = read_input(file)?;
-        let policies =
-            read_image_policies(&text).map_err(|e| anyhow::anyhow!("{name}: {}", e.message))?;
+        let values = parse_documents(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let mut policies = Vec::new();
+        for value in &values {
+            collect_supplied(value, args.fetch, &mut policies)
+                .map_err(|e| anyhow::anyhow!("{name}: {}", e.message))?;
+        }
         for p in policies {
             if selector.as_ref().is_some_and(|s| !s.matches(&p.labels)) {
                 continue;
@@ -56,8 +64,148 @@ pub fn policy_table(args: &UpdateArgs) -> anyhow::Result<PolicyTable> {
             let source = format!("{name} (ImagePolicy {}/{})", p.key.namespace, p.key.name);
             table.insert(p.key, p.latest, &source)?;
         }
+        if args.fetch {
+            let dir = if file == Path::new("-") {
+                std::env::current_dir().ok()
+            } else {
+                Some(
+                    file.parent()
+                        .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+                )
+            };
+            documents.extend(values.into_iter().map(|value| Document {
+                value,
+                origin: name.clone(),
+                dir: dir.clone(),
+            }));
+        }
     }
-    Ok(table)
+    Ok((table, documents))
+}
+
+fn selector(args: &UpdateArgs) -> anyhow::Result<Option<Selector>> {
+    Ok(match &args.selector {
+        Some(expr) => {
+            Some(Selector::parse(expr).map_err(|e| UsageError(format!("--selector: {e}")))?)
+        }
+        None => None,
+    })
+}
+
+/// The ImagePolicies of one document (Lists opened) that are supplied
+/// results: all of them, or with `fetch` only those without a spec.
+fn collect_supplied(
+    value: &serde_json::Value,
+    fetch: bool,
+    out: &mut Vec<SuppliedPolicy>,
+) -> Result<(), PoliciesError> {
+    let kind = value
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    if kind.ends_with("List")
+        && let Some(items) = value.get("items").and_then(serde_json::Value::as_array)
+    {
+        for item in items {
+            collect_supplied(item, fetch, out)?;
+        }
+        return Ok(());
+    }
+    if is_flux_kind(value, "ImagePolicy") && !(fetch && is_policy_definition(value)) {
+        out.push(image_policy(value)?);
+    }
+    Ok(())
+}
+
+/// The documents of every file under `root` that may hold definitions
+/// (screened by substring before parsing).
+///
+/// # Errors
+/// A walk or read failure, or a screened file that is not YAML.
+pub fn definition_documents(root: &Path) -> anyhow::Result<Vec<Document>> {
+    let walked = walk(root, |c| {
+        let text = match std::fs::read_to_string(&c.path) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(format!("{}: cannot read: {e}", c.path.display()))),
+        };
+        if !may_define(&text) {
+            return None;
+        }
+        let dir = c.path.parent().map(Path::to_path_buf);
+        Some(
+            parse_documents(&text)
+                .map_err(|e| format!("{}: {e}", c.path.display()))
+                .map(|values| {
+                    values
+                        .into_iter()
+                        .map(|value| Document {
+                            value,
+                            origin: c.path.display().to_string(),
+                            dir: dir.clone(),
+                        })
+                        .collect::<Vec<_>>()
+                }),
+        )
+    })?;
+    let mut out = Vec::new();
+    for (_, result) in walked.results {
+        out.extend(result.map_err(|e| anyhow::anyhow!(e))?);
+    }
+    Ok(out)
+}
+
+/// The registry client settings of a run ([`fetch::client_settings`]).
+///
+/// # Errors
+/// An unreadable or invalid settings file.
+pub fn registry_settings(args: &RegistryArgs) -> anyhow::Result<ClientSettings> {
+    fetch::client_settings(
+        args.registry_config.as_deref(),
+        args.cache_dir.clone(),
+        args.cache_ttl,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Resolve the definitions in `documents` and add them to `table`; returns
+/// the definitions and results (for `--emit-policies`).
+///
+/// # Errors
+/// Invalid definitions, or any policy that fails to resolve (all are
+/// named); conflicts with supplied results.
+pub fn fetch_into(
+    table: &mut PolicyTable,
+    documents: &[Document],
+    selector: Option<&Selector>,
+    registry: &RegistryArgs,
+    quiet: bool,
+) -> anyhow::Result<(Vec<Definition>, Vec<Resolved>)> {
+    let definitions = fetch::collect(documents).map_err(|errors| {
+        anyhow::anyhow!(
+            "invalid policy definitions; nothing was written:\n  {}",
+            errors.join("\n  ")
+        )
+    })?;
+    let definitions: Vec<Definition> = definitions
+        .into_iter()
+        .filter(|d| selector.is_none_or(|s| s.matches(&d.labels)))
+        .collect();
+    let settings = registry_settings(registry)?;
+    let resolved = fetch::resolve(&definitions, &settings).map_err(|errors| {
+        anyhow::anyhow!(
+            "{} of {} policies could not be fetched; nothing was written:\n  {}",
+            errors.len(),
+            definitions.len(),
+            errors.join("\n  ")
+        )
+    })?;
+    if !quiet {
+        for r in &resolved {
+            eprintln!("fetched {}", r.summary());
+        }
+    }
+    fetch::insert_all(table, &resolved)?;
+    Ok((definitions, resolved))
 }
 
 /// Run `update`.
@@ -70,15 +218,28 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<Exit> {
             "--report - and --diff both write to stdout; pick one".to_owned()
         ));
     }
-    let table = policy_table(args)?;
+    let (mut table, mut documents) = policy_table(args)?;
+    if !args.path.exists() {
+        bail!("{}: no such file or directory", args.path.display());
+    }
+    let fetched = if args.fetch {
+        documents.extend(definition_documents(&args.path)?);
+        let selector = selector(args)?;
+        Some(fetch_into(
+            &mut table,
+            &documents,
+            selector.as_ref(),
+            &args.registry,
+            args.quiet,
+        )?)
+    } else {
+        None
+    };
     let printer = Printer::new(args);
     for (key, source) in table.without_latest() {
         printer.note(&format!(
             "policy {key} from {source} has no latest image and is ignored"
         ));
-    }
-    if !args.path.exists() {
-        bail!("{}: no such file or directory", args.path.display());
     }
     let destination = match &args.output_dir {
         Some(dir) => Destination::Under(dir.clone()),
@@ -97,6 +258,17 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<Exit> {
     }
     if writes {
         pipeline::write_updates(&tree.updates, &destination, args.fsync)?;
+    }
+    if let (Some(path), Some((definitions, resolved))) = (&args.emit_policies, &fetched) {
+        let text = emit::render(definitions, resolved)
+            .map_err(|e| anyhow::anyhow!("--emit-policies: {e}"))?;
+        if path == Path::new("-") {
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .context("cannot write the policies to stdout")?;
+        } else {
+            crate::sink::dir::write_atomic(path, text.as_bytes(), None)?;
+        }
     }
     if let Some(report) = &args.report {
         let text = tree

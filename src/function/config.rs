@@ -5,7 +5,10 @@
 //!   without one are the options below, as strings (`check: "true"`).
 //! * [`IMAGE_UPDATE_API_VERSION`] `ImageUpdate`: `policies` (a map like the
 //!   ConfigMap's), `policySelector` (kubectl `-l` syntax as a string, or a
-//!   Kubernetes LabelSelector object), `path`, `check` and `dryRun`.
+//!   Kubernetes LabelSelector object), `path`, `check`, `dryRun` and
+//!   `fetch` (compute policy results from the ImageRepository/ImagePolicy
+//!   and ImageUpdater items, see docs/fetch.md; the ConfigMap takes
+//!   `fetch: "true"` too).
 //! * Flux `ImageUpdateAutomation` (`image.toolkit.fluxcd.io`): only the
 //!   ImagePolicies among the items that live in the automation's namespace
 //!   and match `spec.policySelector`; `spec.update.path` limits the edits;
@@ -53,6 +56,9 @@ pub struct FnConfig {
     pub mode: Mode,
     /// An ImageUpdateAutomation with `spec.suspend: true`.
     pub suspended: bool,
+    /// Compute policy results from the definitions among the items
+    /// (`fetch: true`; needs network access).
+    pub fetch: bool,
 }
 
 /// Read the functionConfig `value` (`Null` when absent).
@@ -124,13 +130,13 @@ fn config_map(value: &Value, name: &str, errors: &mut Vec<String>) -> FnConfig {
                 Err(e) => errors.push(format!("{what}: {e}")),
             },
             "path" => config.path = Some(normalise_path(&text)),
-            "check" | "dryRun" => match text.as_str() {
+            "check" | "dryRun" | "fetch" => match text.as_str() {
                 "true" => set_mode(&mut config, key),
                 "false" | "" => {}
                 _ => errors.push(format!("{what}: expected \"true\" or \"false\", got {text:?}")),
             },
             _ => errors.push(format!(
-                "{what}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun"
+                "{what}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch"
             )),
         }
     }
@@ -178,13 +184,13 @@ fn image_update(value: &Value, name: &str, errors: &mut Vec<String>) -> FnConfig
                 Value::String(p) => config.path = Some(normalise_path(p)),
                 _ => errors.push(format!("{what}: expected a string")),
             },
-            "check" | "dryRun" => match v {
+            "check" | "dryRun" | "fetch" => match v {
                 Value::Bool(true) => set_mode(&mut config, key),
                 Value::Bool(false) | Value::Null => {}
                 _ => errors.push(format!("{what}: expected true or false")),
             },
             _ => errors.push(format!(
-                "{what}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check and dryRun"
+                "{what}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun and fetch"
             )),
         }
     }
@@ -245,7 +251,9 @@ fn policy(config: &mut FnConfig, key: &str, reference: &str, what: &str, errors:
 }
 
 fn set_mode(config: &mut FnConfig, key: &str) {
-    if key == "check" {
+    if key == "fetch" {
+        config.fetch = true;
+    } else if key == "check" {
         config.mode = Mode::Check;
     } else if config.mode == Mode::Apply {
         config.mode = Mode::DryRun;

@@ -8,9 +8,11 @@
 //!       ─> report::kpt results ─> one splice of the input text ─> stdout
 //! ```
 //!
-//! Pure: [`process`] takes the input text and returns the edits to splice
+//! Pure unless the functionConfig says `fetch: true` (then
+//! [`crate::fetch`] asks the registries of the definitions among the
+//! items): [`process`] takes the input text and returns the edits to splice
 //! into it (or, when the input is not a ResourceList at all, a new one).
-//! `commands::function` does the IO.
+//! `commands::function` does the stdin/stdout IO.
 
 pub mod config;
 
@@ -19,6 +21,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use self::config::{FnConfig, Mode};
+use crate::fetch::definitions::is_policy_definition;
+use crate::fetch::{self, Document, may_define};
 use crate::report::kpt::{self, FieldRef, KptResult, Severity};
 use crate::resolve::PolicyTable;
 use crate::resolve::policies::{FLUX_IMAGE_GROUP, image_policy};
@@ -157,7 +161,10 @@ fn run(
         None => Value::Null,
     };
     let config = config::read(&function_config)?;
-    let table = policy_table(text, layout, &config, &found.objects)?;
+    let mut table = policy_table(text, layout, &config, &found.objects)?;
+    if config.fetch && !config.suspended {
+        fetch_into(text, layout, &config, &mut table)?;
+    }
     if config.suspended {
         let message = format!("{} is suspended: nothing updated", config.name);
         return Ok((vec![KptResult::new(Severity::Info, message)], Vec::new()));
@@ -205,9 +212,18 @@ fn policy_table(
         let place = object.annotations.path.as_deref().unwrap_or("the items");
         let policy = parse_slice(text, range.clone())
             .map_err(|e| format!("{place}: {e}"))
-            .and_then(|value| image_policy(&value).map_err(|e| format!("{place}: {}", e.message)));
+            .and_then(|value| {
+                let spec_present = is_policy_definition(&value);
+                image_policy(&value)
+                    .map(|policy| ItemPolicy {
+                        policy,
+                        spec_present,
+                    })
+                    .map_err(|e| format!("{place}: {}", e.message))
+            });
         let policy = match policy {
-            Ok(p) => p,
+            Ok(p) if config.fetch && p.spec_present => continue,
+            Ok(p) => p.policy,
             Err(e) => {
                 errors.push(e);
                 continue;
@@ -237,6 +253,73 @@ fn policy_table(
     } else {
         Err(errors)
     }
+}
+
+struct ItemPolicy {
+    policy: crate::resolve::policies::SuppliedPolicy,
+    /// It has a spec: with `fetch`, a definition rather than a result.
+    spec_present: bool,
+}
+
+/// `fetch: true`: resolve the definitions among the items (screened by
+/// substring, then parsed) against their registries and add the results.
+/// Any failure stops the run with error results and no edits.
+fn fetch_into(
+    text: &str,
+    layout: &ListLayout,
+    config: &FnConfig,
+    table: &mut PolicyTable,
+) -> Result<(), Vec<String>> {
+    let items = layout.items.as_deref().unwrap_or(&[]);
+    let mut documents = Vec::new();
+    let mut errors = Vec::new();
+    for (i, range) in items.iter().enumerate() {
+        if !text.get(range.clone()).is_some_and(may_define) {
+            continue;
+        }
+        match parse_slice(text, range.clone()) {
+            Ok(value) => {
+                let origin = [
+                    "internal.config.kubernetes.io/path",
+                    "config.kubernetes.io/path",
+                ]
+                .iter()
+                .find_map(|a| {
+                    value
+                        .get("metadata")
+                        .and_then(|m| m.get("annotations"))
+                        .and_then(|m| m.get(*a))
+                        .and_then(Value::as_str)
+                })
+                .map_or_else(|| format!("items[{i}]"), str::to_owned);
+                documents.push(Document {
+                    value,
+                    origin,
+                    dir: None,
+                });
+            }
+            Err(e) => errors.push(format!("items[{i}]: {e}")),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let definitions: Vec<_> = fetch::collect(&documents)?
+        .into_iter()
+        .filter(|d| {
+            config
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == d.key.namespace)
+                && config
+                    .selector
+                    .as_ref()
+                    .is_none_or(|s| s.matches(&d.labels))
+        })
+        .collect();
+    let settings = fetch::client_settings(None, None, None).map_err(|e| vec![e.to_string()])?;
+    let resolved = fetch::resolve(&definitions, &settings)?;
+    fetch::insert_all(table, &resolved).map_err(|e| vec![e.to_string()])
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

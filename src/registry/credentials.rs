@@ -355,6 +355,49 @@ impl CredentialStore {
     }
 }
 
+/// The credential for `repository` on `registry` in a Docker `config.json`
+/// text (a `kubernetes.io/dockerconfigjson` Secret's payload): only its
+/// `auths` entries are read (no credential helpers), with the same
+/// host/path matching as the config files. `origin` names the text in
+/// errors (e.g. `Secret flux-system/regcred`); no secret is ever quoted.
+///
+/// # Errors
+/// Invalid JSON, or an `auth` value that is not base64 `user:password`.
+pub fn credential_from_config_json(
+    text: &str,
+    registry: &str,
+    repository: &str,
+    origin: &str,
+) -> Result<Option<Credential>> {
+    let host = crate::registry::settings::normalise_host_key(registry);
+    let host = if host == DOCKER_HUB_API {
+        DOCKER_HUB.to_owned()
+    } else {
+        host
+    };
+    let file: ConfigFile = serde_json::from_str(text).map_err(|e| Error::Credentials {
+        registry: host.clone(),
+        message: format!("invalid JSON in {origin}: {e}"),
+    })?;
+    let mut best: Option<(usize, &AuthEntry)> = None;
+    for (key, entry) in &file.auths {
+        let (key_host, key_path) = key_host_and_path(key);
+        if key_host != host {
+            continue;
+        }
+        let path_ok = key_path.is_empty()
+            || repository == key_path
+            || repository.starts_with(&format!("{key_path}/"));
+        if path_ok && best.is_none_or(|(len, _)| key_path.len() > len) {
+            best = Some((key_path.len(), entry));
+        }
+    }
+    match best {
+        Some((_, entry)) => entry.credential(&host, Path::new(origin)),
+        None => Ok(None),
+    }
+}
+
 /// Environment-variable spellings of a host.
 fn env_host_keys(host: &str) -> Vec<String> {
     let mangle = |h: &str| {
@@ -496,6 +539,46 @@ fn read_config(path: &Path, host: &str) -> Result<Option<ConfigFile>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_json_text_for_one_registry() {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let text = format!(
+            r#"{{"auths": {{
+                "https://index.docker.io/v1/": {{"auth": "{}"}},
+                "ghcr.io": {{"username": "u", "password": "p"}},
+                "ghcr.io/team": {{"auth": "{}"}},
+                "bad.example": {{"auth": "***"}}
+            }}}}"#,
+            b64("hub:pw"),
+            b64("team:pw2")
+        );
+        let get = |registry: &str, repo: &str| {
+            credential_from_config_json(&text, registry, repo, "Secret ns/regcred")
+        };
+        assert!(matches!(
+            get("index.docker.io", "library/nginx").unwrap(),
+            Some(Credential::Basic { username, .. }) if username == "hub"
+        ));
+        assert!(matches!(
+            get("ghcr.io", "team/app").unwrap(),
+            Some(Credential::Basic { username, .. }) if username == "team"
+        ));
+        assert!(matches!(
+            get("ghcr.io", "other/app").unwrap(),
+            Some(Credential::Basic { username, .. }) if username == "u"
+        ));
+        assert_eq!(get("quay.io", "a/b").unwrap(), None);
+        let err = get("bad.example", "a/b").unwrap_err().to_string();
+        assert!(err.contains("Secret ns/regcred"), "{err}");
+        assert!(!err.contains("***"), "{err}");
+        assert!(
+            credential_from_config_json("{", "ghcr.io", "a", "Secret ns/x")
+                .unwrap_err()
+                .to_string()
+                .contains("invalid JSON in Secret ns/x")
+        );
+    }
 
     fn b64(s: &str) -> String {
         base64::engine::general_purpose::STANDARD.encode(s)

@@ -286,7 +286,8 @@ pub fn normalise_registry(registry: &str) -> String {
     }
 }
 
-fn valid_registry(registry: &str) -> bool {
+/// Registry syntax: `host[:port]` or `[ipv6][:port]`.
+pub fn valid_registry(registry: &str) -> bool {
     let (host_ok, port) = if let Some(rest) = registry.strip_prefix('[') {
         // `[ipv6]` or `[ipv6]:port`
         let Some((h, p)) = rest.split_once(']') else {

@@ -2,12 +2,16 @@
 //!
 //! Flux refuses to run when any policy's latest image is not a valid
 //! reference (go-containerregistry's weak validation); so do we, before any
-//! file is written.
+//! file is written. Host, tag and digest syntax come from
+//! [`crate::registry::reference`]; the path components are checked here
+//! against the distribution grammar, so the message names the component.
 
 use std::fmt;
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use crate::registry::reference;
 
 /// The latest image of a policy: `status.latestRef` of a Flux ImagePolicy.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -26,15 +30,10 @@ pub struct RefError {
     pub reason: String,
 }
 
+/// A path component of the distribution grammar; stricter than the
+/// registry's character check, so the message can name the component.
 static COMPONENT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$").ok());
-static HOST: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:.]+\])(?::[0-9]{1,5})?$").ok()
-});
-static TAG: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"^[\w][\w.-]{0,127}$").ok());
-static DIGEST: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"^(?:sha256:[a-f0-9]{64}|sha384:[a-f0-9]{96}|sha512:[a-f0-9]{128})$").ok()
-});
 
 fn matches(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
     re.as_ref().is_some_and(|r| r.is_match(s))
@@ -77,13 +76,16 @@ impl LatestRef {
             reason,
         };
         validate_name(&self.name).map_err(err)?;
-        if !matches(&TAG, &self.tag) {
+        if !reference::valid_tag(&self.tag) {
             return Err(err(format!(
                 "tag {:?} must be 1 to 128 characters of letters, digits, `_`, `.` and `-`, not starting with `.` or `-`",
                 self.tag
             )));
         }
-        if !self.digest.is_empty() && !matches(&DIGEST, &self.digest) {
+        // go-containerregistry's rule, as `registry::validate_reference`.
+        let digest_ok = self.digest.is_empty()
+            || (self.digest.starts_with("sha256:") && reference::valid_digest(&self.digest));
+        if !digest_ok {
             return Err(err(format!(
                 "digest {:?} must be `sha256:` followed by 64 lowercase hex digits",
                 self.digest
@@ -123,7 +125,7 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     let mut parts: Vec<&str> = name.split('/').collect();
     let first = parts[0];
     if parts.len() > 1 && (first.contains(['.', ':']) || first == "localhost") {
-        if !matches(&HOST, first) {
+        if !reference::valid_registry(first) {
             return Err(format!(
                 "registry host {first:?} is not a valid host[:port]"
             ));
@@ -182,6 +184,9 @@ mod tests {
             "app:1@sha256:xyz",
             "https://ghcr.io/app:1",
             "a//b:1",
+            "app:é",
+            "bad_host.example/app:1",
+            &format!("app:1@sha512:{}", "a".repeat(128)),
             &format!("app:{}", "a".repeat(129)),
         ] {
             assert!(LatestRef::parse(bad).is_err(), "{bad}");

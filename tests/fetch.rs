@@ -1,0 +1,938 @@
+//! Fetched policy results end to end: `update --fetch`, `policy IMAGE` and
+//! the KRM function's `fetch: true`, against Debian's `docker-registry`
+//! started on 127.0.0.1 (skipped with a message when it is missing, failed
+//! when `CI` is set), plus offline `policy --tags-file` cases.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/registry.rs"]
+mod harness;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use base64::Engine;
+use harness::{Auth, ImageSpec, Registry};
+use image_update::resolve::policies::parse_documents;
+
+const BIN: &str = env!("CARGO_BIN_EXE_image-update");
+
+/// The binary, isolated from the user's registry credentials.
+fn cmd(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env("HOME", home)
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env_remove("RUST_LOG");
+    c
+}
+
+fn run(c: &mut Command) -> Output {
+    c.stdin(Stdio::null()).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// Push one tiny image and re-tag its manifest; returns its digest.
+fn push_tags(reg: &Registry, repo: &str, tags: &[&str]) -> String {
+    let image = ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z");
+    let (manifest, digest) = reg.push_image(repo, tags[0], &image);
+    let rest: Vec<String> = tags[1..].iter().map(|t| (*t).to_owned()).collect();
+    reg.push_tags(repo, image.media_type(), &manifest, &rest);
+    digest
+}
+
+fn flux_definitions(host: &str) -> String {
+    format!(
+        r#"# definitions
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: app, namespace: flux-system}}
+spec: {{image: {host}/team/app, interval: 5m}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: app, namespace: flux-system}}
+spec:
+  imageRepositoryRef: {{name: app}}
+  policy: {{semver: {{range: '>=1.0.0 <2.0.0'}}}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: alpha, namespace: flux-system}}
+spec: {{image: {host}/team/alpha, interval: 5m}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: alpha, namespace: flux-system}}
+spec:
+  imageRepositoryRef: {{name: alpha}}
+  policy: {{alphabetical: {{order: asc}}}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: num, namespace: flux-system}}
+spec: {{image: {host}/team/num, interval: 5m}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: num, namespace: flux-system}}
+spec:
+  imageRepositoryRef: {{name: num}}
+  filterTags: {{pattern: '^build-(?P<n>\d+)$', extract: '$n'}}
+  policy: {{numerical: {{order: asc}}}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: multi, namespace: apps}}
+spec: {{image: {host}/team/multi, interval: 5m}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: multi, namespace: flux-system}}
+spec:
+  imageRepositoryRef: {{name: multi, namespace: apps}}
+  policy: {{semver: {{range: 1.x}}}}
+  digestReflectionPolicy: Always
+  interval: 10m
+status:
+  latestRef: {{name: {host}/team/multi, tag: 1.0.0}}
+"#
+    )
+}
+
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web   # keep this comment
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        image: HOST/team/app:v1.0.0 # {"$imagepolicy": "flux-system:app"}
+      - name: alpha
+        image: "HOST/team/alpha:old" # {"$imagepolicy": "flux-system:alpha"}
+      - name: num
+        image: 'HOST/team/num:build-1' # {"$imagepolicy": "flux-system:num"}
+      - name: multi
+        image: HOST/team/multi:1.0.0 # {"$imagepolicy": "flux-system:multi"}
+      - name: untouched
+        image: nginx:1.0 # {"$imagepolicy": "flux-system:unknown"}
+"#;
+
+/// Pushes the repositories of [`flux_definitions`]; returns the digest of
+/// `team/multi:1.1.0` (an index).
+fn push_flux_repos(reg: &Registry) -> String {
+    push_tags(
+        reg,
+        "team/app",
+        &[
+            "v1.0.0",
+            "v1.2.0",
+            "1.3.0-rc.1",
+            "v2.0.0",
+            "latest",
+            "sha256-abc.sig",
+        ],
+    );
+    push_tags(
+        reg,
+        "team/alpha",
+        &["2024-01-05", "2024-03-01", "2023-12-31"],
+    );
+    push_tags(
+        reg,
+        "team/num",
+        &["build-5", "build-12", "build-7", "latest", "build-x"],
+    );
+    let images = [
+        ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+        ImageSpec::new("linux", "arm64", Some("v8"), "2024-01-01T00:00:00Z"),
+    ];
+    reg.push_index("team/multi", "1.0.0", &images, false);
+    let (digest, _) = reg.push_index("team/multi", "1.1.0", &images, true);
+    digest
+}
+
+#[test]
+fn update_fetch_flux_end_to_end() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    let multi_digest = push_flux_repos(&reg);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(&root, "flux/images.yaml", &flux_definitions(&host));
+    let deploy = write(&root, "apps/web.yaml", &DEPLOYMENT.replace("HOST", &host));
+    let emitted = dir.path().join("emitted.yaml");
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg(&root)
+        .arg("--fetch")
+        .arg("--emit-policies")
+        .arg(&emitted));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let want = DEPLOYMENT
+        .replace("HOST/team/app:v1.0.0", "HOST/team/app:v1.2.0")
+        .replace("\"HOST/team/alpha:old\"", "\"HOST/team/alpha:2024-03-01\"")
+        .replace("'HOST/team/num:build-1'", "'HOST/team/num:build-12'")
+        .replace(
+            "HOST/team/multi:1.0.0 ",
+            &format!("HOST/team/multi:1.1.0@{multi_digest} "),
+        )
+        .replace("HOST", &host);
+    assert_eq!(read(&deploy), want);
+    assert!(
+        stderr(&out).contains("fetched flux-system:app: 6 tags listed, 2 eligible, chose"),
+        "{}",
+        stderr(&out)
+    );
+
+    // --emit-policies: the ImagePolicies with the computed status.
+    let docs = parse_documents(&read(&emitted)).unwrap();
+    assert_eq!(docs.len(), 4);
+    let find = |name: &str| {
+        docs.iter()
+            .find(|d| d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not emitted"))
+    };
+    let multi = find("multi");
+    assert_eq!(multi["kind"], "ImagePolicy");
+    assert_eq!(multi["spec"]["digestReflectionPolicy"], "Always");
+    assert_eq!(multi["status"]["latestRef"]["tag"], "1.1.0");
+    assert_eq!(
+        multi["status"]["latestRef"]["digest"],
+        multi_digest.as_str()
+    );
+    assert_eq!(
+        multi["status"]["observedPreviousRef"]["tag"], "1.0.0",
+        "the previous latestRef moves to observedPreviousRef"
+    );
+    assert_eq!(
+        find("app")["status"]["latestRef"]["name"],
+        format!("{host}/team/app").as_str()
+    );
+    assert!(find("app")["status"].get("observedPreviousRef").is_none());
+
+    // A second run changes nothing; the emitted file works as supplied
+    // results without --fetch.
+    let out = run(cmd(dir.path()).arg("update").arg(&root).arg("--fetch"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(&deploy), want);
+    let fresh = write(
+        dir.path(),
+        "again/web.yaml",
+        &DEPLOYMENT.replace("HOST", &host),
+    );
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg(fresh.parent().unwrap())
+        .arg("--policies")
+        .arg(&emitted));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(&fresh), want);
+}
+
+#[test]
+fn update_fetch_if_not_present_and_selector() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    let digest = push_tags(&reg, "team/app", &["v1.0.0", "v1.2.0"]);
+    let recorded = format!("sha256:{}", "a".repeat(64));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(
+        &root,
+        "flux/images.yaml",
+        &format!(
+            r"apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: app}}
+spec: {{image: {host}/team/app}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: gone}}
+spec: {{image: {host}/team/gone}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: keep, labels: {{env: prod}}}}
+spec:
+  imageRepositoryRef: {{name: app}}
+  policy: {{semver: {{range: 1.x}}}}
+  digestReflectionPolicy: IfNotPresent
+status:
+  latestRef: {{name: {host}/team/app, tag: v1.2.0, digest: '{recorded}'}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: fresh, labels: {{env: prod}}}}
+spec:
+  imageRepositoryRef: {{name: app}}
+  policy: {{semver: {{range: 1.x}}}}
+  digestReflectionPolicy: IfNotPresent
+status:
+  latestRef: {{name: {host}/team/app, tag: v1.0.0, digest: '{recorded}'}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: dev, labels: {{env: dev}}}}
+spec:
+  imageRepositoryRef: {{name: gone}}
+  policy: {{semver: {{range: 1.x}}}}
+"
+        ),
+    );
+    let text = "a: x # {\"$imagepolicy\": \"default:keep\"}\nb: x # {\"$imagepolicy\": \"default:fresh:digest\"}\n";
+    let file = write(&root, "values.yaml", text);
+    let out = run(cmd(dir.path())
+        .args(["update", "--fetch", "-l", "env=prod"])
+        .arg(&root));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        read(&file),
+        format!(
+            "a: {host}/team/app:v1.2.0@{recorded} # {{\"$imagepolicy\": \"default:keep\"}}\nb: {digest} # {{\"$imagepolicy\": \"default:fresh:digest\"}}\n"
+        ),
+        "IfNotPresent keeps the recorded digest of an unchanged tag, and fetches it for a new tag"
+    );
+    // Without the selector the broken policy is in scope, and fails the run.
+    let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("policy default:dev"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn update_fetch_failure_writes_nothing() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    push_flux_repos(&reg);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let defs = format!(
+        "{}---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: gone, namespace: flux-system}}\nspec: {{image: {host}/team/gone}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: gone, namespace: flux-system}}\nspec: {{imageRepositoryRef: {{name: gone}}, policy: {{semver: {{range: '*'}}}}}}\n",
+        flux_definitions(&host)
+    );
+    let defs_path = write(&root, "flux/images.yaml", &defs);
+    let text = DEPLOYMENT.replace("HOST", &host);
+    let deploy = write(&root, "apps/web.yaml", &text);
+    let emitted = dir.path().join("emitted.yaml");
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg(&root)
+        .arg("--fetch")
+        .arg("--emit-policies")
+        .arg(&emitted));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("1 of 5 policies could not be fetched; nothing was written"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "policy flux-system:gone ({} (ImagePolicy flux-system/gone)): listing tags of {host}/team/gone:",
+            defs_path.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(read(&deploy), text, "nothing written");
+    assert!(!emitted.exists());
+
+    // A registry that does not answer at all: also exit 1, nothing written.
+    let settings = write(
+        dir.path(),
+        "registries.yaml",
+        "retry: {max_retries: 0}\ndefaults: {timeout: 5s}\n",
+    );
+    let dead = format!("127.0.0.1:{}", harness::free_port());
+    let defs = flux_definitions(&dead);
+    write(&root, "flux/images.yaml", &defs);
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg(&root)
+        .arg("--fetch")
+        .arg("--registry-config")
+        .arg(&settings));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("4 of 4 policies could not be fetched"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(read(&deploy), text, "nothing written");
+}
+
+#[test]
+fn update_fetch_conflicts_with_supplied_result() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    push_flux_repos(&reg);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(&root, "flux/images.yaml", &flux_definitions(&host));
+    let text = DEPLOYMENT.replace("HOST", &host);
+    let deploy = write(&root, "apps/web.yaml", &text);
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg(&root)
+        .arg("--fetch")
+        .arg("--policy")
+        .arg(format!("flux-system:app={host}/team/app:v0.9.0")));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "policy flux-system:app is given twice with different values: {host}/team/app:v0.9.0 by --policy flux-system:app={host}/team/app:v0.9.0, {host}/team/app:v1.2.0 by fetched for"
+        )),
+        "{err}"
+    );
+    assert_eq!(read(&deploy), text);
+
+    // The same value supplied and fetched is no conflict.
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg(&root)
+        .arg("--fetch")
+        .arg("--policy")
+        .arg(format!("flux-system:app={host}/team/app:v1.2.0")));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(read(&deploy).contains("team/app:v1.2.0 #"));
+
+    // Without --fetch the definitions are not used.
+    std::fs::write(&deploy, &text).unwrap();
+    let out = run(cmd(dir.path()).arg("update").arg(&root));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(&deploy), text);
+}
+
+#[test]
+fn update_fetch_kubesphere_newest_build_and_digest() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    for (tag, created) in [
+        ("main-a", "2024-01-01T00:00:00Z"),
+        ("main-b", "2024-03-01T00:00:00Z"),
+        ("main-c", "2024-02-01T00:00:00Z"),
+        ("dev-x", "2025-01-01T00:00:00Z"),
+        ("main-old-dev", "2026-01-01T00:00:00Z"),
+    ] {
+        reg.push_image(
+            "team/nb",
+            tag,
+            &ImageSpec::new("linux", "amd64", None, created),
+        );
+    }
+    let images = [
+        ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
+        ImageSpec::new("linux", "arm64", Some("v8"), "2024-01-02T00:00:00Z"),
+    ];
+    let (stable, _) = reg.push_index("team/idx", "stable", &images, true);
+    reg.push_index("team/idx", "1.0.0", &images[..1], false);
+    push_tags(&reg, "team/ver", &["0.1.0", "0.1.5", "0.2.0", "1.0.0"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(
+        &root,
+        "updater.yaml",
+        &format!(
+            r"apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {{name: demo, namespace: demo}}
+spec:
+  kind: argocd
+  images:
+  - nb={host}/team/nb
+  - pinned={host}/team/idx:stable
+  - ver={host}/team/ver:^0.1
+  argocd:
+    update-strategy: {{nb: newest-build, pinned: digest}}
+    allow-tags: {{nb: 'regexp:^main-'}}
+    ignore-tags: {{nb: '*-dev'}}
+    platforms: {{pinned: [linux/arm64]}}
+"
+        ),
+    );
+    let text = r#"containers:
+- image: HOST/team/nb:main-a # {"$imagepolicy": "demo:nb"}
+- image: HOST/team/idx:stable # {"$imagepolicy": "demo:pinned"}
+- image: HOST/team/ver:0.1.0 # {"$imagepolicy": "demo:ver"}
+- tag: "0.1.0" # {"$imagepolicy": "demo:ver:tag"}
+"#
+    .replace("HOST", &host);
+    let file = write(&root, "values.yaml", &text);
+    let emitted = dir.path().join("emitted.yaml");
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg(&root)
+        .arg("--fetch")
+        .arg("--emit-policies")
+        .arg(&emitted));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let want = text
+        .replace("team/nb:main-a", "team/nb:main-b")
+        .replace("team/idx:stable", &format!("team/idx:stable@{stable}"))
+        .replace("team/ver:0.1.0", "team/ver:0.1.5")
+        .replace("\"0.1.0\"", "\"0.1.5\"");
+    assert_eq!(read(&file), want);
+    let docs = parse_documents(&read(&emitted)).unwrap();
+    let nb = docs.iter().find(|d| d["metadata"]["name"] == "nb").unwrap();
+    assert_eq!(nb["metadata"]["namespace"], "demo");
+    assert_eq!(
+        nb["metadata"]["annotations"]["image-update.dev/image-updater"],
+        "demo/demo"
+    );
+    assert_eq!(nb["status"]["latestRef"]["tag"], "main-b");
+
+    // A platform the index does not have: the digest policy fails.
+    let updater = read(&root.join("updater.yaml")).replace("linux/arm64", "linux/s390x");
+    write(&root, "updater.yaml", &updater);
+    let out = run(cmd(dir.path()).arg("update").arg(&root).arg("--fetch"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("tag stable has no image for platform linux/s390x"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn update_fetch_htpasswd_with_secret_manifest() {
+    let Some(reg) = Registry::start(Auth::Htpasswd {
+        user: "robot".into(),
+        password: "s3cret-pw".into(),
+    }) else {
+        return;
+    };
+    let host = reg.authority();
+    push_tags(&reg, "private/app", &["1.0.0", "1.1.0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let config = format!(
+        r#"{{"auths":{{"{host}":{{"auth":"{}"}}}}}}"#,
+        base64::engine::general_purpose::STANDARD.encode("robot:s3cret-pw")
+    );
+    let defs = format!(
+        r"apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: private, namespace: team}}
+spec: {{image: {host}/private/app, secretRef: {{name: regcred}}}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: private, namespace: team}}
+spec: {{imageRepositoryRef: {{name: private}}, policy: {{semver: {{range: '1.x'}}}}}}
+"
+    );
+    let secret = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: regcred, namespace: team}}\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {}\n",
+        base64::engine::general_purpose::STANDARD.encode(&config)
+    );
+    write(&root, "flux/images.yaml", &defs);
+    let text = "image: x # {\"$imagepolicy\": \"team:private\"}\n";
+    let file = write(&root, "apps/a.yaml", text);
+
+    // Without the Secret: the repository names a secret that is not there.
+    let out = run(cmd(dir.path()).arg("update").arg(&root).arg("--fetch"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no Secret team/regcred among the definitions"),
+        "{}",
+        stderr(&out)
+    );
+    // A Secret for another registry only: no credentials for this one.
+    let other = secret.replace(
+        &base64::engine::general_purpose::STANDARD.encode(&config),
+        &base64::engine::general_purpose::STANDARD.encode(config.replace(&host, "other.example")),
+    );
+    write(&root, "flux/secret.yaml", &other);
+    let out = run(cmd(dir.path()).arg("update").arg(&root).arg("--fetch"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!("holds no credentials for {host}")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(read(&file), text);
+
+    write(&root, "flux/secret.yaml", &secret);
+    let out = run(cmd(dir.path()).arg("update").arg(&root).arg("--fetch"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        read(&file),
+        format!("image: {host}/private/app:1.1.0 # {{\"$imagepolicy\": \"team:private\"}}\n")
+    );
+    assert!(!stderr(&out).contains("s3cret"), "no secret in output");
+}
+
+#[test]
+fn policy_command_against_the_registry() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    let multi = push_flux_repos(&reg);
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(cmd(dir.path())
+        .args(["policy", &format!("{host}/team/app"), "--semver", "^1"])
+        .args(["--output", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["tag"], "v1.2.0");
+    assert_eq!(json["listed"], 6);
+    assert_eq!(json["dropped"]["excluded"], 1, "the .sig tag");
+    assert!(json["digest"].is_null());
+
+    let out = run(cmd(dir.path()).args([
+        "policy",
+        &format!("{host}/team/multi"),
+        "--digest",
+        "1.1.0",
+        "--platform",
+        "linux/arm64",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!(
+            "image:  {host}/team/multi\npolicy: digest of tag \"1.1.0\"\ntag:    1.1.0\ndigest: {multi}\n"
+        )),
+        "{text}"
+    );
+
+    let out =
+        run(cmd(dir.path()).args(["policy", &format!("{host}/team/alpha"), "--semver", ">=1"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no tag satisfies semver range \">=1\": 3 tags listed, 3 not semver"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = run(cmd(dir.path()).args(["policy", &format!("{host}/team/none")]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!("cannot list the tags of {host}/team/none")),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn policy_command_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let tags = write(
+        dir.path(),
+        "tags.txt",
+        "1.0.0\n1.4.2\n2.0.0-rc.1\nlatest\n1.4.2.sig\n",
+    );
+    let out = run(cmd(dir.path())
+        .args([
+            "policy",
+            "ghcr.io/acme/app",
+            "--semver",
+            "^1",
+            "--tags-file",
+        ])
+        .arg(&tags));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .starts_with("image:  ghcr.io/acme/app\npolicy: semver range \"^1\"\ntag:    1.4.2\n"),
+        "{}",
+        stdout(&out)
+    );
+
+    let mut child = cmd(dir.path())
+        .args([
+            "policy",
+            "app",
+            "--alphabetical",
+            "desc",
+            "--output",
+            "json",
+        ])
+        .args(["--tags-file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"b\na\nc\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["image"], "app");
+    assert_eq!(json["tag"], "a");
+    assert_eq!(json["candidates"][0]["tag"], "a");
+
+    let out = run(cmd(dir.path())
+        .args(["policy", "app", "--semver", ">=3", "--tags-file"])
+        .arg(&tags));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: no tag satisfies semver range \">=3\": 5 tags listed, 1 excluded by ^.*\\.sig$, 1 not semver, 3 outside range\n"
+    );
+
+    let out = run(cmd(dir.path())
+        .args(["policy", "app", "--semver", "latest", "--tags-file"])
+        .arg(&tags));
+    assert_eq!(out.status.code(), Some(2), "bad options are usage errors");
+}
+
+#[test]
+fn update_fetch_invalid_definitions_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let text = "image: x # {\"$imagepolicy\": \"default:app\"}\n";
+    let file = write(&root, "apps/a.yaml", text);
+    let broken = write(
+        &root,
+        "flux/broken.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: [unclosed\n",
+    );
+    let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with(&format!("error: {}:", broken.display())),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(&broken).unwrap();
+
+    let defs = write(
+        &root,
+        "flux/images.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: app}\nspec:\n  imageRepositoryRef: {name: app}\n  policy: {numerical: {order: sideways}}\n",
+    );
+    let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: invalid policy definitions; nothing was written:\n  {}: ImagePolicy default/app: ImageRepository default/app is not among the definitions\n",
+            defs.display()
+        )
+    );
+    let policies = write(
+        dir.path(),
+        "repos.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: app}\nspec: {image: ghcr.io/acme/app}\n",
+    );
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg("--fetch")
+        .arg("--policies")
+        .arg(&policies)
+        .arg(&root));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!(
+            "{}: ImagePolicy default/app: spec.policy.numerical: invalid order 'sideways'",
+            defs.display()
+        )),
+        "a repository from --policies is found; {}",
+        stderr(&out)
+    );
+    assert_eq!(read(&file), text);
+}
+
+const RESOURCE_LIST: &str = r#"apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: image.toolkit.fluxcd.io/v1
+  kind: ImageRepository
+  metadata:
+    name: app
+    namespace: flux-system
+    annotations: {config.kubernetes.io/path: flux/images.yaml}
+  spec: {image: HOST/team/app}
+- apiVersion: image.toolkit.fluxcd.io/v1
+  kind: ImagePolicy
+  metadata:
+    name: app
+    namespace: flux-system
+    annotations: {config.kubernetes.io/path: flux/images.yaml}
+  spec:
+    imageRepositoryRef: {name: app}
+    policy: {semver: {range: 1.x}}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata:
+    name: web
+    annotations: {config.kubernetes.io/path: apps/web.yaml}
+  spec:
+    template:
+      spec:
+        containers:
+        - name: app
+          image: HOST/team/app:v1.0.0 # {"$imagepolicy": "flux-system:app"}
+functionConfig:
+  apiVersion: fn.image-update.dev/v1alpha1
+  kind: ImageUpdate
+  metadata: {name: fetch}
+  fetch: true
+"#;
+
+#[test]
+fn function_fetch_true() {
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    push_flux_repos(&reg);
+    let dir = tempfile::tempdir().unwrap();
+    let input = RESOURCE_LIST.replace("HOST", &host);
+    let fn_run = |input: &str| {
+        let mut child = cmd(dir.path())
+            .arg("fn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        child.wait_with_output().unwrap()
+    };
+    let out = fn_run(&input);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "image: {host}/team/app:v1.2.0 # {{\"$imagepolicy\": \"flux-system:app\"}}"
+        )),
+        "{text}"
+    );
+
+    // Without fetch: nothing changes (the ImagePolicy has no status).
+    let out = fn_run(&input.replace("  fetch: true\n", ""));
+    assert!(out.status.success());
+    assert!(stdout(&out).contains(&format!("image: {host}/team/app:v1.0.0 #")));
+
+    // A failing policy: error results, exit 1, no edit.
+    let out = fn_run(&input.replace("team/app}", "team/gone}"));
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("image: {host}/team/app:v1.0.0 #")),
+        "{text}"
+    );
+    assert!(
+        text.contains("policy flux-system:app (flux/images.yaml (ImagePolicy flux-system/app)): listing tags of"),
+        "{text}"
+    );
+
+    // ConfigMap spelling.
+    let cm = input.replace(
+        "  apiVersion: fn.image-update.dev/v1alpha1\n  kind: ImageUpdate\n  metadata: {name: fetch}\n  fetch: true\n",
+        "  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: fn-config}\n  data: {fetch: 'true'}\n",
+    );
+    let out = fn_run(&cm);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).contains(&format!("image: {host}/team/app:v1.2.0 #")));
+}
+
+/// Through kpt itself: `kpt fn eval --exec` runs the binary on the host,
+/// with network access (a container image would get `--network none`).
+#[test]
+fn kpt_fn_eval_exec_fetch() {
+    let kpt = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("kpt"))
+            .find(|p| p.is_file())
+    });
+    let Some(kpt) = kpt else {
+        // Straight to stderr, past the harness's capture.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: kpt not found on PATH; kpt fn eval --exec test not run"
+        );
+        return;
+    };
+    let Some(reg) = Registry::start(Auth::Anonymous) else {
+        return;
+    };
+    let host = reg.authority();
+    push_flux_repos(&reg);
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("pkg");
+    write(
+        &pkg,
+        "flux/images.yaml",
+        &format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: flux-system}}\nspec: {{image: {host}/team/app}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: flux-system}}\nspec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: 1.x}}}}\n"
+        ),
+    );
+    let web = write(
+        &pkg,
+        "apps/web.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: {host}/team/app:v1.0.0 # {{\"$imagepolicy\": \"flux-system:app\"}}\n"
+        ),
+    );
+    let config = write(
+        dir.path(),
+        "fn-config.yaml",
+        "apiVersion: fn.image-update.dev/v1alpha1\nkind: ImageUpdate\nmetadata: {name: fetch}\nfetch: true\n",
+    );
+    let out = Command::new(kpt)
+        .args(["fn", "eval", "--exec", BIN])
+        .arg(&pkg)
+        .arg("--fn-config")
+        .arg(&config)
+        .env("HOME", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        read(&web).contains(&format!("image: {host}/team/app:v1.2.0 #")),
+        "{}",
+        read(&web)
+    );
+}
