@@ -7,6 +7,16 @@ use std::process::ExitCode;
 use image_update::commands::UsageError;
 
 fn main() -> ExitCode {
+    // Library diagnostics (registry retries, skipped credential helpers,
+    // unusable cache files) go to stderr; `IMAGE_UPDATE_LOG=debug` shows more.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("IMAGE_UPDATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .init();
     match image_update::run_cli() {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(err) => {
