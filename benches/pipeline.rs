@@ -273,7 +273,6 @@ fn main() {
         median(times)
     };
     let in_place = in_place_run(&[]);
-    let in_place_fsync = in_place_run(&["--fsync"]);
 
     let rss_kb = Command::new("/usr/bin/time")
         .args(["-f", "%M"])
@@ -326,11 +325,6 @@ fn main() {
         "| `image-update update DIR` (in place, fresh copy) | {:.1} ms | {:.2}x grep |",
         ms(in_place),
         ms(in_place) / ms(grep)
-    );
-    println!(
-        "| `image-update update DIR --fsync` (in place, fresh copy) | {:.1} ms | {:.2}x grep |",
-        ms(in_place_fsync),
-        ms(in_place_fsync) / ms(grep)
     );
     match rss_kb {
         Some(kb) => println!(

@@ -151,10 +151,6 @@ pub struct UpdateArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["dry_run", "check"])]
     pub output_dir: Option<PathBuf>,
 
-    /// Flush each changed file to disk before replacing any (survives power loss; ~1 ms per file).
-    #[arg(long)]
-    pub fsync: bool,
-
     /// Write the change report to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE|-")]
     pub report: Option<PathBuf>,

@@ -200,15 +200,14 @@ pub enum Destination {
     Under(PathBuf),
 }
 
-/// Write every update: all are staged, then renamed (see `sink::dir`); with
-/// `durable`, each staged file is flushed to disk before any rename.
+/// Write every update: all are staged and flushed, then renamed (see
+/// `sink::dir`).
 ///
 /// # Errors
 /// The first IO error; if it happens while staging, nothing changed.
 pub fn write_updates(
     updates: &[FileUpdate],
     destination: &Destination,
-    durable: bool,
 ) -> Result<usize, std::io::Error> {
     let targets: Vec<PathBuf> = updates
         .iter()
@@ -226,5 +225,5 @@ pub fn write_updates(
             permissions_from: Some(&u.path),
         })
         .collect();
-    sink::dir::write_all(&writes, durable)
+    sink::dir::write_all(&writes)
 }

@@ -257,7 +257,7 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<Exit> {
         print_diffs(&tree).context("cannot write the diff to stdout")?;
     }
     if writes {
-        pipeline::write_updates(&tree.updates, &destination, args.fsync)?;
+        pipeline::write_updates(&tree.updates, &destination)?;
     }
     if let (Some(path), Some((definitions, resolved))) = (&args.emit_policies, &fetched) {
         let text = emit::render(definitions, resolved)

@@ -1,16 +1,18 @@
-//! Atomic, all-or-nothing-until-rename file writes.
+//! Atomic, durable, all-or-nothing-until-rename file writes.
 //!
 //! Every new content is first written to a temporary file beside its target
 //! (same directory, so the rename cannot cross filesystems) with the
-//! original's permission bits; only when all are staged is each renamed over
-//! its target. A failure while staging leaves every target untouched, and no
-//! reader ever sees a half-written file.
+//! original's permission bits, and flushed to disk (`fdatasync`); only when
+//! all are staged is each renamed over its target. A failure while staging
+//! leaves every target untouched, no reader ever sees a half-written file,
+//! and a power loss leaves each file either old or new.
 //!
-//! With `durable`, each staged file is also flushed to disk (`fsync`) before
-//! any rename, so a power loss leaves each file either old or new. It is off
-//! by default, as in `sed -i`, kustomize or Flux: see BENCHMARKS.md for its
-//! cost. (Flushing the whole filesystem once with `syncfs` was tried and
-//! dropped: it also flushes unrelated dirty data, such as a fresh clone.)
+//! Flushing costs nothing extra here: ext4 writes a file's blocks out anyway
+//! when it replaces another file by rename, and doing it up front on several
+//! threads was faster than letting the renames do it (BENCHMARKS.md). Two
+//! alternatives were measured and dropped: one `syncfs` for the whole
+//! filesystem (it also flushes unrelated dirty data, such as a fresh clone)
+//! and no flush at all (slower, and not crash-safe).
 
 use std::io::Write;
 use std::path::Path;
@@ -28,20 +30,18 @@ fn context(target: &Path, what: &str, e: &std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {what}: {e}", target.display()))
 }
 
-/// Write all files: stage every one (flushing it when `durable`), then
-/// rename each into place. Returns the number of files written.
+/// Write all files: stage and flush every one, then rename each into place.
+/// Returns the number of files written.
 ///
 /// # Errors
 /// IO errors with the path; nothing is renamed into place if staging or
 /// flushing fails.
-pub fn write_all(writes: &[FileWrite<'_>], durable: bool) -> Result<usize, std::io::Error> {
+pub fn write_all(writes: &[FileWrite<'_>]) -> Result<usize, std::io::Error> {
     let staged = in_parallel(writes, |w| {
         let tmp = stage(w)?;
-        if durable {
-            tmp.as_file()
-                .sync_data()
-                .map_err(|e| context(w.target, "cannot flush", &e))?;
-        }
+        tmp.as_file()
+            .sync_data()
+            .map_err(|e| context(w.target, "cannot flush", &e))?;
         Ok((tmp, w.target))
     })?;
     let count = staged.len();
@@ -53,10 +53,9 @@ pub fn write_all(writes: &[FileWrite<'_>], durable: bool) -> Result<usize, std::
     Ok(count)
 }
 
-/// Threads for staging and renaming. The work is I/O-bound (ext4 writes a
-/// file's blocks out when it replaces another by rename: about 0.8 ms per
-/// file, measured with strace on the benchmark tree), so more threads than
-/// cores let those writes overlap.
+/// Threads for staging and renaming. The work is I/O-bound (flushing a file
+/// takes about 0.8 ms on these machines), so more threads than cores let the
+/// flushes overlap.
 const WRITERS: usize = 8;
 
 /// Run `f` over `items` on up to [`WRITERS`] scoped threads; results keep
@@ -109,14 +108,11 @@ pub fn write_atomic(
     bytes: &[u8],
     permissions_from: Option<&Path>,
 ) -> Result<(), std::io::Error> {
-    write_all(
-        &[FileWrite {
-            target,
-            bytes,
-            permissions_from,
-        }],
-        false,
-    )
+    write_all(&[FileWrite {
+        target,
+        bytes,
+        permissions_from,
+    }])
     .map(|_| ())
 }
 
@@ -175,21 +171,18 @@ mod tests {
         let blocker = dir.path().join("blocker");
         std::fs::write(&blocker, "").unwrap();
         let bad = blocker.join("bad.yaml");
-        let err = write_all(
-            &[
-                FileWrite {
-                    target: &good,
-                    bytes: b"new",
-                    permissions_from: None,
-                },
-                FileWrite {
-                    target: &bad,
-                    bytes: b"new",
-                    permissions_from: None,
-                },
-            ],
-            true,
-        )
+        let err = write_all(&[
+            FileWrite {
+                target: &good,
+                bytes: b"new",
+                permissions_from: None,
+            },
+            FileWrite {
+                target: &bad,
+                bytes: b"new",
+                permissions_from: None,
+            },
+        ])
         .unwrap_err();
         assert!(err.to_string().contains("bad.yaml"), "{err}");
         assert_eq!(std::fs::read_to_string(&good).unwrap(), "old");
