@@ -10,7 +10,7 @@
 //! Each is timed, and its peak RSS read with `/usr/bin/time -v` (Debian
 //! package `time`). Targets: the function in at most 5 s with a peak RSS of
 //! at most 3x the list's size. Run with `cargo bench --bench krm`; the
-//! figures go to `docs/bench-krm.md` by hand.
+//! figures go to `BENCHMARKS.md` by hand.
 
 use std::fmt::Write as _;
 use std::path::Path;
