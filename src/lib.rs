@@ -25,6 +25,7 @@ pub mod scan;
 pub mod sink;
 pub mod source;
 pub mod text;
+pub mod time;
 pub mod update;
 
 use clap::Parser;

@@ -282,7 +282,7 @@ pub fn choose(
         // then reads the answers in its own order.
         let survivors: Vec<&str> = filtered.tags().collect();
         let mut times = created_many(client, repo, &survivors, &platforms);
-        let mut lookup = |tag: &str| -> Result<Option<crate::policy::Timestamp>, LookupError> {
+        let mut lookup = |tag: &str| -> Result<Option<crate::time::Timestamp>, LookupError> {
             times
                 .remove(tag)
                 .unwrap_or_else(|| created(client, repo, tag, &platforms))
@@ -339,7 +339,7 @@ pub fn choose(
 /// How many creation times are looked up at once (per policy).
 const CREATED_IN_FLIGHT: usize = 6;
 
-type CreatedResult = Result<Option<crate::policy::Timestamp>, LookupError>;
+type CreatedResult = Result<Option<crate::time::Timestamp>, LookupError>;
 
 /// [`created`] for many tags, with up to [`CREATED_IN_FLIGHT`] requests
 /// at a time (each host's `concurrency` setting still applies).
@@ -378,23 +378,17 @@ fn created(
     repo: &Repository,
     tag: &str,
     platforms: &[Platform],
-) -> Result<Option<crate::policy::Timestamp>, LookupError> {
-    let convert = |t: crate::registry::Timestamp| {
-        Ok(crate::policy::Timestamp::from_unix(
-            t.unix_seconds(),
-            t.subsec_nanos(),
-        ))
-    };
+) -> Result<Option<crate::time::Timestamp>, LookupError> {
     if platforms.is_empty() {
         return match client.created(repo, tag, None) {
-            Ok(Some(t)) => convert(t).map(Some),
+            Ok(Some(t)) => Ok(Some(t)),
             Ok(None) | Err(RegistryError::PlatformNotFound { .. }) => Ok(None),
             Err(e) => Err(Box::new(e)),
         };
     }
     for p in platforms {
         match client.created(repo, tag, Some(p)) {
-            Ok(Some(t)) => return convert(t).map(Some),
+            Ok(Some(t)) => return Ok(Some(t)),
             Ok(None) => return Ok(None),
             Err(RegistryError::PlatformNotFound { .. }) => {}
             Err(e) => return Err(Box::new(e)),

@@ -40,8 +40,8 @@ pub mod select;
 pub mod semver;
 pub mod spec;
 pub mod tags_file;
-pub mod time;
 
+pub use crate::time::{TimeError, Timestamp};
 pub use args::{ArgsError, OutputFormat, PolicyArgs};
 pub use offline::{Evaluation, OfflineError, evaluate_offline};
 pub use reflection::{DigestAction, ImageRef, digest_action, next_observed_previous};
@@ -55,7 +55,6 @@ pub use spec::{
     SpecError, Strategy,
 };
 pub use tags_file::{TagsFileError, parse_tags_file};
-pub use time::{TimeError, Timestamp};
 
 #[cfg(test)]
 pub(crate) mod test_support {

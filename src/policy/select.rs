@@ -40,8 +40,8 @@ use serde::Serialize;
 use super::fasthash::FastState;
 use super::filter::TagFilter;
 use super::spec::{Compiled, PolicySpec, Strategy};
-use super::time::Timestamp;
 use super::{alphabetical, numerical, semver::parse_tag};
+use crate::time::Timestamp;
 
 /// A listed tag, with its image creation time when the caller knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

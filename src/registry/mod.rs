@@ -26,7 +26,6 @@ mod manifest;
 pub mod reference;
 mod secret;
 pub mod settings;
-mod timestamp;
 mod transport;
 mod url;
 
@@ -47,6 +46,7 @@ use manifest::{ConfigDoc, MANIFEST_ACCEPT, ManifestDoc, select_child};
 use transport::{Request, Response, Transport, lock};
 use url::Url;
 
+pub use crate::time::Timestamp;
 pub use credentials::{Credential, CredentialStore};
 pub use error::{Context, Error, Result};
 pub use manifest::{
@@ -56,7 +56,6 @@ pub use manifest::{
 pub use reference::{Reference, ReferenceError, Repository, validate_reference};
 pub use secret::Secret;
 pub use settings::{ClientSettings, HostConfig, HostSettings, RetryPolicy, SettingsFile};
-pub use timestamp::Timestamp;
 
 /// Largest tag-list page or manifest the client reads.
 const MAX_DOCUMENT: u64 = 32 * 1024 * 1024;
@@ -357,15 +356,13 @@ impl RegistryClient {
         }
         match cfg.created.as_deref().map(str::trim) {
             None | Some("") => Ok(None),
-            Some(s) => {
-                Timestamp::parse_rfc3339(s)
-                    .map(Some)
-                    .ok_or_else(|| Error::InvalidResponse {
-                        context: ctx,
-                        url: self.manifest_url(repo, tag).to_string(),
-                        message: format!("image config of {tag} has an invalid created time {s:?}"),
-                    })
-            }
+            Some(s) => Timestamp::parse_rfc3339(s)
+                .map(Some)
+                .map_err(|_| Error::InvalidResponse {
+                    context: ctx,
+                    url: self.manifest_url(repo, tag).to_string(),
+                    message: format!("image config of {tag} has an invalid created time {s:?}"),
+                }),
         }
     }
 

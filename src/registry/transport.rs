@@ -13,8 +13,8 @@ use ureq::http;
 use super::error::{Context, Error, Result};
 use super::secret::Secret;
 use super::settings::{ClientSettings, HostSettings};
-use super::timestamp::Timestamp;
 use super::url::Url;
+use crate::time::Timestamp;
 
 /// Lock a mutex, ignoring poisoning: the protected data (caches, counters)
 /// stays consistent even if a holder panicked.
@@ -456,7 +456,7 @@ fn parse_http_date(v: &str) -> Option<Timestamp> {
         _ => return None,
     };
     let day: u32 = day.parse().ok()?;
-    Timestamp::parse_rfc3339(&format!("{year}-{month:02}-{day:02}T{time}Z"))
+    Timestamp::parse_rfc3339(&format!("{year}-{month:02}-{day:02}T{time}Z")).ok()
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
-//! Image creation times: a tiny UTC timestamp with an RFC 3339 parser.
+//! Image creation times: a tiny UTC timestamp with an RFC 3339 parser,
+//! shared by the registry client (image config `created`, HTTP dates) and
+//! the policy engine (newest-build, `--tags-file`).
 //!
-//! Why hand-written: the only time arithmetic the policy needs is ordering
-//! creation times (newest-build) and reading them from `--tags-file` or an
-//! image config's `created` field. That is a fixed format with a fixed
+//! Why hand-written: the only time arithmetic needed is ordering creation
+//! times and reading them from `--tags-file` or an image config's `created`
+//! field. That is a fixed format with a fixed
 //! calendar, about seventy lines, so a date-time crate would add build time
 //! on a shared machine for nothing we use.
 
@@ -37,6 +39,11 @@ impl Timestamp {
     /// Seconds since the Unix epoch.
     pub fn unix_seconds(self) -> i64 {
         self.secs
+    }
+
+    /// Nanoseconds past [`Self::unix_seconds`].
+    pub fn subsec_nanos(self) -> u32 {
+        self.nanos
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
@@ -263,6 +270,38 @@ mod tests {
         fn display_parse_roundtrip(secs in -5_000_000_000i64..5_000_000_000, nanos in 0u32..1_000_000_000) {
             let t = Timestamp::from_unix(secs, nanos);
             proptest::prop_assert_eq!(ts(&t.to_string()), t);
+        }
+    }
+
+    #[test]
+    fn offsets_fractions_and_garbage_from_registry_configs() {
+        assert_eq!(
+            ts("2023-06-01T02:00:00+02:00").to_string(),
+            "2023-06-01T00:00:00Z"
+        );
+        assert_eq!(
+            ts("2023-06-01T00:00:00.5-01:30").to_string(),
+            "2023-06-01T01:30:00.5Z"
+        );
+        assert_eq!(
+            ts("2024-02-29T12:34:56.123456789Z").to_string(),
+            "2024-02-29T12:34:56.123456789Z"
+        );
+        assert_eq!(
+            ts("2024-02-29T12:34:56.123456789Z").subsec_nanos(),
+            123_456_789
+        );
+        for bad in [
+            "",
+            "invalid",
+            "2023-13-01T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "2023-01-01T00:00:00",
+            "2023-01-01T25:00:00Z",
+            "2023-01-01T00:00:00.Z",
+            "2023-01-01T00:00:00+0100",
+        ] {
+            assert!(Timestamp::parse_rfc3339(bad).is_err(), "{bad}");
         }
     }
 }
