@@ -239,21 +239,8 @@ impl CredentialStore {
         {
             return Ok(Some(c));
         }
-        let mut best: Option<(usize, &AuthEntry)> = None;
-        for (key, entry) in &file.auths {
-            let (key_host, key_path) = key_host_and_path(key);
-            if key_host != host {
-                continue;
-            }
-            let path_ok = key_path.is_empty()
-                || repository == key_path
-                || repository.starts_with(&format!("{key_path}/"));
-            if path_ok && best.is_none_or(|(len, _)| key_path.len() > len) {
-                best = Some((key_path.len(), entry));
-            }
-        }
-        match best {
-            Some((_, entry)) => entry.credential(host, path),
+        match file.best_auth(host, repository) {
+            Some(entry) => entry.credential(host, path),
             None => Ok(None),
         }
     }
@@ -379,21 +366,8 @@ pub fn credential_from_config_json(
         registry: host.clone(),
         message: format!("invalid JSON in {origin}: {e}"),
     })?;
-    let mut best: Option<(usize, &AuthEntry)> = None;
-    for (key, entry) in &file.auths {
-        let (key_host, key_path) = key_host_and_path(key);
-        if key_host != host {
-            continue;
-        }
-        let path_ok = key_path.is_empty()
-            || repository == key_path
-            || repository.starts_with(&format!("{key_path}/"));
-        if path_ok && best.is_none_or(|(len, _)| key_path.len() > len) {
-            best = Some((key_path.len(), entry));
-        }
-    }
-    match best {
-        Some((_, entry)) => entry.credential(&host, Path::new(origin)),
+    match file.best_auth(&host, repository) {
+        Some(entry) => entry.credential(&host, Path::new(origin)),
         None => Ok(None),
     }
 }
@@ -451,6 +425,27 @@ struct ConfigFile {
     creds_store: Option<String>,
     #[serde(rename = "credHelpers", default)]
     cred_helpers: BTreeMap<String, String>,
+}
+
+impl ConfigFile {
+    /// The `auths` entry for `host` whose path is the longest prefix of
+    /// `repository` (a host-only key matches every repository).
+    fn best_auth(&self, host: &str, repository: &str) -> Option<&AuthEntry> {
+        let mut best: Option<(usize, &AuthEntry)> = None;
+        for (key, entry) in &self.auths {
+            let (key_host, key_path) = key_host_and_path(key);
+            if key_host != host {
+                continue;
+            }
+            let path_ok = key_path.is_empty()
+                || repository == key_path
+                || repository.starts_with(&format!("{key_path}/"));
+            if path_ok && best.is_none_or(|(len, _)| key_path.len() > len) {
+                best = Some((key_path.len(), entry));
+            }
+        }
+        best.map(|(_, entry)| entry)
+    }
 }
 
 #[derive(Default, Deserialize)]
