@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::policy::{DigestReflection, FilterTagsConfig, ImageRef, Order, PolicyConfig, Strategy};
 use crate::registry::Repository;
 use crate::resolve::PolicyKey;
-use crate::resolve::policies::is_flux_kind;
+use crate::resolve::policies::{is_flux_kind, labels, namespace_name};
 
 /// apiVersion group of the KubeSphere ImageUpdater.
 pub const KUBESPHERE_GROUP: &str = "gitops.kubesphere.io";
@@ -195,39 +195,6 @@ fn is_image_updater(value: &Value) -> bool {
             .get("apiVersion")
             .and_then(Value::as_str)
             .is_some_and(|v| v.split('/').next() == Some(KUBESPHERE_GROUP))
-}
-
-/// `metadata.namespace` (default `default`) and `metadata.name`.
-fn namespace_name(value: &Value) -> (String, String) {
-    let text = |p: &str| {
-        value
-            .pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    let mut namespace = text("/metadata/namespace");
-    if namespace.is_empty() {
-        "default".clone_into(&mut namespace);
-    }
-    (namespace, text("/metadata/name"))
-}
-
-fn labels(value: &Value) -> BTreeMap<String, String> {
-    value
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn str_field<'a>(value: &'a Value, pointer: &str, what: &str) -> Result<Option<&'a str>, String> {

@@ -85,6 +85,43 @@ fn collect(doc: &Value, out: &mut Vec<SuppliedPolicy>) -> Result<(), PoliciesErr
     Ok(())
 }
 
+/// `metadata.namespace` (`default` when absent, as kubectl has it) and
+/// `metadata.name` (`""` when absent) of an object.
+#[must_use]
+pub fn namespace_name(value: &Value) -> (String, String) {
+    let text = |p: &str| {
+        value
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let mut namespace = text("/metadata/namespace");
+    if namespace.is_empty() {
+        "default".clone_into(&mut namespace);
+    }
+    (namespace, text("/metadata/name"))
+}
+
+/// `metadata.labels` of an object; non-string values are kept as JSON text.
+#[must_use]
+pub fn labels(value: &Value) -> BTreeMap<String, String> {
+    value
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Read one ImagePolicy object (status only; the spec is for fetching).
 ///
 /// # Errors
@@ -98,28 +135,12 @@ pub fn image_policy(doc: &Value) -> Result<SuppliedPolicy, PoliciesError> {
             message: "an ImagePolicy has no metadata.name".to_owned(),
         });
     }
-    let mut namespace = text(meta.and_then(|m| m.get("namespace")));
-    if namespace.is_empty() {
-        namespace = "default".to_owned();
-    }
+    let (namespace, _) = namespace_name(doc);
     let key = PolicyKey { namespace, name };
     let fail = |what: String| PoliciesError {
         message: format!("ImagePolicy {}/{}: {what}", key.namespace, key.name),
     };
-    let labels = meta
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels = labels(doc);
     let status = doc.get("status");
     let latest = if let Some(latest_ref) = status
         .and_then(|s| s.get("latestRef"))
