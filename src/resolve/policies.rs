@@ -127,15 +127,12 @@ pub fn labels(value: &Value) -> BTreeMap<String, String> {
 /// # Errors
 /// On a missing name, or a malformed or invalid latest image.
 pub fn image_policy(doc: &Value) -> Result<SuppliedPolicy, PoliciesError> {
-    let meta = doc.get("metadata");
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
-    let name = text(meta.and_then(|m| m.get("name")));
+    let (namespace, name) = namespace_name(doc);
     if name.is_empty() {
         return Err(PoliciesError {
             message: "an ImagePolicy has no metadata.name".to_owned(),
         });
     }
-    let (namespace, _) = namespace_name(doc);
     let key = PolicyKey { namespace, name };
     let fail = |what: String| PoliciesError {
         message: format!("ImagePolicy {}/{}: {what}", key.namespace, key.name),
