@@ -258,7 +258,7 @@ fn real_tls_with_ca_file() {
         &reg.authority(),
         HostConfig {
             insecure: Some(false),
-            ca_file: Some(ca_file),
+            ca_file: Some(ca_file.clone()),
             ..HostConfig::default()
         },
     );
@@ -276,6 +276,65 @@ fn real_tls_with_ca_file() {
     );
     let err = client(settings).list_tags(&r).unwrap_err();
     assert!(matches!(err, Error::Transport { .. }), "{err}");
+
+    // The system trust store counts too: the CA given only through
+    // `SSL_CERT_FILE` (a process-wide setting, hence a subprocess) is trusted
+    // without a `ca_file`.
+    let settings_file = dir.path().join("registries.yaml");
+    std::fs::write(
+        &settings_file,
+        format!(
+            "registries:\n  {}:\n    insecure: false\nretry:\n  max_retries: 0\n",
+            reg.authority()
+        ),
+    )
+    .unwrap();
+    let host_var: String = reg
+        .authority()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let empty_dir = tempfile::tempdir().unwrap();
+    let policy = |cert_file: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_image-update"))
+            .args([
+                "policy",
+                &format!("{}/secure/app", reg.authority()),
+                "--alphabetical",
+                "asc",
+            ])
+            .arg("--registry-config")
+            .arg(&settings_file)
+            .env("SSL_CERT_FILE", cert_file)
+            .env("SSL_CERT_DIR", empty_dir.path())
+            .env(format!("IMAGE_UPDATE_REGISTRY_{host_var}_USERNAME"), "tls")
+            .env(
+                format!("IMAGE_UPDATE_REGISTRY_{host_var}_PASSWORD"),
+                "over-https",
+            )
+            .output()
+            .unwrap()
+    };
+    let out = policy(&ca_file);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("v1"));
+    let out = policy(&empty_dir.path().join("none.pem"));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "without the system CA the certificate is rejected"
+    );
 
     // A CA file without certificates is a settings error.
     let empty = dir.path().join("empty.pem");

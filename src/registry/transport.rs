@@ -143,16 +143,12 @@ impl Transport {
         }
         let hs = self.settings.host(authority);
         let mut tls = ureq::tls::TlsConfig::builder();
+        let mut roots: Vec<ureq::tls::Certificate<'static>> = base_roots().to_vec();
         if let Some(ca_file) = &hs.ca_file {
             let pem = std::fs::read(ca_file).map_err(|e| Error::Settings {
                 path: ca_file.clone(),
                 message: format!("cannot read CA file: {e}"),
             })?;
-            let mut roots: Vec<ureq::tls::Certificate<'static>> =
-                webpki_root_certs::TLS_SERVER_ROOT_CERTS
-                    .iter()
-                    .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
-                    .collect();
             let before = roots.len();
             for item in ureq::tls::parse_pem(&pem) {
                 match item {
@@ -172,8 +168,8 @@ impl Transport {
                     message: "no certificate found in CA file".to_owned(),
                 });
             }
-            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&roots));
         }
+        tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&roots));
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -457,6 +453,32 @@ fn parse_http_date(v: &str) -> Option<Timestamp> {
     };
     let day: u32 = day.parse().ok()?;
     Timestamp::parse_rfc3339(&format!("{year}-{month:02}-{day:02}T{time}Z")).ok()
+}
+
+/// The roots every registry connection trusts: the bundled Mozilla roots
+/// (so the binary works in an image with no CA store) plus the system's
+/// trust store when there is one. Read once per process.
+fn base_roots() -> &'static [ureq::tls::Certificate<'static>] {
+    static ROOTS: std::sync::OnceLock<Vec<ureq::tls::Certificate<'static>>> =
+        std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let mut roots: Vec<ureq::tls::Certificate<'static>> =
+            webpki_root_certs::TLS_SERVER_ROOT_CERTS
+                .iter()
+                .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+                .collect();
+        let system = rustls_native_certs::load_native_certs();
+        for e in &system.errors {
+            tracing::debug!("system trust store: {e}");
+        }
+        roots.extend(
+            system
+                .certs
+                .iter()
+                .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned()),
+        );
+        roots
+    })
 }
 
 #[cfg(test)]
