@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde::Deserialize;
 
-use super::error::{Error, Result};
+use super::error::{Error, Result, describe_json_error};
 use super::reference::{DOCKER_HUB, DOCKER_HUB_API};
 use super::secret::Secret;
 
@@ -364,7 +364,7 @@ pub fn credential_from_config_json(
     };
     let file: ConfigFile = serde_json::from_str(text).map_err(|e| Error::Credentials {
         registry: host.clone(),
-        message: format!("invalid JSON in {origin}: {e}"),
+        message: format!("invalid JSON in {origin}: {}", describe_json_error(&e)),
     })?;
     match file.best_auth(&host, repository) {
         Some(entry) => entry.credential(&host, Path::new(origin)),
@@ -526,13 +526,33 @@ fn read_config(path: &Path, host: &str) -> Result<Option<ConfigFile>> {
         .map(Some)
         .map_err(|e| Error::Credentials {
             registry: host.to_owned(),
-            // serde_json errors quote no input, so no secret can leak here.
-            message: format!("invalid JSON in {}: {e}", path.display()),
+            message: format!(
+                "invalid JSON in {}: {}",
+                path.display(),
+                describe_json_error(&e)
+            ),
         })
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn json_errors_never_quote_the_file() {
+        let err = credential_from_config_json(
+            r#"{"auths":{"r.example":"dXNlcjpodW50ZXIy"}}"#,
+            "r.example",
+            "app",
+            "secret.json",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!err.contains("dXNl"), "{err}");
+        assert!(
+            err.contains("secret.json") && err.contains("line 1"),
+            "{err}"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -154,3 +154,16 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Describe a JSON error without quoting the input: serde's messages quote
+/// the offending value (`invalid type: string "dXNl..."`), which in a
+/// credentials file or a token answer may be a secret.
+pub(crate) fn describe_json_error(e: &serde_json::Error) -> String {
+    let kind = match e.classify() {
+        serde_json::error::Category::Io => "read error",
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Data => "a value has the wrong type",
+        serde_json::error::Category::Eof => "unexpected end",
+    };
+    format!("{kind} at line {} column {}", e.line(), e.column())
+}

@@ -731,8 +731,9 @@ impl RegistryClient {
         }
         let parsed: TokenResponse = serde_json::from_slice(&resp.body).map_err(|e| {
             auth_err(format!(
-                "invalid token response from {}: {e}",
-                strip_query(&resp.url)
+                "invalid token response from {}: {}",
+                strip_query(&resp.url),
+                error::describe_json_error(&e)
             ))
         })?;
         let (token, lifetime) = parsed.into_parts().ok_or_else(|| {
