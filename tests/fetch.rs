@@ -936,3 +936,168 @@ fn kpt_fn_eval_exec_fetch() {
         read(&web)
     );
 }
+
+/// A Secret manifest with Basic credentials for `host`.
+fn docker_secret(namespace: &str, name: &str, host: &str, user: &str, password: &str) -> String {
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    let config = format!(r#"{{"auths":{{"{host}":{{"auth":"{auth}"}}}}}}"#);
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: {namespace}}}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{config}'\n"
+    )
+}
+
+fn repository_and_policy(namespace: &str, name: &str, image: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: {name}, namespace: {namespace}}}\nspec:\n  image: {image}\n  interval: 5m\n{extra}---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: {name}, namespace: {namespace}}}\nspec:\n  imageRepositoryRef: {{name: {name}}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n---\n"
+    )
+}
+
+/// `insecure: true` on one ImageRepository must not send another
+/// repository's credentials over plain HTTP on the same host.
+#[test]
+fn insecure_applies_to_its_own_repository_only() {
+    let server = harness::FakeServer::start(|r| {
+        if r.path() == "/v2/" {
+            return harness::Reply::json(200, "{}");
+        }
+        let name = r
+            .path()
+            .trim_start_matches("/v2/")
+            .trim_end_matches("/tags/list");
+        harness::Reply::json(
+            200,
+            format!(r#"{{"name":"{name}","tags":["1.0.0","1.1.0"]}}"#),
+        )
+    });
+    let host = server.authority();
+    let home = tempfile::tempdir().unwrap();
+    let tree = tempfile::tempdir().unwrap();
+    write(
+        tree.path(),
+        "flux/images.yaml",
+        &format!(
+            "{}{}{}",
+            repository_and_policy(
+                "ops",
+                "public",
+                &format!("{host}/team/public"),
+                "  insecure: true\n"
+            ),
+            repository_and_policy(
+                "ops",
+                "private",
+                &format!("{host}/team/private"),
+                "  secretRef: {name: regcred}\n"
+            ),
+            docker_secret("ops", "regcred", &host, "priv", "TOPSECRET"),
+        ),
+    );
+    let deploy = write(
+        tree.path(),
+        "apps/deploy.yaml",
+        &format!(
+            "kind: Pod\nimages:\n- {host}/team/public:1.0.0 # {{\"$imagepolicy\": \"ops:public\"}}\n- {host}/team/private:1.0.0 # {{\"$imagepolicy\": \"ops:private\"}}\n"
+        ),
+    );
+    let before = read(&deploy);
+    let settings = write(
+        home.path(),
+        "registries.yaml",
+        &format!("registries:\n  {host}:\n    insecure: false\nretry:\n  max_retries: 0\n"),
+    );
+    let out = run(cmd(home.path())
+        .args(["update", "--fetch", "--registry-config"])
+        .arg(&settings)
+        .arg(tree.path()));
+    // The private repository is reached over HTTPS, which this plain-HTTP
+    // server cannot speak, so its policy fails and nothing is written.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ops:private"), "{}", stderr(&out));
+    assert_eq!(read(&deploy), before);
+    let requests = server.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.path() == "/v2/team/public/tags/list"),
+        "the insecure repository is listed over HTTP"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("authorization").is_none() && !r.path().contains("private")),
+        "no credentials and no private request over plain HTTP: {:?}",
+        requests
+            .iter()
+            .map(|r| (
+                r.path().to_owned(),
+                r.header("authorization").map(str::to_owned)
+            ))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// A tag list fetched with a Secret's credentials is never served from the
+/// cache to a policy that does not name that Secret.
+#[test]
+fn cached_tag_lists_stay_with_their_credentials() {
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("priv:TOPSECRET")
+    );
+    let server = harness::FakeServer::start(move |r| {
+        if r.header("authorization") != Some(expected.as_str()) {
+            return harness::Reply::status(401)
+                .with_header("WWW-Authenticate", "Basic realm=\"test\"");
+        }
+        if r.path() == "/v2/" {
+            return harness::Reply::json(200, "{}");
+        }
+        harness::Reply::json(200, r#"{"name":"team/private","tags":["1.0.0","1.1.0"]}"#)
+    });
+    let host = server.authority();
+    let home = tempfile::tempdir().unwrap();
+    let tree = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(
+        tree.path(),
+        "flux/images.yaml",
+        &format!(
+            "{}{}{}",
+            repository_and_policy(
+                "ns",
+                "authed",
+                &format!("{host}/team/private"),
+                "  secretRef: {name: regcred}\n"
+            ),
+            repository_and_policy("other", "anon", &format!("{host}/team/private"), ""),
+            docker_secret("ns", "regcred", &host, "priv", "TOPSECRET"),
+        ),
+    );
+    write(
+        tree.path(),
+        "apps/deploy.yaml",
+        &format!(
+            "kind: Pod\nimage: {host}/team/private:1.0.0 # {{\"$imagepolicy\": \"ns:authed\"}}\n"
+        ),
+    );
+    let settings = write(home.path(), "registries.yaml", "retry:\n  max_retries: 0\n");
+    for round in 1..=2 {
+        let out = run(cmd(home.path())
+            .args(["update", "--fetch", "--dry-run", "--registry-config"])
+            .arg(&settings)
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .arg(tree.path()));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "round {round}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("other:anon"),
+            "round {round}: {}",
+            stderr(&out)
+        );
+    }
+}

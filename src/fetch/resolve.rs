@@ -71,30 +71,49 @@ pub fn resolve(
     definitions: &[Definition],
     settings: &ClientSettings,
 ) -> Result<Vec<Resolved>, Vec<String>> {
-    let mut base = settings.clone();
-    for d in definitions.iter().filter(|d| d.insecure) {
-        let host = d.repository.registry().to_owned();
-        let mut cfg = base.registries.get(&host).cloned().unwrap_or_default();
-        cfg.insecure = Some(true);
-        base.set_host(&host, cfg);
-    }
-    // One client per credential source: a Secret applies to its own
-    // definitions only, even when another uses the same registry.
-    let mut groups: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
+    let base = settings;
+    // One client per credential source and `insecure` flag: a Secret applies
+    // to its own definitions only, and an ImageRepository's `insecure: true`
+    // to its own repository only (as in Flux), even when others use the same
+    // registry host.
+    let mut groups: BTreeMap<(Option<String>, bool), Vec<usize>> = BTreeMap::new();
     for (i, d) in definitions.iter().enumerate() {
         groups
-            .entry(d.credentials.as_ref().map(CredentialSource::describe))
+            .entry((
+                d.credentials.as_ref().map(CredentialSource::describe),
+                d.insecure,
+            ))
             .or_default()
             .push(i);
     }
     let mut errors = Vec::new();
     let mut out: Vec<Option<Resolved>> = definitions.iter().map(|_| None).collect();
-    for members in groups.values() {
+    for ((credentials, insecure), members) in &groups {
         let fail = |i: usize, m: &dyn std::fmt::Display| {
             let d = &definitions[i];
             format!("policy {} ({}): {m}", d.key, d.source)
         };
         let mut group_settings = base.clone();
+        if *insecure {
+            for &i in members {
+                let host = definitions[i].repository.registry().to_owned();
+                let mut cfg = group_settings
+                    .registries
+                    .get(&host)
+                    .cloned()
+                    .unwrap_or_default();
+                cfg.insecure = Some(true);
+                group_settings.set_host(&host, cfg);
+            }
+        }
+        // Tag lists fetched with a Secret's credentials are cached apart, so
+        // they are never served to a policy without that Secret.
+        if let (Some(source), Some(dir)) = (credentials, &base.cache_dir) {
+            use sha2::Digest as _;
+            let digest = sha2::Sha256::digest(source.as_bytes());
+            let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+            group_settings.cache_dir = Some(dir.join(format!("credentials-{name}")));
+        }
         let mut credential_error = false;
         for &i in members {
             let d = &definitions[i];
