@@ -200,14 +200,15 @@ pub enum Destination {
     Under(PathBuf),
 }
 
-/// Write every update: all are staged and flushed, then renamed (see
-/// `sink::dir`).
+/// Write every update, plus `extra` files (the report, emitted policies):
+/// all are staged and flushed, then renamed (see `sink::dir`).
 ///
 /// # Errors
 /// The first IO error; if it happens while staging, nothing changed.
 pub fn write_updates(
     updates: &[FileUpdate],
     destination: &Destination,
+    extra: &[sink::dir::FileWrite<'_>],
 ) -> Result<usize, std::io::Error> {
     let targets: Vec<PathBuf> = updates
         .iter()
@@ -224,6 +225,7 @@ pub fn write_updates(
             bytes: u.new_text.as_bytes(),
             permissions_from: Some(&u.path),
         })
+        .chain(extra.iter().copied())
         .collect();
     sink::dir::write_all(&writes)
 }

@@ -295,3 +295,100 @@ fn non_utf8_files_are_skipped_with_a_position() {
             .contains("1.27.1")
     );
 }
+
+#[test]
+fn a_report_that_cannot_be_written_leaves_every_file_untouched() {
+    let dir = tree(&[("a.yaml", POD), ("blocker", "")]);
+    let report = dir.path().join("blocker/report.json");
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        POD
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "no temporary file is left behind: {names:?}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn new_output_files_are_world_readable_and_replaced_ones_keep_their_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tree(&[("a.yaml", POD)]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let report = out_dir.path().join("report.json");
+    let args = [
+        "update",
+        s(dir.path()),
+        "--policy",
+        "ns:p=nginx:1.27.1",
+        "--dry-run",
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    assert_eq!(run(&args, None).status.code(), Some(0));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode(&report),
+        0o644,
+        "a report is written under --dry-run too, readable like any new file"
+    );
+    std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(run(&args, None).status.code(), Some(0));
+    assert_eq!(mode(&report), 0o600);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        POD,
+        "--dry-run changes nothing under PATH"
+    );
+}
+
+#[test]
+fn only_one_output_may_use_stdout() {
+    let dir = tree(&[("a.yaml", POD)]);
+    for args in [
+        vec![
+            "update",
+            s(dir.path()),
+            "--report",
+            "-",
+            "--emit-policies",
+            "-",
+            "--fetch",
+        ],
+        vec![
+            "update",
+            s(dir.path()),
+            "--diff",
+            "--emit-policies",
+            "-",
+            "--fetch",
+        ],
+    ] {
+        let out = run(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("all write to stdout"));
+    }
+}

@@ -213,10 +213,23 @@ pub fn fetch_into(
 /// # Errors
 /// Usage and input errors; IO errors while writing.
 pub fn run(args: &UpdateArgs) -> anyhow::Result<Exit> {
-    if args.report.as_deref() == Some(Path::new("-")) && args.diff {
-        bail!(UsageError(
-            "--report - and --diff both write to stdout; pick one".to_owned()
-        ));
+    let stdout = Path::new("-");
+    let on_stdout: Vec<&str> = [
+        (args.diff, "--diff"),
+        (args.report.as_deref() == Some(stdout), "--report -"),
+        (
+            args.emit_policies.as_deref() == Some(stdout),
+            "--emit-policies -",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
+    if on_stdout.len() > 1 {
+        bail!(UsageError(format!(
+            "{} all write to stdout; pick one",
+            on_stdout.join(" and ")
+        )));
     }
     let (mut table, mut documents) = policy_table(args)?;
     if !args.path.exists() {
@@ -256,32 +269,38 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<Exit> {
     if args.diff {
         print_diffs(&tree).context("cannot write the diff to stdout")?;
     }
-    if writes {
-        pipeline::write_updates(&tree.updates, &destination)?;
-    }
+    // Explicitly requested outputs are rendered first and written in the same
+    // batch as the updates: every file is staged before any is renamed into
+    // place, so a failure writes nothing. They are written under --dry-run
+    // and --check too (they are what was asked for, not changes to PATH).
+    let mut outputs: Vec<(&Path, String)> = Vec::new();
     if let (Some(path), Some((definitions, resolved))) = (&args.emit_policies, &fetched) {
         let text = emit::render(definitions, resolved)
             .map_err(|e| anyhow::anyhow!("--emit-policies: {e}"))?;
-        if path == Path::new("-") {
-            std::io::stdout()
-                .write_all(text.as_bytes())
-                .context("cannot write the policies to stdout")?;
-        } else {
-            crate::sink::dir::write_atomic(path, text.as_bytes(), None)?;
-        }
+        outputs.push((path, text));
     }
     if let Some(report) = &args.report {
         let text = tree
             .report
             .render(args.report_format)
             .map_err(|e| anyhow::anyhow!("report: {e}"))?;
-        if report == Path::new("-") {
-            std::io::stdout()
-                .write_all(text.as_bytes())
-                .context("cannot write the report to stdout")?;
-        } else {
-            crate::sink::dir::write_atomic(report, text.as_bytes(), None)?;
-        }
+        outputs.push((report, text));
+    }
+    let files: Vec<crate::sink::dir::FileWrite<'_>> = outputs
+        .iter()
+        .filter(|(path, _)| *path != stdout)
+        .map(|(path, text)| crate::sink::dir::FileWrite {
+            target: path,
+            bytes: text.as_bytes(),
+            permissions_from: None,
+        })
+        .collect();
+    let updates: &[pipeline::FileUpdate] = if writes { &tree.updates } else { &[] };
+    pipeline::write_updates(updates, &destination, &files)?;
+    for (_, text) in outputs.iter().filter(|(path, _)| *path == stdout) {
+        std::io::stdout()
+            .write_all(text.as_bytes())
+            .context("cannot write to stdout")?;
     }
     printer.summary(&tree, writes);
     if args.check && !tree.updates.is_empty() {

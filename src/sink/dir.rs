@@ -53,6 +53,17 @@ pub fn write_all(writes: &[FileWrite<'_>]) -> Result<usize, std::io::Error> {
     Ok(count)
 }
 
+#[cfg(unix)]
+fn new_file_permissions(_: &std::fs::File) -> Result<std::fs::Permissions, std::io::Error> {
+    use std::os::unix::fs::PermissionsExt;
+    Ok(std::fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(not(unix))]
+fn new_file_permissions(file: &std::fs::File) -> Result<std::fs::Permissions, std::io::Error> {
+    Ok(file.metadata()?.permissions())
+}
+
 /// Threads for staging and renaming. The work is I/O-bound (flushing a file
 /// takes about 0.8 ms on these machines), so more threads than cores let the
 /// flushes overlap.
@@ -99,23 +110,6 @@ where
     Ok(out)
 }
 
-/// Write one file atomically (see [`write_all`]).
-///
-/// # Errors
-/// IO errors with the path.
-pub fn write_atomic(
-    target: &Path,
-    bytes: &[u8],
-    permissions_from: Option<&Path>,
-) -> Result<(), std::io::Error> {
-    write_all(&[FileWrite {
-        target,
-        bytes,
-        permissions_from,
-    }])
-    .map(|_| ())
-}
-
 fn stage(w: &FileWrite<'_>) -> Result<tempfile::NamedTempFile, std::io::Error> {
     let dir = w
         .target
@@ -130,14 +124,20 @@ fn stage(w: &FileWrite<'_>) -> Result<tempfile::NamedTempFile, std::io::Error> {
         .map_err(|e| context(w.target, "cannot create a temporary file", &e))?;
     tmp.write_all(w.bytes)
         .map_err(|e| context(w.target, "cannot write", &e))?;
-    if let Some(permissions) = w
+    // The permissions of the file this one replaces (or of `permissions_from`);
+    // a new file gets 0644 instead of the temporary file's 0600.
+    let permissions = w
         .permissions_from
-        .and_then(|p| std::fs::metadata(p).ok())
-        .map(|m| m.permissions())
-    {
-        std::fs::set_permissions(tmp.path(), permissions)
-            .map_err(|e| context(w.target, "cannot set permissions", &e))?;
-    }
+        .into_iter()
+        .chain([w.target])
+        .find_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.permissions());
+    let permissions = match permissions {
+        Some(p) => p,
+        None => new_file_permissions(tmp.as_file())?,
+    };
+    std::fs::set_permissions(tmp.path(), permissions)
+        .map_err(|e| context(w.target, "cannot set permissions", &e))?;
     Ok(tmp)
 }
 
@@ -153,7 +153,12 @@ mod tests {
         let file = dir.path().join("a.yaml");
         std::fs::write(&file, "old").unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
-        write_atomic(&file, b"new", Some(&file)).unwrap();
+        write_all(&[FileWrite {
+            target: &file,
+            bytes: b"new",
+            permissions_from: None,
+        }])
+        .unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
         assert_eq!(
             std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
