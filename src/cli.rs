@@ -53,7 +53,7 @@ pub struct RegistryArgs {
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    crate::registry::settings::parse_duration(s)
+    image_update_registry::settings::parse_duration(s)
         .ok_or_else(|| format!("{s:?} is not a duration like 30s, 5m or 1h"))
 }
 

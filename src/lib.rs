@@ -17,7 +17,6 @@ pub mod fetch;
 pub mod function;
 pub mod pipeline;
 pub mod policy;
-pub mod registry;
 pub mod report;
 pub mod resolve;
 pub mod rewrite;
@@ -25,7 +24,6 @@ pub mod scan;
 pub mod sink;
 pub mod source;
 pub mod text;
-pub mod time;
 pub mod update;
 
 use clap::Parser;

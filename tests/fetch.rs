@@ -4,8 +4,8 @@
 //! when `CI` is set), plus offline `policy --tags-file` cases.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "support/registry.rs"]
-mod harness;
+use image_update_testkit::registry as harness;
+use image_update_testkit::{self as testkit, trial};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -171,11 +171,8 @@ fn push_flux_repos(reg: &Registry) -> String {
     digest
 }
 
-#[test]
 fn update_fetch_flux_end_to_end() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     let multi_digest = push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
@@ -251,11 +248,8 @@ fn update_fetch_flux_end_to_end() {
     assert_eq!(read(&fresh), want);
 }
 
-#[test]
 fn update_fetch_if_not_present_and_selector() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     let digest = push_tags(&reg, "team/app", &["v1.0.0", "v1.2.0"]);
     let recorded = format!("sha256:{}", "a".repeat(64));
@@ -327,11 +321,8 @@ spec:
     );
 }
 
-#[test]
 fn update_fetch_failure_writes_nothing() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
@@ -390,11 +381,8 @@ fn update_fetch_failure_writes_nothing() {
     assert_eq!(read(&deploy), text, "nothing written");
 }
 
-#[test]
 fn update_fetch_conflicts_with_supplied_result() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
@@ -435,11 +423,8 @@ fn update_fetch_conflicts_with_supplied_result() {
     assert_eq!(read(&deploy), text);
 }
 
-#[test]
 fn update_fetch_kubesphere_newest_build_and_digest() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     for (tag, created) in [
         ("main-a", "2024-01-01T00:00:00Z"),
@@ -528,14 +513,11 @@ spec:
     );
 }
 
-#[test]
 fn update_fetch_htpasswd_with_secret_manifest() {
-    let Some(reg) = Registry::start(Auth::Htpasswd {
+    let reg = Registry::start(Auth::Htpasswd {
         user: "robot".into(),
         password: "s3cret-pw".into(),
-    }) else {
-        return;
-    };
+    });
     let host = reg.authority();
     push_tags(&reg, "private/app", &["1.0.0", "1.1.0"]);
     let dir = tempfile::tempdir().unwrap();
@@ -597,11 +579,8 @@ spec: {{imageRepositoryRef: {{name: private}}, policy: {{semver: {{range: '1.x'}
     assert!(!stderr(&out).contains("s3cret"), "no secret in output");
 }
 
-#[test]
 fn policy_command_against_the_registry() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     let multi = push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
@@ -650,7 +629,6 @@ fn policy_command_against_the_registry() {
     );
 }
 
-#[test]
 fn policy_command_offline() {
     let dir = tempfile::tempdir().unwrap();
     let tags = write(
@@ -716,7 +694,6 @@ fn policy_command_offline() {
     assert_eq!(out.status.code(), Some(2), "bad options are usage errors");
 }
 
-#[test]
 fn update_fetch_invalid_definitions_name_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
@@ -810,11 +787,8 @@ functionConfig:
   fetch: true
 "#;
 
-#[test]
 fn function_fetch_true() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
@@ -878,25 +852,9 @@ fn function_fetch_true() {
 
 /// Through kpt itself: `kpt fn eval --exec` runs the binary on the host,
 /// with network access (a container image would get `--network none`).
-#[test]
 fn kpt_fn_eval_exec_fetch() {
-    let kpt = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("kpt"))
-            .find(|p| p.is_file())
-    });
-    let Some(kpt) = kpt else {
-        // Straight to stderr, past the harness's capture.
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: kpt not found on PATH; kpt fn eval --exec test not run"
-        );
-        return;
-    };
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let kpt = "kpt";
+    let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
@@ -954,7 +912,6 @@ fn repository_and_policy(namespace: &str, name: &str, image: &str, extra: &str) 
 
 /// `insecure: true` on one ImageRepository must not send another
 /// repository's credentials over plain HTTP on the same host.
-#[test]
 fn insecure_applies_to_its_own_repository_only() {
     let server = harness::FakeServer::start(|r| {
         if r.path() == "/v2/" {
@@ -1038,7 +995,6 @@ fn insecure_applies_to_its_own_repository_only() {
 
 /// A tag list fetched with a Secret's credentials is never served from the
 /// cache to a policy that does not name that Secret.
-#[test]
 fn cached_tag_lists_stay_with_their_credentials() {
     let expected = format!(
         "Basic {}",
@@ -1100,4 +1056,70 @@ fn cached_tag_lists_stay_with_their_credentials() {
             stderr(&out)
         );
     }
+}
+
+fn main() {
+    testkit::run(vec![
+        trial(
+            "update_fetch_flux_end_to_end",
+            &["docker-registry"],
+            update_fetch_flux_end_to_end,
+        ),
+        trial(
+            "update_fetch_if_not_present_and_selector",
+            &["docker-registry"],
+            update_fetch_if_not_present_and_selector,
+        ),
+        trial(
+            "update_fetch_failure_writes_nothing",
+            &["docker-registry"],
+            update_fetch_failure_writes_nothing,
+        ),
+        trial(
+            "update_fetch_conflicts_with_supplied_result",
+            &["docker-registry"],
+            update_fetch_conflicts_with_supplied_result,
+        ),
+        trial(
+            "update_fetch_kubesphere_newest_build_and_digest",
+            &["docker-registry"],
+            update_fetch_kubesphere_newest_build_and_digest,
+        ),
+        trial(
+            "update_fetch_htpasswd_with_secret_manifest",
+            &["docker-registry"],
+            update_fetch_htpasswd_with_secret_manifest,
+        ),
+        trial(
+            "policy_command_against_the_registry",
+            &["docker-registry"],
+            policy_command_against_the_registry,
+        ),
+        trial("policy_command_offline", &[], policy_command_offline),
+        trial(
+            "update_fetch_invalid_definitions_name_the_file",
+            &[],
+            update_fetch_invalid_definitions_name_the_file,
+        ),
+        trial(
+            "function_fetch_true",
+            &["docker-registry"],
+            function_fetch_true,
+        ),
+        trial(
+            "kpt_fn_eval_exec_fetch",
+            &["docker-registry", "kpt"],
+            kpt_fn_eval_exec_fetch,
+        ),
+        trial(
+            "insecure_applies_to_its_own_repository_only",
+            &[],
+            insecure_applies_to_its_own_repository_only,
+        ),
+        trial(
+            "cached_tag_lists_stay_with_their_credentials",
+            &[],
+            cached_tag_lists_stay_with_their_credentials,
+        ),
+    ]);
 }

@@ -16,7 +16,7 @@ use super::{Exit, UsageError, read_input};
 use crate::cli::PolicyCommandArgs;
 use crate::fetch::resolve::choose;
 use crate::policy::{OutputFormat, evaluate_offline, parse_tags_file, render_json, render_text};
-use crate::registry::{RegistryClient, Repository};
+use image_update_registry::{RegistryClient, Repository};
 
 /// Run `policy`.
 ///

@@ -10,13 +10,13 @@ use crate::cli::{RegistryArgs, UpdateArgs};
 use crate::fetch::definitions::is_policy_definition;
 use crate::fetch::{self, Definition, Document, Resolved, emit, may_define};
 use crate::pipeline::{self, Destination, TreePlan};
-use crate::registry::ClientSettings;
 use crate::resolve::policies::{
     PoliciesError, SuppliedPolicy, image_policy, is_flux_kind, parse_documents,
 };
 use crate::resolve::selector::Selector;
 use crate::resolve::{LatestRef, PolicyKey, PolicyTable};
 use crate::source::dir::walk;
+use image_update_registry::ClientSettings;
 
 /// Build the policy table from `--policy` and `--policies` (filtered by
 /// `--selector`). With `--fetch`, ImagePolicies that have a spec are

@@ -13,9 +13,9 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::policy::{DigestReflection, FilterTagsConfig, ImageRef, Order, PolicyConfig, Strategy};
-use crate::registry::Repository;
 use crate::resolve::PolicyKey;
 use crate::resolve::policies::{is_flux_kind, labels, namespace_name};
+use image_update_registry::Repository;
 
 /// apiVersion group of the KubeSphere ImageUpdater.
 pub const KUBESPHERE_GROUP: &str = "gitops.kubesphere.io";

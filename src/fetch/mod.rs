@@ -22,8 +22,8 @@ pub use resolve::{Resolved, resolve};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::registry::{ClientSettings, CredentialStore, SettingsFile};
 use crate::resolve::{ConflictError, PolicyTable};
+use image_update_registry::{ClientSettings, CredentialStore, SettingsFile};
 
 /// The registry client settings of a fetching run: defaults, overlaid with
 /// the settings `file` when given, credentials from the environment, then
@@ -36,11 +36,12 @@ use crate::resolve::{ConflictError, PolicyTable};
 ///
 /// # Errors
 /// An unreadable or invalid settings file.
+#[allow(clippy::result_large_err)] // the registry crate's own error type
 pub fn client_settings(
     file: Option<&Path>,
     cache_dir: Option<PathBuf>,
     cache_ttl: Option<Duration>,
-) -> Result<ClientSettings, crate::registry::Error> {
+) -> Result<ClientSettings, image_update_registry::Error> {
     let file = file.map(SettingsFile::load).transpose()?;
     let explicit_exclusion = file.as_ref().is_some_and(|f| f.exclusion_list.is_some());
     let mut settings = ClientSettings {

@@ -12,11 +12,11 @@ use crate::policy::{
     DigestAction, ImageRef, LookupError, PolicySpec, Selection, Strategy, digest_action,
     next_observed_previous,
 };
-use crate::registry::credentials::credential_from_config_json;
-use crate::registry::{
+use crate::resolve::{LatestRef, PolicyKey};
+use image_update_registry::credentials::credential_from_config_json;
+use image_update_registry::{
     ClientSettings, Credential, Error as RegistryError, Platform, RegistryClient, Repository,
 };
-use crate::resolve::{LatestRef, PolicyKey};
 
 /// How many repositories are listed at once (each host's own
 /// `concurrency` setting still applies).
@@ -301,11 +301,12 @@ pub fn choose(
         // then reads the answers in its own order.
         let survivors: Vec<&str> = filtered.tags().collect();
         let mut times = created_many(client, repo, &survivors, &platforms);
-        let mut lookup = |tag: &str| -> Result<Option<crate::time::Timestamp>, LookupError> {
-            times
-                .remove(tag)
-                .unwrap_or_else(|| created(client, repo, tag, &platforms))
-        };
+        let mut lookup =
+            |tag: &str| -> Result<Option<image_update_registry::time::Timestamp>, LookupError> {
+                times
+                    .remove(tag)
+                    .unwrap_or_else(|| created(client, repo, tag, &platforms))
+            };
         spec.choose(filtered, &mut lookup, top)?
     } else {
         spec.choose(filtered, &mut crate::policy::NoCreatedTimes, top)?
@@ -358,7 +359,7 @@ pub fn choose(
 /// How many creation times are looked up at once (per policy).
 const CREATED_IN_FLIGHT: usize = 6;
 
-type CreatedResult = Result<Option<crate::time::Timestamp>, LookupError>;
+type CreatedResult = Result<Option<image_update_registry::time::Timestamp>, LookupError>;
 
 /// [`created`] for many tags, with up to [`CREATED_IN_FLIGHT`] requests
 /// at a time (each host's `concurrency` setting still applies).
@@ -397,7 +398,7 @@ fn created(
     repo: &Repository,
     tag: &str,
     platforms: &[Platform],
-) -> Result<Option<crate::time::Timestamp>, LookupError> {
+) -> Result<Option<image_update_registry::time::Timestamp>, LookupError> {
     if platforms.is_empty() {
         return match client.created(repo, tag, None) {
             Ok(Some(t)) => Ok(Some(t)),

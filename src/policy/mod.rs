@@ -41,8 +41,8 @@ pub mod semver;
 pub mod spec;
 pub mod tags_file;
 
-pub use crate::time::{TimeError, Timestamp};
 pub use args::{ArgsError, OutputFormat, PolicyArgs};
+pub use image_update_registry::time::{TimeError, Timestamp};
 pub use offline::{Evaluation, OfflineError, evaluate_offline};
 pub use reflection::{DigestAction, ImageRef, digest_action, next_observed_previous};
 pub use render::{render_json, render_text};

@@ -41,7 +41,7 @@ use super::fasthash::FastState;
 use super::filter::TagFilter;
 use super::spec::{Compiled, PolicySpec, Strategy};
 use super::{alphabetical, numerical, semver::parse_tag};
-use crate::time::Timestamp;
+use image_update_registry::time::Timestamp;
 
 /// A listed tag, with its image creation time when the caller knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

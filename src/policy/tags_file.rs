@@ -17,7 +17,7 @@
 //! matching.
 
 use super::select::TagInfo;
-use crate::time::Timestamp;
+use image_update_registry::time::Timestamp;
 
 /// A line of a tags file that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,7 +3,7 @@
 //! Flux refuses to run when any policy's latest image is not a valid
 //! reference (go-containerregistry's weak validation); so do we, before any
 //! file is written. Host, tag and digest syntax come from
-//! [`crate::registry::reference`]; the path components are checked here
+//! [`image_update_registry::reference`]; the path components are checked here
 //! against the distribution grammar, so the message names the component.
 
 use std::fmt;
@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::registry::reference;
+use image_update_registry::reference;
 
 /// The latest image of a policy: `status.latestRef` of a Flux ImagePolicy.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]

@@ -26,6 +26,7 @@ mod manifest;
 pub mod reference;
 mod secret;
 pub mod settings;
+pub mod time;
 mod transport;
 mod url;
 

@@ -127,7 +127,7 @@ impl CredentialStore {
             (Some(u), Some(p), Some(hosts)) => {
                 for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
                     store.explicit.insert(
-                        crate::registry::settings::normalise_host_key(host),
+                        crate::settings::normalise_host_key(host),
                         Credential::Basic {
                             username: u.clone(),
                             password: Secret::new(p.clone()),
@@ -155,10 +155,8 @@ impl CredentialStore {
 
     /// Use this credential for `host` (highest precedence).
     pub fn with_credential(mut self, host: &str, credential: Credential) -> Self {
-        self.explicit.insert(
-            crate::registry::settings::normalise_host_key(host),
-            credential,
-        );
+        self.explicit
+            .insert(crate::settings::normalise_host_key(host), credential);
         self
     }
 
@@ -189,7 +187,7 @@ impl CredentialStore {
     /// The credential for `repository` on `registry` (canonical host, e.g.
     /// `index.docker.io` or `localhost:5000`).
     pub fn lookup(&self, registry: &str, repository: &str) -> Result<Credential> {
-        let host = crate::registry::settings::normalise_host_key(registry);
+        let host = crate::settings::normalise_host_key(registry);
         let host = if host == DOCKER_HUB_API {
             DOCKER_HUB.to_owned()
         } else {
@@ -356,7 +354,7 @@ pub fn credential_from_config_json(
     repository: &str,
     origin: &str,
 ) -> Result<Option<Credential>> {
-    let host = crate::registry::settings::normalise_host_key(registry);
+    let host = crate::settings::normalise_host_key(registry);
     let host = if host == DOCKER_HUB_API {
         DOCKER_HUB.to_owned()
     } else {

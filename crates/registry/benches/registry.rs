@@ -10,14 +10,13 @@
 //! Run: `cargo bench --bench registry` (env `BENCH_TAGS`, `BENCH_RUNS` override the defaults).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../tests/support/registry.rs"]
-mod harness;
+use image_update_testkit::registry as harness;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use harness::{Auth, ImageSpec, Registry, many_tags};
-use image_update::registry::{ClientSettings, RegistryClient, Repository};
+use image_update_registry::{ClientSettings, RegistryClient, Repository};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -42,9 +41,11 @@ fn main() {
         eprintln!("SKIPPED: skopeo is not installed (apt-get install skopeo)");
         return;
     };
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
+    if image_update_testkit::find_program("docker-registry").is_none() {
+        eprintln!("docker-registry is not installed (apt-get install docker-registry)");
         return;
-    };
+    }
+    let reg = Registry::start(Auth::Anonymous);
     let spec = ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z");
     let (manifest, _) = reg.push_image("bench/app", "seed", &spec);
     let tags = many_tags(n);

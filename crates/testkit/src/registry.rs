@@ -3,14 +3,8 @@
 //! JWTs the way distribution expects, a pusher speaking the registry HTTP
 //! API, and a small fake HTTP server for fault injection.
 //!
-//! Shared by `tests/registry.rs` and `benches/registry.rs`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    dead_code,
-    unreachable_pub
-)]
+//! Shared by the registry crate's tests and benchmark and the `--fetch`
+//! tests.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -26,29 +20,10 @@ use sha2::{Digest, Sha256};
 
 pub const REGISTRY_BIN: &str = "docker-registry";
 
-/// Path of `docker-registry`, or `None` (with a message) when it is missing.
-/// With `CI` set, a missing binary is a failure, not a skip.
-pub fn registry_binary() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(REGISTRY_BIN))
-            .find(|p| p.is_file())
-    });
-    match found {
-        Some(p) => Some(p),
-        None if std::env::var_os("CI").is_some() => panic!(
-            "{REGISTRY_BIN} is not installed but CI is set; install the Debian package `docker-registry`"
-        ),
-        None => {
-            // Written to stderr directly, not through eprintln!, so that the
-            // test harness does not capture (and hide) it.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: {REGISTRY_BIN} not found on PATH (apt-get install docker-registry); real-registry test not run"
-            );
-            None
-        }
-    }
+/// Path of `docker-registry`. Tests that use it are [`crate::trial`]s that
+/// need it, so it is there when they run.
+pub fn registry_binary() -> PathBuf {
+    crate::find_program(REGISTRY_BIN).expect("docker-registry is on PATH")
 }
 
 pub fn free_port() -> u16 {
@@ -620,14 +595,14 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Start `docker-registry`; `None` when it is not installed (and CI is not set).
-    pub fn start(auth: Auth) -> Option<Self> {
+    /// Start `docker-registry` (in a trial that needs it).
+    pub fn start(auth: Auth) -> Self {
         Self::start_with(auth, None)
     }
 
     /// Start with TLS (server certificate signed by `tls`'s CA) when given.
-    pub fn start_with(auth: Auth, tls: Option<&TestCa>) -> Option<Self> {
-        let bin = registry_binary()?;
+    pub fn start_with(auth: Auth, tls: Option<&TestCa>) -> Self {
+        let bin = registry_binary();
         let dir = tempfile::tempdir().unwrap();
         let auth_yaml = match &auth {
             Auth::Anonymous => String::new(),
@@ -704,14 +679,14 @@ impl Registry {
             let base = format!("{scheme}://127.0.0.1:{port}");
             match wait_ready(&mut child, &agent, &base, &log_path) {
                 Ok(()) => {
-                    return Some(Self {
+                    return Self {
                         port,
                         tls: tls.is_some(),
                         child,
                         dir,
                         auth,
                         agent,
-                    });
+                    };
                 }
                 Err(message) => {
                     let _ = child.kill();

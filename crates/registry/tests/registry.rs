@@ -6,8 +6,8 @@
 //! * `fake_*`: faults injected by an in-process HTTP server on 127.0.0.1.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "support/registry.rs"]
-mod harness;
+use image_update_testkit::registry as harness;
+use image_update_testkit::{self as testkit, trial};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +17,7 @@ use harness::{
     Auth, FakeServer, ImageSpec, Registry, Reply, TokenPolicy, TokenServer, basic, many_tags,
     sha256,
 };
-use image_update::registry::{
+use image_update_registry::{
     ClientSettings, Credential, CredentialStore, Error, HostConfig, Platform, RegistryClient,
     Repository, RetryPolicy, Secret,
 };
@@ -60,11 +60,8 @@ fn with_creds(mut settings: ClientSettings, host: &str, user: &str, pass: &str) 
 // ---------------------------------------------------------------------------
 // Real registry
 
-#[test]
 fn real_anonymous_tags_digests_created() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let (oci, oci_digest) = reg.push_image(
         "team/app",
         "v1.0.0",
@@ -134,11 +131,8 @@ fn real_anonymous_tags_digests_created() {
     );
 }
 
-#[test]
 fn real_multi_arch_index() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let images = [
         ImageSpec::new("linux", "arm", Some("v7"), "2024-01-01T00:00:07Z"),
         ImageSpec::new("linux", "arm64", Some("v8"), "2024-01-01T00:00:08Z"),
@@ -194,11 +188,8 @@ fn real_multi_arch_index() {
     assert_eq!(m.digest, index_digest);
 }
 
-#[test]
 fn real_docker_manifest_list() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let images = [
         ImageSpec::new("linux", "amd64", None, "2023-06-01T00:00:00Z").docker(),
         ImageSpec::new("linux", "arm64", Some("v8"), "2023-06-02T00:00:00Z").docker(),
@@ -230,18 +221,15 @@ fn real_docker_manifest_list() {
     );
 }
 
-#[test]
 fn real_tls_with_ca_file() {
     let ca = harness::TestCa::new();
-    let Some(reg) = Registry::start_with(
+    let reg = Registry::start_with(
         Auth::Htpasswd {
             user: "tls".to_owned(),
             password: "over-https".to_owned(),
         },
         Some(&ca),
-    ) else {
-        return;
-    };
+    );
     reg.push_image(
         "secure/app",
         "v1",
@@ -302,15 +290,9 @@ fn real_tls_with_ca_file() {
         .collect();
     let empty_dir = tempfile::tempdir().unwrap();
     let policy = |cert_file: &std::path::Path| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_image-update"))
-            .args([
-                "policy",
-                &format!("{}/secure/app", reg.authority()),
-                "--alphabetical",
-                "asc",
-            ])
-            .arg("--registry-config")
-            .arg(&settings_file)
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .env(CHILD_LIST, format!("{}/secure/app", reg.authority()))
+            .env(CHILD_SETTINGS, &settings_file)
             .env("SSL_CERT_FILE", cert_file)
             .env("SSL_CERT_DIR", empty_dir.path())
             .env(format!("IMAGE_UPDATE_REGISTRY_{host_var}_USERNAME"), "tls")
@@ -352,11 +334,8 @@ fn real_tls_with_ca_file() {
     assert!(matches!(err, Error::Settings { .. }), "{err}");
 }
 
-#[test]
 fn real_thousands_of_tags_and_sig_exclusion() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let (manifest, _) = reg.push_image(
         "big",
         "seed",
@@ -394,14 +373,11 @@ fn real_thousands_of_tags_and_sig_exclusion() {
     assert_eq!(got, want);
 }
 
-#[test]
 fn real_htpasswd_basic_auth() {
-    let Some(reg) = Registry::start(Auth::Htpasswd {
+    let reg = Registry::start(Auth::Htpasswd {
         user: "alice".to_owned(),
         password: "wonderland".to_owned(),
-    }) else {
-        return;
-    };
+    });
     let (_, digest) = reg.push_image(
         "private/app",
         "v1",
@@ -433,14 +409,11 @@ fn real_htpasswd_basic_auth() {
     assert!(!format!("{err} {err:?}").contains("not-the-password"));
 }
 
-#[test]
 fn real_docker_config_credentials() {
-    let Some(reg) = Registry::start(Auth::Htpasswd {
+    let reg = Registry::start(Auth::Htpasswd {
         user: "bob".to_owned(),
         password: "builder".to_owned(),
-    }) else {
-        return;
-    };
+    });
     reg.push_image(
         "cfg/app",
         "v1",
@@ -466,23 +439,20 @@ fn real_docker_config_credentials() {
     );
 }
 
-fn token_registry(policy: TokenPolicy) -> Option<(TokenServer, Registry)> {
+fn token_registry(policy: TokenPolicy) -> (TokenServer, Registry) {
     let ts = TokenServer::start(policy);
     let realm = ts.server.url("/token");
-    let reg = Registry::start(Auth::Token(Arc::clone(&ts.issuer), realm))?;
-    Some((ts, reg))
+    let reg = Registry::start(Auth::Token(Arc::clone(&ts.issuer), realm));
+    (ts, reg)
 }
 
-#[test]
 fn real_token_auth_with_basic_credentials() {
-    let Some((ts, reg)) = token_registry(TokenPolicy {
+    let (ts, reg) = token_registry(TokenPolicy {
         user: Some(("carol".to_owned(), "s3cret-pw".to_owned())),
         refresh_token: None,
         anonymous_pull: false,
         access_token_field: false,
-    }) else {
-        return;
-    };
+    });
     let (_, d1) = reg.push_image(
         "tok/one",
         "v1",
@@ -549,16 +519,13 @@ fn real_token_auth_with_basic_credentials() {
     assert!(!format!("{err} {err:?}").contains("wrong-pw"));
 }
 
-#[test]
 fn real_token_auth_with_identity_token() {
-    let Some((ts, reg)) = token_registry(TokenPolicy {
+    let (ts, reg) = token_registry(TokenPolicy {
         user: None,
         refresh_token: Some("refresh-me".to_owned()),
         anonymous_pull: false,
         access_token_field: true,
-    }) else {
-        return;
-    };
+    });
     reg.push_image(
         "idt/app",
         "v3",
@@ -581,16 +548,13 @@ fn real_token_auth_with_identity_token() {
     assert_eq!(posts, 1, "refresh-token grant uses POST");
 }
 
-#[test]
 fn real_token_anonymous_pull() {
-    let Some((_ts, reg)) = token_registry(TokenPolicy {
+    let (_ts, reg) = token_registry(TokenPolicy {
         user: None,
         refresh_token: None,
         anonymous_pull: true,
         access_token_field: false,
-    }) else {
-        return;
-    };
+    });
     reg.push_image(
         "pub/app",
         "v1",
@@ -603,11 +567,8 @@ fn real_token_anonymous_pull() {
     );
 }
 
-#[test]
 fn real_list_many_bounded() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let names: Vec<String> = (0..6).map(|i| format!("many/r{i}")).collect();
     for (i, n) in names.iter().enumerate() {
         reg.push_image(
@@ -632,11 +593,8 @@ fn real_list_many_bounded() {
     assert_eq!(ok, want);
 }
 
-#[test]
 fn real_tag_cache() {
-    let Some(reg) = Registry::start(Auth::Anonymous) else {
-        return;
-    };
+    let reg = Registry::start(Auth::Anonymous);
     let (m, _) = reg.push_image(
         "cached",
         "v1",
@@ -684,7 +642,6 @@ fn tags_json(tags: &[&str]) -> String {
     serde_json::json!({"name": "r", "tags": tags}).to_string()
 }
 
-#[test]
 fn fake_link_pagination_relative_absolute_with_ports() {
     let port = Arc::new(AtomicUsize::new(0));
     let p = Arc::clone(&port);
@@ -728,7 +685,6 @@ fn fake_link_pagination_relative_absolute_with_ports() {
     assert_eq!(server.count(|r| r.path().ends_with("/tags/list")), 4);
 }
 
-#[test]
 fn fake_pagination_loop_is_an_error() {
     let server = FakeServer::start(|req| match req.path() {
         "/v2/" => Reply::json(200, "{}"),
@@ -762,7 +718,6 @@ fn basic_registry(
     })
 }
 
-#[test]
 fn fake_pagination_link_to_other_host_gets_no_credentials() {
     let other = FakeServer::start(|_| Reply::json(200, tags_json(&["z"])));
     let other_port = other.addr.port();
@@ -788,7 +743,6 @@ fn fake_pagination_link_to_other_host_gets_no_credentials() {
     );
 }
 
-#[test]
 fn fake_cross_host_redirect_strips_authorization() {
     let body = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:0"},"layers":[]}"#.to_vec();
     let b = body.clone();
@@ -838,7 +792,6 @@ fn fake_cross_host_redirect_strips_authorization() {
     );
 }
 
-#[test]
 fn fake_redirect_loop_is_bounded() {
     let server = FakeServer::start(|req| match req.path() {
         "/v2/" => Reply::json(200, "{}"),
@@ -859,7 +812,6 @@ fn fake_redirect_loop_is_bounded() {
     );
 }
 
-#[test]
 fn fake_429_with_retry_after_seconds_and_date() {
     let calls = Arc::new(AtomicUsize::new(0));
     let k = Arc::clone(&calls);
@@ -889,7 +841,6 @@ fn fake_429_with_retry_after_seconds_and_date() {
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
 
-#[test]
 fn fake_retry_after_too_long_fails_fast() {
     let server = FakeServer::start(|req| match req.path() {
         "/v2/" => Reply::json(200, "{}"),
@@ -903,7 +854,6 @@ fn fake_retry_after_too_long_fails_fast() {
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
-#[test]
 fn fake_5xx_burst_then_success_and_bounded_retries() {
     let calls = Arc::new(AtomicUsize::new(0));
     let k = Arc::clone(&calls);
@@ -934,7 +884,6 @@ fn fake_5xx_burst_then_success_and_bounded_retries() {
     );
 }
 
-#[test]
 fn fake_connection_errors_are_retried() {
     let calls = Arc::new(AtomicUsize::new(0));
     let k = Arc::clone(&calls);
@@ -962,7 +911,6 @@ fn fake_connection_errors_are_retried() {
     assert!(matches!(err, Error::Transport { .. }), "{err}");
 }
 
-#[test]
 fn fake_slow_answer_times_out() {
     let server = FakeServer::start(|req| match req.path() {
         "/v2/" => Reply::json(200, "{}"),
@@ -993,7 +941,6 @@ fn fake_slow_answer_times_out() {
     assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 2);
 }
 
-#[test]
 fn fake_truncated_body() {
     let calls = Arc::new(AtomicUsize::new(0));
     let k = Arc::clone(&calls);
@@ -1027,7 +974,6 @@ fn fake_truncated_body() {
     assert!(matches!(err, Error::Transport { .. }), "{err}");
 }
 
-#[test]
 fn fake_malformed_json() {
     let server = FakeServer::start(|req| match req.path() {
         "/v2/" => Reply::json(200, "{}"),
@@ -1053,7 +999,6 @@ fn fake_malformed_json() {
     assert!(matches!(err, Error::InvalidResponse { .. }), "{err}");
 }
 
-#[test]
 fn fake_content_types() {
     let doc = br#"{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json","config":{"digest":"sha256:1"},"layers":[]}"#.to_vec();
     let d = doc.clone();
@@ -1097,7 +1042,6 @@ fn fake_content_types() {
     assert_eq!(m.digest, sha256(&doc));
 }
 
-#[test]
 fn fake_head_without_digest_falls_back_to_get() {
     let doc = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#.to_vec();
     let d = doc.clone();
@@ -1145,7 +1089,6 @@ fn fake_head_without_digest_falls_back_to_get() {
     assert!(c.digest(&r, "v9", None).unwrap_err().is_not_found());
 }
 
-#[test]
 fn fake_plain_http_credentials_refused() {
     // The token realm is plain HTTP on a host explicitly marked secure.
     let token = FakeServer::start(|_| Reply::json(200, r#"{"token":"t"}"#));
@@ -1202,7 +1145,6 @@ fn fake_plain_http_credentials_refused() {
     assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 1);
 }
 
-#[test]
 fn fake_bearer_token_cache_and_refresh_on_401() {
     let token = FakeServer::start({
         let n = AtomicUsize::new(0);
@@ -1247,7 +1189,6 @@ fn fake_bearer_token_cache_and_refresh_on_401() {
     assert_eq!(q.header("authorization"), None, "anonymous token request");
 }
 
-#[test]
 fn fake_rate_limit_per_registry() {
     let server = FakeServer::start(|req| match req.path() {
         "/v2/" => Reply::json(200, "{}"),
@@ -1277,7 +1218,6 @@ fn fake_rate_limit_per_registry() {
     );
 }
 
-#[test]
 fn fake_list_many_in_flight_bound() {
     let current = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
@@ -1310,7 +1250,6 @@ fn fake_list_many_in_flight_bound() {
     assert!((2..=3).contains(&p), "peak in flight {p}");
 }
 
-#[test]
 fn fake_secrets_never_in_debug_or_errors() {
     let token = FakeServer::start(|_| {
         Reply::json(
@@ -1338,7 +1277,6 @@ fn fake_secrets_never_in_debug_or_errors() {
     }
 }
 
-#[test]
 fn fake_settings_file_drives_the_client() {
     let server = FakeServer::start(|req| match req.path() {
         "/v2/" => Reply::json(200, "{}"),
@@ -1367,4 +1305,185 @@ fn fake_settings_file_drives_the_client() {
         .find(|r| r.path() == "/v2/r/x/tags/list")
         .unwrap();
     assert_eq!(req.query_value("n").as_deref(), Some("7"));
+}
+
+/// This test binary run as a child process: list the tags of the
+/// repository in `CHILD_LIST` with a client configured from the settings file
+/// in `CHILD_SETTINGS` and the environment, as the CLI would (for tests of
+/// process-wide settings such as `SSL_CERT_FILE`).
+const CHILD_LIST: &str = "IMAGE_UPDATE_TEST_CHILD_LIST";
+const CHILD_SETTINGS: &str = "IMAGE_UPDATE_TEST_CHILD_SETTINGS";
+
+fn child_list(repository: &str) -> ! {
+    let mut settings = ClientSettings {
+        credentials: CredentialStore::from_env(),
+        ..ClientSettings::default()
+    };
+    if let Some(file) = std::env::var_os(CHILD_SETTINGS) {
+        settings.apply_file(image_update_registry::SettingsFile::load(file.as_ref()).unwrap());
+    }
+    let client = RegistryClient::new(settings).unwrap();
+    let result = client.list_tags(&Repository::parse(repository).unwrap());
+    match result {
+        Ok(tags) => {
+            println!("{}", tags.join("\n"));
+            std::process::exit(0)
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+fn main() {
+    if let Ok(repository) = std::env::var(CHILD_LIST) {
+        child_list(&repository);
+    }
+    testkit::run(vec![
+        trial(
+            "real_anonymous_tags_digests_created",
+            &["docker-registry"],
+            real_anonymous_tags_digests_created,
+        ),
+        trial(
+            "real_multi_arch_index",
+            &["docker-registry"],
+            real_multi_arch_index,
+        ),
+        trial(
+            "real_docker_manifest_list",
+            &["docker-registry"],
+            real_docker_manifest_list,
+        ),
+        trial(
+            "real_tls_with_ca_file",
+            &["docker-registry"],
+            real_tls_with_ca_file,
+        ),
+        trial(
+            "real_thousands_of_tags_and_sig_exclusion",
+            &["docker-registry"],
+            real_thousands_of_tags_and_sig_exclusion,
+        ),
+        trial(
+            "real_htpasswd_basic_auth",
+            &["docker-registry"],
+            real_htpasswd_basic_auth,
+        ),
+        trial(
+            "real_docker_config_credentials",
+            &["docker-registry"],
+            real_docker_config_credentials,
+        ),
+        trial(
+            "real_token_auth_with_basic_credentials",
+            &["docker-registry"],
+            real_token_auth_with_basic_credentials,
+        ),
+        trial(
+            "real_token_auth_with_identity_token",
+            &["docker-registry"],
+            real_token_auth_with_identity_token,
+        ),
+        trial(
+            "real_token_anonymous_pull",
+            &["docker-registry"],
+            real_token_anonymous_pull,
+        ),
+        trial(
+            "real_list_many_bounded",
+            &["docker-registry"],
+            real_list_many_bounded,
+        ),
+        trial("real_tag_cache", &["docker-registry"], real_tag_cache),
+        trial(
+            "fake_link_pagination_relative_absolute_with_ports",
+            &[],
+            fake_link_pagination_relative_absolute_with_ports,
+        ),
+        trial(
+            "fake_pagination_loop_is_an_error",
+            &[],
+            fake_pagination_loop_is_an_error,
+        ),
+        trial(
+            "fake_pagination_link_to_other_host_gets_no_credentials",
+            &[],
+            fake_pagination_link_to_other_host_gets_no_credentials,
+        ),
+        trial(
+            "fake_cross_host_redirect_strips_authorization",
+            &[],
+            fake_cross_host_redirect_strips_authorization,
+        ),
+        trial(
+            "fake_redirect_loop_is_bounded",
+            &[],
+            fake_redirect_loop_is_bounded,
+        ),
+        trial(
+            "fake_429_with_retry_after_seconds_and_date",
+            &[],
+            fake_429_with_retry_after_seconds_and_date,
+        ),
+        trial(
+            "fake_retry_after_too_long_fails_fast",
+            &[],
+            fake_retry_after_too_long_fails_fast,
+        ),
+        trial(
+            "fake_5xx_burst_then_success_and_bounded_retries",
+            &[],
+            fake_5xx_burst_then_success_and_bounded_retries,
+        ),
+        trial(
+            "fake_connection_errors_are_retried",
+            &[],
+            fake_connection_errors_are_retried,
+        ),
+        trial(
+            "fake_slow_answer_times_out",
+            &[],
+            fake_slow_answer_times_out,
+        ),
+        trial("fake_truncated_body", &[], fake_truncated_body),
+        trial("fake_malformed_json", &[], fake_malformed_json),
+        trial("fake_content_types", &[], fake_content_types),
+        trial(
+            "fake_head_without_digest_falls_back_to_get",
+            &[],
+            fake_head_without_digest_falls_back_to_get,
+        ),
+        trial(
+            "fake_plain_http_credentials_refused",
+            &[],
+            fake_plain_http_credentials_refused,
+        ),
+        trial(
+            "fake_bearer_token_cache_and_refresh_on_401",
+            &[],
+            fake_bearer_token_cache_and_refresh_on_401,
+        ),
+        trial(
+            "fake_rate_limit_per_registry",
+            &[],
+            fake_rate_limit_per_registry,
+        ),
+        trial(
+            "fake_list_many_in_flight_bound",
+            &[],
+            fake_list_many_in_flight_bound,
+        ),
+        trial(
+            "fake_secrets_never_in_debug_or_errors",
+            &[],
+            fake_secrets_never_in_debug_or_errors,
+        ),
+        trial(
+            "fake_settings_file_drives_the_client",
+            &[],
+            fake_settings_file_drives_the_client,
+        ),
+    ]);
 }
