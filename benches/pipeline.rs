@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use image_update::resolve::{LatestRef, PolicyKey, PolicyTable};
-use image_update::scan::Layout;
+use image_update::policies::{LatestRef, PolicyKey, PolicyTable};
+use image_update::updater::scan::Layout;
 
 const POLICIES: usize = 40;
 
@@ -305,7 +305,7 @@ fn main() {
     }
     let splice = time(runs, || {
         for text in &marked_texts {
-            let plan = image_update::update::plan(text, Layout::Documents, &table).unwrap();
+            let plan = image_update::updater::plan::plan(text, Layout::Documents, &table).unwrap();
             std::hint::black_box(plan);
         }
     });

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use image_update::commands::UsageError;
+use image_update::cli::UsageError;
 
 fn main() -> ExitCode {
     // Library diagnostics (registry retries, skipped credential helpers,

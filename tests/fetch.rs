@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 
 use base64::Engine;
 use harness::{Auth, ImageSpec, Registry};
-use image_update::resolve::policies::parse_documents;
+use image_update::policies::image_policy::parse_documents;
 
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
 

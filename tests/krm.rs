@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use image_update::resolve::policies::parse_documents;
+use image_update::policies::image_policy::parse_documents;
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 

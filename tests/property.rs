@@ -4,8 +4,8 @@
 //! exactly those values replaced.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
-use image_update::resolve::{LatestRef, PolicyKey, PolicyTable};
-use image_update::scan::Layout;
+use image_update::policies::{LatestRef, PolicyKey, PolicyTable};
+use image_update::updater::scan::Layout;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -153,7 +153,7 @@ proptest! {
         let mut table = PolicyTable::new();
         table.insert(PolicyKey::parse("ns:p").unwrap(), Some(latest.clone()), "test").unwrap();
 
-        let plan = image_update::update::plan(&text, Layout::Documents, &table).unwrap();
+        let plan = image_update::updater::plan::plan(&text, Layout::Documents, &table).unwrap();
         prop_assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
         let output = plan.new_text.clone().unwrap_or_else(|| text.clone());
 
@@ -183,7 +183,7 @@ proptest! {
         }
 
         // A second run changes nothing.
-        let again = image_update::update::plan(&output, Layout::Documents, &table).unwrap();
+        let again = image_update::updater::plan::plan(&output, Layout::Documents, &table).unwrap();
         prop_assert!(again.new_text.is_none());
     }
 }

@@ -1,0 +1,241 @@
+//! Command-line arguments (clap derive only; the commands live in
+//! `commands/`).
+
+use std::path::PathBuf;
+
+pub mod krm;
+pub mod policy;
+mod policy_args;
+mod policy_offline;
+pub mod update;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::updater::report::Format;
+
+/// Byte-preserving GitOps image automation: rewrites the fields marked with
+/// `# {"$imagepolicy": "NAMESPACE:NAME"}` comments, and nothing else.
+#[derive(Debug, Parser)]
+#[command(
+    name = "image-update",
+    version,
+    about,
+    long_about = None,
+    after_help = "As a KRM function (kpt fn eval / kpt fn render), run `image-update fn`, or the \
+                  binary with no arguments and a ResourceList on stdin; see `image-update fn --help`."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Update marked fields in a directory or file.
+    Update(UpdateArgs),
+    /// Run as a KRM function: ResourceList on stdin, ResourceList on stdout.
+    #[command(long_about = FN_HELP)]
+    Fn(FnArgs),
+    /// Choose the latest tag of IMAGE with a policy (from a registry, or
+    /// offline with --tags-file).
+    Policy(PolicyCommandArgs),
+}
+
+/// Registry client options (`update --fetch`, `policy`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RegistryArgs {
+    /// Registry settings file (per-registry insecure, CA file, page size,
+    /// concurrency, rate; retries; cache; exclusion list); see docs/registry.md.
+    #[arg(long, value_name = "FILE", help_heading = "Registry")]
+    pub registry_config: Option<PathBuf>,
+
+    /// Cache tag lists under DIR (overrides the settings file).
+    #[arg(long, value_name = "DIR", help_heading = "Registry")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// How long a cached tag list is used, e.g. 5m, 1h (default 5m).
+    #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
+    pub cache_ttl: Option<std::time::Duration>,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    image_update_registry::settings::parse_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a duration like 30s, 5m or 1h"))
+}
+
+/// `image-update policy IMAGE`.
+#[derive(Debug, Clone, Args)]
+pub struct PolicyCommandArgs {
+    /// The image repository, without tag (e.g. ghcr.io/acme/app, nginx).
+    pub image: String,
+
+    #[command(flatten)]
+    pub policy: policy_args::PolicyArgs,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `image-update fn` takes no arguments: everything comes in the
+/// ResourceList's functionConfig.
+#[derive(Debug, Args)]
+pub struct FnArgs {}
+
+/// The function's documentation (`kpt fn doc`, `image-update fn --help`).
+pub const FN_HELP: &str = "\
+Run as a KRM function (kpt fn eval / kpt fn render).
+
+Reads one ResourceList (config.kubernetes.io/v1, v1beta1 or v1alpha1, or a v1 List) from stdin and
+writes it back on stdout, with the same apiVersion, with only the scalars marked by
+`# {\"$imagepolicy\": \"NAMESPACE:NAME[:tag|:name|:digest]\"}` comments replaced, and `results` set:
+a summary first, then one info result per changed field and one warning per problem. Everything
+else in the input (comments, annotations, quoting, indentation, functionConfig) is kept byte for
+byte. The binary run with no arguments and a ResourceList on stdin does the same.
+
+Policy results come from, merged (a policy given twice with different values is an error):
+  * ImagePolicy objects (image.toolkit.fluxcd.io) with a status among the items (left untouched);
+  * the functionConfig, one of:
+    - v1 ConfigMap: `data` maps NAMESPACE:NAME to IMAGE:TAG[@DIGEST]; keys without a `:` are
+      options (policySelector, path, check, dryRun, fetch; values are strings). This is what
+      `kpt fn eval ... -- NAMESPACE:NAME=IMAGE:TAG` sends.
+    - fn.image-update.dev/v1alpha1 ImageUpdate:
+        policies:        {NAMESPACE:NAME: IMAGE:TAG[@DIGEST]}
+        policySelector:  kubectl selector string (`env=prod,tier in (web)`) or LabelSelector
+                         {matchLabels, matchExpressions}; selects among the ImagePolicies in the items
+        path:            only items whose path annotation lies under this directory are edited
+        check: true      edit nothing; every pending change is an error result (exit 1)
+        dryRun: true     edit nothing; report what would change
+        fetch: true      compute policy results from the ImageRepository/ImagePolicy and KubeSphere
+                         ImageUpdater items by asking their registries (needs network: under kpt use
+                         --exec or a network-enabled runtime; containers get --network none)
+    - image.toolkit.fluxcd.io/v1 ImageUpdateAutomation: uses the ImagePolicies among the items in
+      the automation's namespace (default: default) that match spec.policySelector; edits only
+      items under spec.update.path; spec.suspend: true edits nothing.
+
+Exit status: 0 when the list was processed (warnings included); 1 when the input or the
+functionConfig is invalid, or check found pending changes: stdout then carries error results
+and kpt writes nothing.
+
+Examples:
+  kpt fn eval --exec image-update PKG -- flux-system:podinfo=ghcr.io/stefanprodan/podinfo:6.7.0
+  kpt fn eval --exec image-update PKG --fn-config automation.yaml
+  kpt fn render PKG --allow-exec
+      with, in the Kptfile: pipeline: {mutators: [{exec: image-update, configPath: FILE}]}";
+
+/// `image-update update`.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// Directory or file to update.
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
+    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
+    pub policies: Vec<String>,
+
+    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
+    #[arg(long = "policies", value_name = "FILE")]
+    pub policy_files: Vec<PathBuf>,
+
+    /// Label selector over the ImagePolicies from --policies (kubectl -l syntax).
+    #[arg(long, short = 'l', value_name = "EXPR")]
+    pub selector: Option<String>,
+
+    /// Write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print a unified diff of every change on stdout.
+    #[arg(long)]
+    pub diff: bool,
+
+    /// Write nothing; exit 3 if any field would change.
+    #[arg(long)]
+    pub check: bool,
+
+    /// Write changed files under DIR (same relative paths) instead of in place.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["dry_run", "check"])]
+    pub output_dir: Option<PathBuf>,
+
+    /// Write the change report to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE|-")]
+    pub report: Option<PathBuf>,
+
+    /// Format of the change report.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub report_format: Format,
+
+    /// Print only warnings and errors.
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Also print skipped files and counts.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
+    /// Compute policy results from registries: ImageRepository/ImagePolicy
+    /// and KubeSphere ImageUpdater definitions in PATH and --policies files
+    /// (see docs/fetch.md).
+    #[arg(long, help_heading = "Fetching")]
+    pub fetch: bool,
+
+    /// Write the fetched ImagePolicies with their computed status to FILE
+    /// (multi-document YAML; `-` for stdout).
+    #[arg(
+        long,
+        value_name = "FILE|-",
+        requires = "fetch",
+        help_heading = "Fetching"
+    )]
+    pub emit_policies: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+use std::io::Read;
+use std::path::Path;
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Done, with or without changes.
+    Success,
+    /// `--check` found changes to make.
+    ChangesPending,
+    /// The output was written, and it reports errors (`fn`).
+    Failed,
+}
+
+impl Exit {
+    #[must_use]
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::ChangesPending => 3,
+            Exit::Failed => 1,
+        }
+    }
+}
+
+/// A command-line mistake: exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Read a file, or stdin for `-`.
+///
+/// # Errors
+/// IO errors with the path.
+pub fn read_input(path: &Path) -> anyhow::Result<String> {
+    use anyhow::Context;
+    if path == Path::new("-") {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read stdin")?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))
+    }
+}

@@ -1,0 +1,253 @@
+//! The change report as KRM function results (the kyaml/kpt `Result`
+//! schema), and their rendering into a ResourceList's `results` entry.
+//!
+//! # Schema
+//!
+//! ```yaml
+//! results:
+//! - message: updated 1 field in 1 resource; 0 warnings   # always first
+//!   severity: info
+//! - message: ghcr.io/org/app:1.0.0 -> ghcr.io/org/app:1.1.0 (flux-system:app)
+//!   severity: info
+//!   resourceRef: {apiVersion: apps/v1, kind: Deployment, name: app, namespace: default}
+//!   field: {path: spec.template.spec.containers[0].image, currentValue: ..., proposedValue: ...}
+//!   file: {path: apps/app.yaml, index: 0}
+//!   tags: {setter: flux-system:app}
+//! ```
+//!
+//! `namespace`, `field`, `file`, `file.index` and `tags` are left out when
+//! unknown. Results are written in block style (kpt writes the style a
+//! function emits back to disk), or as JSON inside a flow-style (JSON) list,
+//! which keeps that list valid JSON.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value, json};
+
+use crate::updater::rewrite::quote;
+use crate::updater::scan::{ItemAnnotations, ObjectId, Style};
+
+/// How serious a result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// The field a result is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldRef {
+    pub path: String,
+    pub current_value: Option<String>,
+    pub proposed_value: Option<String>,
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KptResult {
+    pub message: String,
+    pub severity: Severity,
+    pub resource: Option<ObjectId>,
+    pub field: Option<FieldRef>,
+    pub file: Option<ItemAnnotations>,
+    /// `(key, value)` pairs, in order.
+    pub tags: Vec<(String, String)>,
+}
+
+impl KptResult {
+    /// A result with only a message.
+    #[must_use]
+    pub fn new(severity: Severity, message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            severity,
+            resource: None,
+            field: None,
+            file: None,
+            tags: Vec::new(),
+        }
+    }
+
+    /// The result as a JSON value, keys in schema order.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("message".into(), json!(self.message));
+        out.insert("severity".into(), json!(self.severity.as_str()));
+        if let Some(id) = &self.resource {
+            let mut r = Map::new();
+            r.insert("apiVersion".into(), json!(id.api_version));
+            r.insert("kind".into(), json!(id.kind));
+            r.insert("name".into(), json!(id.name));
+            if !id.namespace.is_empty() {
+                r.insert("namespace".into(), json!(id.namespace));
+            }
+            out.insert("resourceRef".into(), Value::Object(r));
+        }
+        if let Some(field) = &self.field {
+            let mut f = Map::new();
+            f.insert("path".into(), json!(field.path));
+            if let Some(v) = &field.current_value {
+                f.insert("currentValue".into(), json!(v));
+            }
+            if let Some(v) = &field.proposed_value {
+                f.insert("proposedValue".into(), json!(v));
+            }
+            out.insert("field".into(), Value::Object(f));
+        }
+        if let Some(path) = self.file.as_ref().and_then(|f| f.path.as_ref()) {
+            let mut f = Map::new();
+            f.insert("path".into(), json!(path));
+            if let Some(index) = self.file.as_ref().and_then(|f| f.index.as_ref()) {
+                // kpt's File.Index is an integer.
+                let index = index
+                    .parse::<u64>()
+                    .map_or_else(|_| json!(index), |n| json!(n));
+                f.insert("index".into(), index);
+            }
+            out.insert("file".into(), Value::Object(f));
+        }
+        if !self.tags.is_empty() {
+            let tags: Map<String, Value> = self
+                .tags
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            out.insert("tags".into(), Value::Object(tags));
+        }
+        Value::Object(out)
+    }
+}
+
+/// `results:` and its items in block style, each line starting with
+/// `indent` and ending with `eol`.
+#[must_use]
+pub fn render_block(results: &[KptResult], indent: &str, eol: &str) -> String {
+    let mut out = String::new();
+    if results.is_empty() {
+        let _ = write!(out, "{indent}results: []{eol}");
+        return out;
+    }
+    let _ = write!(out, "{indent}results:{eol}");
+    for result in results {
+        if let Value::Object(map) = result.to_value() {
+            write_block_map(&mut out, &map, indent, true, eol);
+        }
+    }
+    out
+}
+
+/// A block mapping; the first key follows `- ` when `item` is set.
+fn write_block_map(
+    out: &mut String,
+    map: &Map<String, Value>,
+    indent: &str,
+    item: bool,
+    eol: &str,
+) {
+    for (i, (key, value)) in map.iter().enumerate() {
+        let lead = match (item, i) {
+            (true, 0) => format!("{indent}- "),
+            (true, _) => format!("{indent}  "),
+            (false, _) => indent.to_owned(),
+        };
+        match value {
+            Value::Object(inner) => {
+                let _ = write!(out, "{lead}{key}:{eol}");
+                let deeper = if item {
+                    format!("{indent}    ")
+                } else {
+                    format!("{indent}  ")
+                };
+                write_block_map(out, inner, &deeper, false, eol);
+            }
+            scalar => {
+                let _ = write!(out, "{lead}{key}: {}{eol}", block_scalar(scalar));
+            }
+        }
+    }
+}
+
+fn block_scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => quote::render(s, Style::Plain, false),
+        other => other.to_string(),
+    }
+}
+
+/// `"results": [...]` as one line of JSON, for flow-style lists.
+#[must_use]
+pub fn render_flow(results: &[KptResult]) -> String {
+    let values: Vec<Value> = results.iter().map(KptResult::to_value).collect();
+    format!("\"results\": {}", Value::Array(values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change() -> KptResult {
+        KptResult {
+            message: "a:1 -> a:2 (ns:p)".into(),
+            severity: Severity::Info,
+            resource: Some(ObjectId {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                name: "app".into(),
+                namespace: String::new(),
+            }),
+            field: Some(FieldRef {
+                path: "spec.containers[0].image".into(),
+                current_value: Some("a:1".into()),
+                proposed_value: Some("a:2".into()),
+            }),
+            file: Some(ItemAnnotations {
+                path: Some("app.yaml".into()),
+                index: Some("0".into()),
+            }),
+            tags: vec![("setter".into(), "ns:p".into())],
+        }
+    }
+
+    #[test]
+    fn block_rendering_reads_back_as_the_values() {
+        let results = vec![
+            KptResult::new(Severity::Info, "updated 1 field in 1 resource; 0 warnings"),
+            change(),
+            KptResult::new(Severity::Warning, "quote \"this\": yes\nnext"),
+        ];
+        let text = format!("x: 1\n{}", render_block(&results, "", "\n"));
+        let back = crate::policies::image_policy::parse_documents(&text).unwrap();
+        let expected: Vec<Value> = results.iter().map(KptResult::to_value).collect();
+        assert_eq!(back[0]["results"], Value::Array(expected));
+        assert!(
+            text.contains("\n  resourceRef:\n    apiVersion: apps/v1\n"),
+            "{text}"
+        );
+        assert!(text.contains("    index: 0\n"), "{text}");
+    }
+
+    #[test]
+    fn indented_crlf_and_flow_rendering() {
+        let block = render_block(&[change()], "  ", "\r\n");
+        assert!(block.starts_with("  results:\r\n  - message: "), "{block}");
+        assert!(block.split_inclusive('\n').all(|l| l.ends_with("\r\n")));
+        let flow = render_flow(&[change()]);
+        let text = format!("{{\"a\": 1, {flow}}}");
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["results"][0]["tags"]["setter"], "ns:p");
+        assert_eq!(render_block(&[], "", "\n"), "results: []\n");
+    }
+}

@@ -1,0 +1,933 @@
+//! Policy definitions read from YAML documents: Flux `ImageRepository` +
+//! `ImagePolicy` pairs and KubeSphere `ImageUpdater` entries, plus the
+//! dockerconfigjson `Secret`s they name.
+//!
+//! Pure: the caller parses the documents (with the file each came from) and
+//! gets back one [`Definition`] per policy, or every problem found, each
+//! naming the file and the object.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::policies::PolicyKey;
+use crate::policies::image_policy::{is_flux_kind, labels, namespace_name};
+use crate::reflector::selection::{
+    DigestReflection, FilterTagsConfig, ImageRef, Order, PolicyConfig, Strategy,
+};
+use image_update_registry::Repository;
+
+/// apiVersion group of the KubeSphere ImageUpdater.
+pub const KUBESPHERE_GROUP: &str = "gitops.kubesphere.io";
+/// The Secret type holding a Docker `config.json`.
+pub const DOCKER_CONFIG_JSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
+
+/// Substrings that a file holding a definition (or a Secret one names)
+/// must contain; files without any are not parsed.
+pub const SCREEN: [&str; 3] = [
+    "image.toolkit.fluxcd.io",
+    KUBESPHERE_GROUP,
+    "dockerconfigjson",
+];
+
+/// Whether `text` may hold a definition or a Secret (cheap substring test).
+#[must_use]
+pub fn may_define(text: &str) -> bool {
+    SCREEN.iter().any(|s| text.contains(s))
+}
+
+/// One YAML document and where it came from.
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub value: Value,
+    /// The file (or `stdin`, or a ResourceList item's path), for messages.
+    pub origin: String,
+    /// The directory relative secret file paths are resolved against;
+    /// `None` when there is no filesystem (a ResourceList).
+    pub dir: Option<PathBuf>,
+}
+
+/// Where a definition's registry credential comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialSource {
+    /// A `kubernetes.io/dockerconfigjson` Secret among the documents.
+    Secret {
+        /// `Secret NAMESPACE/NAME in FILE`.
+        origin: String,
+        /// The Docker `config.json` text.
+        config_json: String,
+    },
+    /// A dockerconfigjson file.
+    File(PathBuf),
+}
+
+impl CredentialSource {
+    /// What the credential is, for messages and grouping (never the secret).
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Secret { origin, .. } => origin.clone(),
+            Self::File(path) => format!("file {}", path.display()),
+        }
+    }
+}
+
+/// What produced a definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A Flux ImagePolicy; `object` is the whole original object.
+    FluxPolicy { object: Value },
+    /// An entry of a KubeSphere ImageUpdater.
+    KubeSphere {
+        /// `NAMESPACE/NAME` of the ImageUpdater.
+        updater: String,
+    },
+}
+
+/// One policy to resolve against a registry.
+#[derive(Debug, Clone)]
+pub struct Definition {
+    /// The marker name, `NAMESPACE:NAME` (KubeSphere: `NAMESPACE:ALIAS`).
+    pub key: PolicyKey,
+    /// `FILE (ImagePolicy NS/NAME)`, for messages and conflicts.
+    pub source: String,
+    /// The image as written (the latest ref's `name`, as Flux keeps it).
+    pub image: String,
+    pub repository: Repository,
+    pub config: PolicyConfig,
+    /// The ImageRepository asks for plain HTTP.
+    pub insecure: bool,
+    pub credentials: Option<CredentialSource>,
+    /// `status.latestRef` already recorded (IfNotPresent, observedPreviousRef).
+    pub previous: Option<ImageRef>,
+    /// `status.observedPreviousRef` already recorded.
+    pub observed_previous: Option<ImageRef>,
+    /// Labels of the defining object (for `--selector`).
+    pub labels: BTreeMap<String, String>,
+    pub kind: Kind,
+}
+
+/// Read every definition in `documents` (List objects are opened).
+///
+/// # Errors
+/// Every problem found, each a sentence naming the file and the object.
+pub fn collect(documents: &[Document]) -> Result<Vec<Definition>, Vec<String>> {
+    let mut flat: Vec<(&Value, &Document)> = Vec::new();
+    for doc in documents {
+        flatten(&doc.value, doc, &mut flat);
+    }
+    let mut errors = Vec::new();
+    let mut repositories: BTreeMap<(String, String), (&Value, &Document)> = BTreeMap::new();
+    let mut secrets: BTreeMap<(String, String), (&Value, &Document)> = BTreeMap::new();
+    for &(value, doc) in &flat {
+        let (namespace, name) = namespace_name(value);
+        if is_flux_kind(value, "ImageRepository") {
+            if repositories
+                .insert((namespace.clone(), name.clone()), (value, doc))
+                .is_some()
+            {
+                errors.push(format!(
+                    "{}: ImageRepository {namespace}/{name} is defined twice",
+                    doc.origin
+                ));
+            }
+        } else if is_secret(value) {
+            secrets.insert((namespace, name), (value, doc));
+        }
+    }
+    let mut out = Vec::new();
+    for &(value, doc) in &flat {
+        if is_flux_kind(value, "ImagePolicy") {
+            // A status-only ImagePolicy is a supplied result, not a definition.
+            if value.get("spec").is_some_and(|s| !s.is_null()) {
+                match flux_policy(value, doc, &repositories, &secrets) {
+                    Ok(d) => out.push(d),
+                    Err(e) => errors.push(e),
+                }
+            }
+        } else if is_image_updater(value) {
+            kubesphere(value, doc, &secrets, &mut out, &mut errors);
+        }
+    }
+    let mut seen: BTreeMap<&PolicyKey, &str> = BTreeMap::new();
+    for d in &out {
+        if let Some(first) = seen.insert(&d.key, &d.source) {
+            errors.push(format!(
+                "policy {} is defined twice: by {first} and by {}",
+                d.key, d.source
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Whether `value` is a Flux ImagePolicy with a spec (a definition).
+#[must_use]
+pub fn is_policy_definition(value: &Value) -> bool {
+    is_flux_kind(value, "ImagePolicy") && value.get("spec").is_some_and(|s| !s.is_null())
+}
+
+fn flatten<'a>(value: &'a Value, doc: &'a Document, out: &mut Vec<(&'a Value, &'a Document)>) {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.ends_with("List")
+        && let Some(items) = value.get("items").and_then(Value::as_array)
+    {
+        for item in items {
+            flatten(item, doc, out);
+        }
+        return;
+    }
+    out.push((value, doc));
+}
+
+fn is_secret(value: &Value) -> bool {
+    value.get("kind").and_then(Value::as_str) == Some("Secret")
+        && value.get("apiVersion").and_then(Value::as_str) == Some("v1")
+}
+
+fn is_image_updater(value: &Value) -> bool {
+    value.get("kind").and_then(Value::as_str) == Some("ImageUpdater")
+        && value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.split('/').next() == Some(KUBESPHERE_GROUP))
+}
+
+fn str_field<'a>(value: &'a Value, pointer: &str, what: &str) -> Result<Option<&'a str>, String> {
+    match value.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(format!("{what} is not a string")),
+    }
+}
+
+fn flux_policy(
+    value: &Value,
+    doc: &Document,
+    repositories: &BTreeMap<(String, String), (&Value, &Document)>,
+    secrets: &BTreeMap<(String, String), (&Value, &Document)>,
+) -> Result<Definition, String> {
+    let (namespace, name) = namespace_name(value);
+    let what = format!("ImagePolicy {namespace}/{name}");
+    let source = format!("{} ({what})", doc.origin);
+    let fail = |m: String| format!("{}: {what}: {m}", doc.origin);
+    if name.is_empty() {
+        return Err(format!(
+            "{}: an ImagePolicy has no metadata.name",
+            doc.origin
+        ));
+    }
+    let spec = value.get("spec").unwrap_or(&Value::Null);
+    let repo_name = str_field(
+        spec,
+        "/imageRepositoryRef/name",
+        "spec.imageRepositoryRef.name",
+    )
+    .map_err(&fail)?
+    .filter(|s| !s.is_empty())
+    .ok_or_else(|| fail("spec.imageRepositoryRef.name is missing".to_owned()))?;
+    let repo_namespace = str_field(
+        spec,
+        "/imageRepositoryRef/namespace",
+        "spec.imageRepositoryRef.namespace",
+    )
+    .map_err(&fail)?
+    .filter(|s| !s.is_empty())
+    .unwrap_or(&namespace);
+    let Some(&(repository, repo_doc)) =
+        repositories.get(&(repo_namespace.to_owned(), repo_name.to_owned()))
+    else {
+        return Err(fail(format!(
+            "ImageRepository {repo_namespace}/{repo_name} is not among the definitions"
+        )));
+    };
+    let repo_what = format!(
+        "{}: ImageRepository {repo_namespace}/{repo_name}",
+        repo_doc.origin
+    );
+    let image = str_field(repository, "/spec/image", "spec.image")
+        .map_err(|e| format!("{repo_what}: {e}"))?
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| format!("{repo_what}: spec.image is missing"))?
+        .to_owned();
+    let parsed = Repository::parse(&image).map_err(|e| format!("{repo_what}: {e}"))?;
+    let strategy = flux_strategy(spec).map_err(&fail)?;
+    let mut config = PolicyConfig::new(strategy);
+    if let Some(filter) = spec.get("filterTags").filter(|v| !v.is_null()) {
+        config.filter = Some(FilterTagsConfig {
+            pattern: str_field(filter, "/pattern", "spec.filterTags.pattern")
+                .map_err(&fail)?
+                .unwrap_or("")
+                .to_owned(),
+            extract: str_field(filter, "/extract", "spec.filterTags.extract")
+                .map_err(&fail)?
+                .unwrap_or("")
+                .to_owned(),
+        });
+    }
+    if let Some(reflection) = str_field(
+        spec,
+        "/digestReflectionPolicy",
+        "spec.digestReflectionPolicy",
+    )
+    .map_err(&fail)?
+    {
+        config.digest_reflection = reflection
+            .parse::<DigestReflection>()
+            .map_err(|e| fail(e.to_string()))?;
+    }
+    match repository.pointer("/spec/exclusionList") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(list)) => {
+            let list: Vec<String> = list
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_owned).ok_or_else(|| {
+                        format!("{repo_what}: spec.exclusionList holds a non-string")
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            // An empty list means the default, as in Flux.
+            if !list.is_empty() {
+                config.exclude = list;
+            }
+        }
+        Some(_) => return Err(format!("{repo_what}: spec.exclusionList is not a list")),
+    }
+    let insecure = match repository.pointer("/spec/insecure") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(format!("{repo_what}: spec.insecure is not true or false")),
+    };
+    let credentials = match str_field(repository, "/spec/secretRef/name", "spec.secretRef.name")
+        .map_err(|e| format!("{repo_what}: {e}"))?
+    {
+        Some(secret) if !secret.is_empty() => Some(
+            credential_source(secret, repo_namespace, repo_doc, secrets)
+                .map_err(|e| format!("{repo_what}: {e}"))?,
+        ),
+        _ => None,
+    };
+    let status_ref = |field: &str| -> Result<Option<ImageRef>, String> {
+        match value.pointer(&format!("/status/{field}")) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => {
+                let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                let (name, tag) = (get("name"), get("tag"));
+                if name.is_empty() || tag.is_empty() {
+                    return Err(fail(format!("status.{field} needs a name and a tag")));
+                }
+                Ok(Some(ImageRef::new(name, tag).with_digest(get("digest"))))
+            }
+        }
+    };
+    Ok(Definition {
+        key: PolicyKey { namespace, name },
+        source,
+        image,
+        repository: parsed,
+        config,
+        insecure,
+        credentials,
+        previous: status_ref("latestRef")?,
+        observed_previous: status_ref("observedPreviousRef")?,
+        labels: labels(value),
+        kind: Kind::FluxPolicy {
+            object: value.clone(),
+        },
+    })
+}
+
+/// `spec.policy`: semver > alphabetical > numerical, as Flux.
+fn flux_strategy(spec: &Value) -> Result<Strategy, String> {
+    let policy = spec.get("policy").unwrap_or(&Value::Null);
+    let present = |k: &str| policy.get(k).is_some_and(|v| !v.is_null());
+    let order = |k: &str| -> Result<Order, String> {
+        str_field(
+            policy,
+            &format!("/{k}/order"),
+            &format!("spec.policy.{k}.order"),
+        )?
+        .unwrap_or("")
+        .parse::<Order>()
+        .map_err(|e| format!("spec.policy.{k}: {e}"))
+    };
+    if present("semver") {
+        let range = str_field(policy, "/semver/range", "spec.policy.semver.range")?
+            .filter(|r| !r.is_empty())
+            .ok_or("spec.policy.semver.range is missing")?;
+        Ok(Strategy::SemVer {
+            range: range.to_owned(),
+        })
+    } else if present("alphabetical") {
+        Ok(Strategy::Alphabetical {
+            order: order("alphabetical")?,
+        })
+    } else if present("numerical") {
+        Ok(Strategy::Numerical {
+            order: order("numerical")?,
+        })
+    } else {
+        Err("spec.policy has none of semver, alphabetical, numerical".to_owned())
+    }
+}
+
+/// A Secret manifest named `name` in `namespace` among the documents, else
+/// a dockerconfigjson file at `name` (relative to the defining file).
+fn credential_source(
+    name: &str,
+    namespace: &str,
+    doc: &Document,
+    secrets: &BTreeMap<(String, String), (&Value, &Document)>,
+) -> Result<CredentialSource, String> {
+    if let Some(&(secret, secret_doc)) = secrets.get(&(namespace.to_owned(), name.to_owned())) {
+        let origin = format!("Secret {namespace}/{name} in {}", secret_doc.origin);
+        return secret_config_json(secret, &origin).map(|config_json| CredentialSource::Secret {
+            origin,
+            config_json,
+        });
+    }
+    let path = Path::new(name);
+    let path = match &doc.dir {
+        Some(dir) if path.is_relative() => dir.join(path),
+        Some(_) => path.to_path_buf(),
+        None => {
+            return Err(format!(
+                "secret {name:?}: no Secret {namespace}/{name} among the items"
+            ));
+        }
+    };
+    if path.is_file() {
+        Ok(CredentialSource::File(path))
+    } else {
+        Err(format!(
+            "secret {name:?}: no Secret {namespace}/{name} among the definitions, and no dockerconfigjson file {}",
+            path.display()
+        ))
+    }
+}
+
+/// The `.dockerconfigjson` payload of a Secret: `data` (base64) or
+/// `stringData`.
+fn secret_config_json(secret: &Value, origin: &str) -> Result<String, String> {
+    let kind = secret.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind != DOCKER_CONFIG_JSON_TYPE {
+        return Err(format!(
+            "{origin} has type {kind:?}, expected {DOCKER_CONFIG_JSON_TYPE}"
+        ));
+    }
+    if let Some(text) = secret
+        .pointer("/stringData/.dockerconfigjson")
+        .and_then(Value::as_str)
+    {
+        return Ok(text.to_owned());
+    }
+    let encoded = secret
+        .pointer("/data/.dockerconfigjson")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{origin} has no data[.dockerconfigjson]"))?;
+    let compact: String = encoded.split_whitespace().collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(compact)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| format!("{origin}: data[.dockerconfigjson] is not base64 UTF-8"))
+}
+
+/// One `spec.images` entry: `[ALIAS=]IMAGE[:CONSTRAINT]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageEntry {
+    pub alias: String,
+    pub image: String,
+    pub constraint: Option<String>,
+}
+
+impl ImageEntry {
+    /// Parse an entry. Without `ALIAS=`, the alias is the image as written
+    /// (without the constraint); it must then contain no `:` (a registry
+    /// port), since markers are `NAMESPACE:ALIAS`.
+    ///
+    /// # Errors
+    /// An empty alias or image, or an alias with `:` or spaces.
+    pub fn parse(entry: &str) -> Result<Self, String> {
+        let entry = entry.trim();
+        let (alias, rest) = match entry.split_once('=') {
+            Some((a, r)) => (Some(a.trim()), r.trim()),
+            None => (None, entry),
+        };
+        // The constraint follows the first `:` after the last `/`.
+        let slash = rest.rfind('/').map_or(0, |i| i + 1);
+        let (image, constraint) = match rest[slash..].find(':') {
+            Some(i) => (
+                &rest[..slash + i],
+                Some(rest[slash + i + 1..].trim().to_owned()).filter(|c| !c.is_empty()),
+            ),
+            None => (rest, None),
+        };
+        if image.is_empty() {
+            return Err(format!("{entry:?}: the image is empty"));
+        }
+        let alias = alias.unwrap_or(image);
+        if alias.is_empty() || alias.contains([':', ' ', '"']) {
+            return Err(format!(
+                "{entry:?}: the alias {alias:?} cannot name a marker (NAMESPACE:ALIAS); write ALIAS=IMAGE"
+            ));
+        }
+        Ok(Self {
+            alias: alias.to_owned(),
+            image: image.to_owned(),
+            constraint,
+        })
+    }
+}
+
+fn kubesphere(
+    value: &Value,
+    doc: &Document,
+    secrets: &BTreeMap<(String, String), (&Value, &Document)>,
+    out: &mut Vec<Definition>,
+    errors: &mut Vec<String>,
+) {
+    let (namespace, name) = namespace_name(value);
+    let what = format!("{}: ImageUpdater {namespace}/{name}", doc.origin);
+    let spec = value.get("spec").unwrap_or(&Value::Null);
+    let kind = match str_field(spec, "/kind", "spec.kind") {
+        Ok(k) => k.unwrap_or("argocd"),
+        Err(e) => {
+            errors.push(format!("{what}: {e}"));
+            return;
+        }
+    };
+    if kind != "argocd" && kind != "fluxcd" {
+        errors.push(format!(
+            "{what}: spec.kind {kind:?} is neither argocd nor fluxcd"
+        ));
+        return;
+    }
+    let Some(images) = spec.get("images").and_then(Value::as_array) else {
+        errors.push(format!("{what}: spec.images is missing or not a list"));
+        return;
+    };
+    for entry in images {
+        let Some(text) = entry.as_str() else {
+            errors.push(format!("{what}: spec.images holds a non-string"));
+            continue;
+        };
+        match kubesphere_entry(text, kind, spec, &namespace, doc, secrets) {
+            Ok((key, image, repository, config, credentials)) => out.push(Definition {
+                source: format!(
+                    "{} (ImageUpdater {namespace}/{name}, image {text:?})",
+                    doc.origin
+                ),
+                key,
+                image,
+                repository,
+                config,
+                insecure: false,
+                credentials,
+                previous: None,
+                observed_previous: None,
+                labels: labels(value),
+                kind: Kind::KubeSphere {
+                    updater: format!("{namespace}/{name}"),
+                },
+            }),
+            Err(e) => errors.push(format!("{what}: image {text:?}: {e}")),
+        }
+    }
+}
+
+type Entry = (
+    PolicyKey,
+    String,
+    Repository,
+    PolicyConfig,
+    Option<CredentialSource>,
+);
+
+fn kubesphere_entry(
+    text: &str,
+    kind: &str,
+    spec: &Value,
+    namespace: &str,
+    doc: &Document,
+    secrets: &BTreeMap<(String, String), (&Value, &Document)>,
+) -> Result<Entry, String> {
+    let entry = ImageEntry::parse(text)?;
+    let repository = Repository::parse(&entry.image).map_err(|e| e.to_string())?;
+    let key = PolicyKey {
+        namespace: namespace.to_owned(),
+        name: entry.alias.clone(),
+    };
+    let (config, secret) = if kind == "fluxcd" {
+        let flux = spec.get("fluxcd").unwrap_or(&Value::Null);
+        let strategy = if flux.get("policy").is_some_and(|p| !p.is_null()) {
+            flux_strategy(&serde_json::json!({"policy": flux["policy"]}))
+                .map_err(|e| e.replace("spec.policy", "spec.fluxcd.policy"))?
+        } else {
+            semver_from(entry.constraint.as_deref())
+        };
+        let secret = str_field(flux, "/secret", "spec.fluxcd.secret")?.map(str::to_owned);
+        (PolicyConfig::new(strategy), secret)
+    } else {
+        argocd_config(&entry, spec)?
+    };
+    let credentials = match secret.filter(|s| !s.is_empty()) {
+        Some(secret) => Some(credential_source(&secret, namespace, doc, secrets)?),
+        None => None,
+    };
+    Ok((key, entry.image, repository, config, credentials))
+}
+
+fn semver_from(constraint: Option<&str>) -> Strategy {
+    Strategy::SemVer {
+        range: constraint.unwrap_or("*").to_owned(),
+    }
+}
+
+/// `spec.argocd`: the per-alias maps `update-strategy`, `allow-tags`,
+/// `ignore-tags`, `platforms` and `secret`.
+fn argocd_config(
+    entry: &ImageEntry,
+    spec: &Value,
+) -> Result<(PolicyConfig, Option<String>), String> {
+    let argo = spec.get("argocd").unwrap_or(&Value::Null);
+    let per_alias = |field: &str| -> Result<Option<&Value>, String> {
+        match argo.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(map)) => Ok(map.get(&entry.alias).filter(|v| !v.is_null())),
+            Some(_) => Err(format!(
+                "spec.argocd.{field} is not a map of alias to value"
+            )),
+        }
+    };
+    let text = |field: &str| -> Result<Option<String>, String> {
+        per_alias(field)?
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("spec.argocd.{field}.{} is not a string", entry.alias))
+            })
+            .transpose()
+    };
+    let list = |field: &str| -> Result<Vec<String>, String> {
+        match per_alias(field)? {
+            None => Ok(Vec::new()),
+            Some(Value::String(s)) => Ok(s
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_owned).ok_or_else(|| {
+                        format!("spec.argocd.{field}.{} holds a non-string", entry.alias)
+                    })
+                })
+                .collect(),
+            Some(_) => Err(format!(
+                "spec.argocd.{field}.{} is not a string or a list",
+                entry.alias
+            )),
+        }
+    };
+    let strategy = match text("update-strategy")?.as_deref().unwrap_or("semver") {
+        "semver" => semver_from(entry.constraint.as_deref()),
+        "newest-build" | "latest" => Strategy::NewestBuild,
+        "alphabetical" | "name" => Strategy::Alphabetical { order: Order::Asc },
+        "digest" => Strategy::Digest {
+            tag: entry
+                .constraint
+                .clone()
+                .ok_or("the digest strategy needs the tag to follow: write IMAGE:TAG")?,
+        },
+        other => {
+            return Err(format!(
+                "unknown update-strategy {other:?}: use semver, newest-build (latest), alphabetical (name) or digest"
+            ));
+        }
+    };
+    let mut config = PolicyConfig::new(strategy);
+    config.allow_tags = text("allow-tags")?;
+    config.ignore_tags = list("ignore-tags")?;
+    config.platforms = list("platforms")?;
+    Ok((config, text("secret")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policies::image_policy::parse_documents;
+
+    fn docs(yaml: &str) -> Vec<Document> {
+        parse_documents(yaml)
+            .unwrap()
+            .into_iter()
+            .map(|value| Document {
+                value,
+                origin: "defs.yaml".to_owned(),
+                dir: None,
+            })
+            .collect()
+    }
+
+    const FLUX: &str = r"
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: flux-system}
+spec:
+  image: ghcr.io/acme/app
+  exclusionList: ['^.*-debug$']
+  insecure: true
+  secretRef: {name: regcred}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: regcred, namespace: flux-system}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{}'
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: flux-system, labels: {env: prod}}
+spec:
+  imageRepositoryRef: {name: app}
+  policy:
+    alphabetical: {order: desc}
+    numerical: {}
+  filterTags: {pattern: '^main-(\d+)$', extract: '$1'}
+  digestReflectionPolicy: IfNotPresent
+status:
+  latestRef: {name: ghcr.io/acme/app, tag: main-1, digest: 'sha256:aa'}
+";
+
+    #[test]
+    fn flux_pair() {
+        let defs = collect(&docs(FLUX)).unwrap();
+        assert_eq!(defs.len(), 1);
+        let d = &defs[0];
+        assert_eq!(d.key.to_string(), "flux-system:app");
+        assert_eq!(d.image, "ghcr.io/acme/app");
+        assert_eq!(
+            d.config.strategy,
+            Strategy::Alphabetical { order: Order::Desc },
+            "alphabetical beats numerical"
+        );
+        assert_eq!(d.config.exclude, ["^.*-debug$"]);
+        assert_eq!(d.config.digest_reflection, DigestReflection::IfNotPresent);
+        assert_eq!(d.config.filter.as_ref().unwrap().extract, "$1");
+        assert!(d.insecure);
+        assert!(
+            matches!(&d.credentials, Some(CredentialSource::Secret { config_json, .. }) if config_json == "{}")
+        );
+        assert_eq!(d.previous.as_ref().unwrap().tag, "main-1");
+        assert_eq!(d.labels.get("env").map(String::as_str), Some("prod"));
+        assert_eq!(d.source, "defs.yaml (ImagePolicy flux-system/app)");
+    }
+
+    #[test]
+    fn flux_errors_name_file_and_object() {
+        let text = r"
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: lost}
+spec: {imageRepositoryRef: {name: nowhere}, policy: {semver: {range: '1.x'}}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: r}
+spec: {image: 'ghcr.io/a/b:1.0'}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: tagged}
+spec: {imageRepositoryRef: {name: r}, policy: {semver: {range: '1.x'}}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: ok}
+spec: {image: 'ghcr.io/a/b', secretRef: {name: missing}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: nopolicy}
+spec: {imageRepositoryRef: {name: ok}, policy: {}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: status-only}
+status: {latestRef: {name: a, tag: '1'}}
+";
+        let errors = collect(&docs(text)).unwrap_err();
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        assert_eq!(
+            errors[0],
+            "defs.yaml: ImagePolicy default/lost: ImageRepository default/nowhere is not among the definitions"
+        );
+        assert!(
+            errors[1].starts_with("defs.yaml: ImageRepository default/r: image 'ghcr.io/a/b:1.0' should not include a tag"),
+            "{}",
+            errors[1]
+        );
+        assert!(
+            errors[2].contains("ImagePolicy default/nopolicy: spec.policy has none of"),
+            "{}",
+            errors[2]
+        );
+    }
+
+    #[test]
+    fn secret_payloads() {
+        let base = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n";
+        let data = base64::engine::general_purpose::STANDARD.encode(r#"{"auths":{}}"#);
+        let v = parse_documents(&format!(
+            "{base}type: kubernetes.io/dockerconfigjson\ndata: {{.dockerconfigjson: {data}}}\n"
+        ))
+        .unwrap();
+        assert_eq!(secret_config_json(&v[0], "S").unwrap(), r#"{"auths":{}}"#);
+        let v = parse_documents(&format!("{base}type: Opaque\n")).unwrap();
+        assert!(
+            secret_config_json(&v[0], "S")
+                .unwrap_err()
+                .contains("expected kubernetes.io/dockerconfigjson")
+        );
+        let v = parse_documents(&format!(
+            "{base}type: kubernetes.io/dockerconfigjson\ndata: {{.dockerconfigjson: '!!'}}\n"
+        ))
+        .unwrap();
+        assert!(
+            secret_config_json(&v[0], "S")
+                .unwrap_err()
+                .contains("not base64")
+        );
+    }
+
+    #[test]
+    fn image_entries() {
+        let e = ImageEntry::parse("nginx:^0.1").unwrap();
+        assert_eq!((e.alias.as_str(), e.image.as_str()), ("nginx", "nginx"));
+        assert_eq!(e.constraint.as_deref(), Some("^0.1"));
+        let e = ImageEntry::parse("myalias=some/image").unwrap();
+        assert_eq!(
+            (e.alias.as_str(), e.image.as_str()),
+            ("myalias", "some/image")
+        );
+        assert_eq!(e.constraint, None);
+        let e = ImageEntry::parse("web=localhost:5000/team/web:>=1.0 <2").unwrap();
+        assert_eq!(e.image, "localhost:5000/team/web");
+        assert_eq!(e.constraint.as_deref(), Some(">=1.0 <2"));
+        assert!(
+            ImageEntry::parse("localhost:5000/team/web")
+                .unwrap_err()
+                .contains("write ALIAS=IMAGE")
+        );
+        assert!(ImageEntry::parse("a=").is_err());
+    }
+
+    #[test]
+    fn kubesphere_updater() {
+        let text = r"
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: demo, namespace: demo}
+spec:
+  images:
+  - nginx:^0.1
+  - myalias=some/image
+  - pinned=ghcr.io/a/b:stable
+  - abc=ghcr.io/a/c
+  kind: argocd
+  argocd:
+    update-strategy: {nginx: semver, myalias: latest, pinned: digest, abc: name}
+    allow-tags: {myalias: 'regexp:^main-'}
+    ignore-tags: {myalias: '*-dev, *-old'}
+    platforms: {myalias: [linux/amd64, linux/arm64]}
+---
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: flux}
+spec:
+  kind: fluxcd
+  images: [podinfo=ghcr.io/stefanprodan/podinfo]
+  fluxcd:
+    policy: {semver: {range: 5.0.x}}
+";
+        let defs = collect(&docs(text)).unwrap();
+        let by = |k: &str| defs.iter().find(|d| d.key.to_string() == k).unwrap();
+        assert_eq!(
+            by("demo:nginx").config.strategy,
+            Strategy::SemVer {
+                range: "^0.1".into()
+            }
+        );
+        let m = &by("demo:myalias").config;
+        assert_eq!(m.strategy, Strategy::NewestBuild);
+        assert_eq!(m.allow_tags.as_deref(), Some("regexp:^main-"));
+        assert_eq!(m.ignore_tags, ["*-dev", "*-old"]);
+        assert_eq!(m.platforms, ["linux/amd64", "linux/arm64"]);
+        assert_eq!(
+            by("demo:pinned").config.strategy,
+            Strategy::Digest {
+                tag: "stable".into()
+            }
+        );
+        assert_eq!(
+            by("demo:abc").config.strategy,
+            Strategy::Alphabetical { order: Order::Asc }
+        );
+        assert_eq!(
+            by("default:podinfo").config.strategy,
+            Strategy::SemVer {
+                range: "5.0.x".into()
+            }
+        );
+        let bad = r"
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: bad}
+spec:
+  images: [x=ghcr.io/a/x, 'y=ghcr.io/a/y']
+  argocd:
+    update-strategy: {x: fastest, y: digest}
+    secret: {x: nope}
+";
+        let errors = collect(&docs(bad)).unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert!(errors[0].starts_with("defs.yaml: ImageUpdater default/bad: image \"x=ghcr.io/a/x\": unknown update-strategy \"fastest\""), "{}", errors[0]);
+        assert!(
+            errors[1].contains("needs the tag to follow"),
+            "{}",
+            errors[1]
+        );
+    }
+
+    #[test]
+    fn duplicates_are_errors() {
+        let text = format!(
+            "{FLUX}---\n{}",
+            FLUX.replace("name: regcred", "name: other")
+        );
+        let errors = collect(&docs(&text)).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("ImageRepository flux-system/app is defined twice")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("policy flux-system:app is defined twice")),
+            "{errors:?}"
+        );
+    }
+}

@@ -1,0 +1,422 @@
+//! Resolving definitions against registries: list tags (one request chain
+//! per distinct repository, concurrently), select with the policy engine,
+//! look up digests as the policy asks.
+//!
+//! All or nothing: [`resolve`] returns either a result for every definition
+//! or every error, so a caller writes no file unless all policies resolved.
+
+use std::collections::BTreeMap;
+
+use super::definitions::{CredentialSource, Definition};
+use crate::policies::{LatestRef, PolicyKey};
+use crate::reflector::selection::{
+    DigestAction, ImageRef, LookupError, PolicySpec, Selection, Strategy, digest_action,
+    next_observed_previous,
+};
+use image_update_registry::credentials::credential_from_config_json;
+use image_update_registry::{
+    ClientSettings, Credential, Error as RegistryError, Platform, RegistryClient, Repository,
+};
+
+/// How many repositories are listed at once (each host's own
+/// `concurrency` setting still applies).
+pub const MAX_IN_FLIGHT: usize = 8;
+
+/// Candidates kept per selection (for the `policy` command's report).
+pub const TOP: usize = 10;
+
+/// The outcome for one policy.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub key: PolicyKey,
+    /// The definition's source, for the policy table and messages.
+    pub source: String,
+    pub latest: LatestRef,
+    /// `status.latestRef` before this run.
+    pub previous: Option<ImageRef>,
+    /// The new `status.observedPreviousRef`.
+    pub observed_previous: Option<ImageRef>,
+    pub selection: Selection,
+}
+
+impl Resolved {
+    /// `ns:name: 57 tags listed, chose 1.4.2`.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let s = &self.selection;
+        format!(
+            "{}: {} tag{} listed, {} eligible, chose {}",
+            self.key,
+            s.listed,
+            if s.listed == 1 { "" } else { "s" },
+            s.eligible,
+            self.latest
+        )
+    }
+
+    /// The new `status.latestRef` as an [`ImageRef`].
+    #[must_use]
+    pub fn latest_ref(&self) -> ImageRef {
+        ImageRef::new(&self.latest.name, &self.latest.tag).with_digest(&self.latest.digest)
+    }
+}
+
+/// Resolve every definition; `settings` is the run's registry set-up
+/// (settings file, cache, environment credentials).
+///
+/// # Errors
+/// One message per failed policy, naming the policy, its source and the
+/// registry error.
+pub fn resolve(
+    definitions: &[Definition],
+    settings: &ClientSettings,
+) -> Result<Vec<Resolved>, Vec<String>> {
+    let base = settings;
+    // One client per credential source and `insecure` flag: a Secret applies
+    // to its own definitions only, and an ImageRepository's `insecure: true`
+    // to its own repository only (as in Flux), even when others use the same
+    // registry host.
+    let mut groups: BTreeMap<(Option<String>, bool), Vec<usize>> = BTreeMap::new();
+    for (i, d) in definitions.iter().enumerate() {
+        groups
+            .entry((
+                d.credentials.as_ref().map(CredentialSource::describe),
+                d.insecure,
+            ))
+            .or_default()
+            .push(i);
+    }
+    let mut errors = Vec::new();
+    let mut out: Vec<Option<Resolved>> = definitions.iter().map(|_| None).collect();
+    for ((credentials, insecure), members) in &groups {
+        let fail = |i: usize, m: &dyn std::fmt::Display| {
+            let d = &definitions[i];
+            format!("policy {} ({}): {m}", d.key, d.source)
+        };
+        let mut group_settings = base.clone();
+        if *insecure {
+            for &i in members {
+                let host = definitions[i].repository.registry().to_owned();
+                let mut cfg = group_settings
+                    .registries
+                    .get(&host)
+                    .cloned()
+                    .unwrap_or_default();
+                cfg.insecure = Some(true);
+                group_settings.set_host(&host, cfg);
+            }
+        }
+        // Tag lists fetched with a Secret's credentials are cached apart, so
+        // they are never served to a policy without that Secret.
+        if let (Some(source), Some(dir)) = (credentials, &base.cache_dir) {
+            use sha2::Digest as _;
+            let digest = sha2::Sha256::digest(source.as_bytes());
+            let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+            group_settings.cache_dir = Some(dir.join(format!("credentials-{name}")));
+        }
+        let mut credential_error = false;
+        for &i in members {
+            let d = &definitions[i];
+            if let Some(source) = &d.credentials {
+                match credential(source, &d.repository) {
+                    Ok(c) => {
+                        group_settings.credentials = group_settings
+                            .credentials
+                            .clone()
+                            .with_credential(d.repository.registry(), c);
+                    }
+                    Err(e) => {
+                        errors.push(fail(i, &e));
+                        credential_error = true;
+                    }
+                }
+            }
+        }
+        if credential_error {
+            continue;
+        }
+        let client = match RegistryClient::new(group_settings) {
+            Ok(c) => c,
+            Err(e) => {
+                errors.push(format!("registry settings: {e}"));
+                continue;
+            }
+        };
+        let mut repos: Vec<Repository> = members
+            .iter()
+            .map(|&i| definitions[i].repository.clone())
+            .collect();
+        repos.sort();
+        repos.dedup();
+        let listed: BTreeMap<&Repository, Result<Vec<String>, RegistryError>> = repos
+            .iter()
+            .zip(client.list_many(&repos, MAX_IN_FLIGHT))
+            .collect();
+        for &i in members {
+            let d = &definitions[i];
+            let tags = match listed.get(&d.repository) {
+                Some(Ok(tags)) => tags,
+                Some(Err(e)) => {
+                    errors.push(fail(i, &format!("listing tags of {}: {e}", d.repository)));
+                    continue;
+                }
+                None => {
+                    errors.push(fail(i, &"internal error: repository not listed"));
+                    continue;
+                }
+            };
+            let spec = match PolicySpec::new(d.config.clone()) {
+                Ok(s) => s,
+                Err(e) => {
+                    errors.push(fail(i, &e));
+                    continue;
+                }
+            };
+            match choose(
+                &client,
+                &d.repository,
+                &d.image,
+                &spec,
+                tags,
+                d.previous.as_ref(),
+                TOP,
+            ) {
+                Ok((selection, latest)) => {
+                    let new = ImageRef::new(&latest.name, &latest.tag).with_digest(&latest.digest);
+                    let observed_previous = next_observed_previous(
+                        d.previous.as_ref(),
+                        &new,
+                        d.observed_previous.as_ref(),
+                    );
+                    out[i] = Some(Resolved {
+                        key: d.key.clone(),
+                        source: d.source.clone(),
+                        latest,
+                        previous: d.previous.clone(),
+                        observed_previous,
+                        selection,
+                    });
+                }
+                Err(e) => errors.push(fail(i, &chain(&e))),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(out.into_iter().flatten().collect())
+    } else {
+        Err(errors)
+    }
+}
+
+/// `error: cause: cause`, on one line.
+#[must_use]
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut next = error.source();
+    while let Some(e) = next {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        next = e.source();
+    }
+    out
+}
+
+/// The registry credential in `source` for `repository`'s registry.
+fn credential(source: &CredentialSource, repository: &Repository) -> Result<Credential, String> {
+    let (text, origin) = match source {
+        CredentialSource::Secret {
+            origin,
+            config_json,
+        } => (config_json.clone(), origin.clone()),
+        CredentialSource::File(path) => (
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+            path.display().to_string(),
+        ),
+    };
+    credential_from_config_json(
+        &text,
+        repository.registry(),
+        repository.repository(),
+        &origin,
+    )
+    .map_err(|e| e.to_string())?
+    .ok_or_else(|| {
+        format!(
+            "{origin} holds no credentials for {}",
+            repository.registry()
+        )
+    })
+}
+
+/// Why one policy could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ChooseError {
+    #[error(transparent)]
+    Select(#[from] crate::reflector::selection::SelectError),
+    #[error("invalid platform {0:?}: expected os/arch[/variant]")]
+    Platform(String),
+    #[error("fetching the digest of {reference}")]
+    Digest {
+        reference: String,
+        #[source]
+        source: Box<RegistryError>,
+    },
+    #[error("tag {tag} has no image for platform {platforms}")]
+    NoPlatform { tag: String, platforms: String },
+    #[error(transparent)]
+    Reference(#[from] crate::policies::RefError),
+}
+
+fn platforms(spec: &PolicySpec) -> Result<Vec<Platform>, ChooseError> {
+    spec.platforms()
+        .iter()
+        .map(|p| p.parse().map_err(|_| ChooseError::Platform(p.clone())))
+        .collect()
+}
+
+/// Select a tag of `repo` from `tags` with `spec`, then settle its digest:
+/// the digest strategy always records one; otherwise the policy's digest
+/// reflection decides, against `previous`. With platforms, the digest
+/// recorded is still the one the tag points at (an index for multi-arch
+/// images, as Flux and Argo CD record it), and a tag with no image for any
+/// of the platforms is an error.
+///
+/// # Errors
+/// [`ChooseError`]: no tag qualifies (the engine's message), or a registry
+/// failure while reading creation times or digests.
+pub fn choose(
+    client: &RegistryClient,
+    repo: &Repository,
+    image: &str,
+    spec: &PolicySpec,
+    tags: &[String],
+    previous: Option<&ImageRef>,
+    top: usize,
+) -> Result<(Selection, LatestRef), ChooseError> {
+    let platforms = platforms(spec)?;
+    let filtered = spec.filter_tags(tags.iter().map(String::as_str))?;
+    let selection = if spec.needs_created_time() {
+        // Only the survivors are looked up, several at a time; the engine
+        // then reads the answers in its own order.
+        let survivors: Vec<&str> = filtered.tags().collect();
+        let mut times = created_many(client, repo, &survivors, &platforms);
+        let mut lookup =
+            |tag: &str| -> Result<Option<image_update_registry::time::Timestamp>, LookupError> {
+                times
+                    .remove(tag)
+                    .unwrap_or_else(|| created(client, repo, tag, &platforms))
+            };
+        spec.choose(filtered, &mut lookup, top)?
+    } else {
+        spec.choose(
+            filtered,
+            &mut crate::reflector::selection::NoCreatedTimes,
+            top,
+        )?
+    };
+    let tag = selection.tag.clone();
+    let action = if matches!(spec.strategy(), Strategy::Digest { .. }) {
+        DigestAction::Fetch
+    } else {
+        digest_action(spec.digest_reflection(), previous, image, &tag)
+    };
+    let digest = match action {
+        DigestAction::None => String::new(),
+        DigestAction::Keep(d) => d,
+        DigestAction::Fetch => {
+            let wrap = |source| ChooseError::Digest {
+                reference: format!("{image}:{tag}"),
+                source: Box::new(source),
+            };
+            if !platforms.is_empty() {
+                let mut found = false;
+                for p in &platforms {
+                    match client.digest(repo, &tag, Some(p)) {
+                        Ok(_) => {
+                            found = true;
+                            break;
+                        }
+                        Err(RegistryError::PlatformNotFound { .. }) => {}
+                        Err(e) => return Err(wrap(e)),
+                    }
+                }
+                if !found {
+                    return Err(ChooseError::NoPlatform {
+                        tag,
+                        platforms: spec.platforms().join(" or "),
+                    });
+                }
+            }
+            client.digest(repo, &tag, None).map_err(wrap)?
+        }
+    };
+    let latest = LatestRef {
+        name: image.to_owned(),
+        tag,
+        digest,
+    };
+    latest.validate()?;
+    Ok((selection, latest))
+}
+
+/// How many creation times are looked up at once (per policy).
+const CREATED_IN_FLIGHT: usize = 6;
+
+type CreatedResult = Result<Option<image_update_registry::time::Timestamp>, LookupError>;
+
+/// [`created`] for many tags, with up to [`CREATED_IN_FLIGHT`] requests
+/// at a time (each host's `concurrency` setting still applies).
+fn created_many(
+    client: &RegistryClient,
+    repo: &Repository,
+    tags: &[&str],
+    platforms: &[Platform],
+) -> std::collections::HashMap<String, CreatedResult> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let out = Mutex::new(std::collections::HashMap::with_capacity(tags.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..CREATED_IN_FLIGHT.min(tags.len()) {
+            scope.spawn(|| {
+                while let Some(tag) = tags.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let result = created(client, repo, tag, platforms);
+                    if let Ok(mut map) = out.lock() {
+                        map.insert((*tag).to_owned(), result);
+                    }
+                }
+            });
+        }
+    });
+    out.into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The creation time of `tag` for newest-build: the first of `platforms`
+/// the tag has an image for (none: the registry's default choice). A tag
+/// with no image for any platform, or without a `created` time, drops out
+/// (`Ok(None)`), as in Argo CD; other registry failures abort.
+fn created(
+    client: &RegistryClient,
+    repo: &Repository,
+    tag: &str,
+    platforms: &[Platform],
+) -> Result<Option<image_update_registry::time::Timestamp>, LookupError> {
+    if platforms.is_empty() {
+        return match client.created(repo, tag, None) {
+            Ok(Some(t)) => Ok(Some(t)),
+            Ok(None) | Err(RegistryError::PlatformNotFound { .. }) => Ok(None),
+            Err(e) => Err(Box::new(e)),
+        };
+    }
+    for p in platforms {
+        match client.created(repo, tag, Some(p)) {
+            Ok(Some(t)) => return Ok(Some(t)),
+            Ok(None) => return Ok(None),
+            Err(RegistryError::PlatformNotFound { .. }) => {}
+            Err(e) => return Err(Box::new(e)),
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,344 @@
+//! Rendering a [`Selection`] for `image-update policy`: a text summary for
+//! people and a JSON object for scripts. Pure functions; the caller prints.
+//!
+//! # JSON schema
+//!
+//! One object, keys in this order:
+//!
+//! | key | type | meaning |
+//! |---|---|---|
+//! | `image` | string | the image as given on the command line |
+//! | `tag` | string | the chosen original tag |
+//! | `digest` | string or null | `sha256:…` when the caller resolved it, else `null` |
+//! | `strategy` | string | `semver`, `alphabetical`, `numerical`, `newest-build` or `digest` |
+//! | `policy` | string | the strategy with its parameter, e.g. `semver range ">=1.0"` |
+//! | `candidates` | array | the top candidates, best first; each `{"tag", "key", "created"?}`: `key` is what was ranked (the `filterTags` extraction or the tag), `created` (RFC 3339, UTC) only for newest-build |
+//! | `listed` | number | tags listed before any filter |
+//! | `eligible` | number | tags that were ranked |
+//! | `dropped` | object | counts per filter, see below |
+//! | `platforms` | array of strings | the platform filters carried by the policy |
+//! | `digest_reflection` | string | `Never`, `IfNotPresent` or `Always` |
+//!
+//! `dropped` has, in this order: `duplicate_tag`, `excluded` (total),
+//! `excluded_by` (array of `{"pattern", "count"}` in configuration order),
+//! `allow_tags`, `ignore_tags`, `filter_pattern`, `duplicate_key`,
+//! `not_candidate`, `outside_range`, `no_created_time`, all numbers. Each
+//! listed tag is counted once, under the first step that dropped it, so
+//! `listed == eligible + sum(dropped counts)` (with `excluded` standing for
+//! `excluded_by`).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::select::{Candidate, Drops, PatternCount, Selection, thousands};
+use super::spec::PolicySpec;
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    image: &'a str,
+    tag: &'a str,
+    digest: Option<&'a str>,
+    strategy: &'static str,
+    policy: String,
+    candidates: &'a [Candidate],
+    listed: usize,
+    eligible: usize,
+    dropped: JsonDrops<'a>,
+    platforms: &'a [String],
+    digest_reflection: String,
+}
+
+#[derive(Serialize)]
+struct JsonDrops<'a> {
+    duplicate_tag: usize,
+    excluded: usize,
+    excluded_by: &'a [PatternCount],
+    allow_tags: usize,
+    ignore_tags: usize,
+    filter_pattern: usize,
+    duplicate_key: usize,
+    not_candidate: usize,
+    outside_range: usize,
+    no_created_time: usize,
+}
+
+impl<'a> From<&'a Drops> for JsonDrops<'a> {
+    fn from(d: &'a Drops) -> Self {
+        Self {
+            duplicate_tag: d.duplicate_tag,
+            excluded: d.excluded_total(),
+            excluded_by: &d.excluded,
+            allow_tags: d.allow_tags,
+            ignore_tags: d.ignore_tags,
+            filter_pattern: d.filter_pattern,
+            duplicate_key: d.duplicate_key,
+            not_candidate: d.not_candidate,
+            outside_range: d.outside_range,
+            no_created_time: d.no_created_time,
+        }
+    }
+}
+
+/// The JSON report (pretty-printed, newline-terminated); schema in the
+/// module docs.
+///
+/// # Errors
+/// Only if serialisation itself fails, which plain strings and numbers do
+/// not; the `Result` keeps panics out of library code.
+pub fn render_json(
+    image: &str,
+    spec: &PolicySpec,
+    selection: &Selection,
+    digest: Option<&str>,
+) -> Result<String, serde_json::Error> {
+    let report = JsonReport {
+        image,
+        tag: &selection.tag,
+        digest,
+        strategy: spec.strategy().name(),
+        policy: spec.strategy().to_string(),
+        candidates: &selection.candidates,
+        listed: selection.listed,
+        eligible: selection.eligible,
+        dropped: JsonDrops::from(&selection.drops),
+        platforms: spec.platforms(),
+        digest_reflection: spec.digest_reflection().to_string(),
+    };
+    let mut out = serde_json::to_string_pretty(&report)?;
+    out.push('\n');
+    Ok(out)
+}
+
+/// The text summary:
+///
+/// ```text
+/// image:  ghcr.io/acme/app
+/// policy: semver range "^1.2"
+/// tag:    1.4.2
+/// digest: sha256:…                      (only when known)
+/// candidates (top 3 of 57):
+///   1. 1.4.2
+///   2. 1.4.1
+///   3. 1.4.0
+/// tags: 1,204 listed, 57 eligible
+/// dropped:
+///   3 excluded by ^.*\.sig$
+///   1,144 not semver
+/// ```
+///
+/// A candidate whose ranking key differs from its tag shows it as
+/// `tag (key 1700000000)`; newest-build candidates show `created <time>`.
+pub fn render_text(
+    image: &str,
+    spec: &PolicySpec,
+    selection: &Selection,
+    digest: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "image:  {image}");
+    let _ = writeln!(out, "policy: {}", spec.strategy());
+    let _ = writeln!(out, "tag:    {}", selection.tag);
+    if let Some(digest) = digest {
+        let _ = writeln!(out, "digest: {digest}");
+    }
+    let _ = writeln!(
+        out,
+        "candidates (top {} of {}):",
+        selection.candidates.len(),
+        thousands(selection.eligible)
+    );
+    let width = selection.candidates.len().to_string().len();
+    for (i, c) in selection.candidates.iter().enumerate() {
+        let _ = write!(out, "  {:>width$}. {}", i + 1, c.tag);
+        if c.key != c.tag {
+            let _ = write!(out, " (key {})", c.key);
+        }
+        if let Some(t) = c.created {
+            let _ = write!(out, "  created {t}");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "tags: {} listed, {} eligible",
+        thousands(selection.listed),
+        thousands(selection.eligible)
+    );
+    let config = spec.config();
+    let parts = selection.drops.describe(
+        spec.strategy(),
+        config.allow_tags.as_deref(),
+        config.filter.as_ref().map(|f| f.pattern.as_str()),
+    );
+    if parts.is_empty() {
+        out.push_str("dropped: none\n");
+    } else {
+        out.push_str("dropped:\n");
+        for part in parts {
+            let _ = writeln!(out, "  {part}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reflector::selection::{
+        FilterTagsConfig, Order, PolicyConfig, Strategy, TagInfo, Timestamp,
+    };
+
+    fn tags(list: &[&str]) -> Vec<TagInfo> {
+        list.iter().map(|t| TagInfo::new(*t)).collect()
+    }
+
+    #[test]
+    fn text_report() {
+        let spec = PolicySpec::new(PolicyConfig::new(Strategy::SemVer {
+            range: "^1.2".into(),
+        }))
+        .unwrap();
+        let sel = spec
+            .select(
+                &tags(&[
+                    "1.2.0",
+                    "1.4.2",
+                    "1.4.1",
+                    "2.0.0",
+                    "1.4.2.sig",
+                    "latest",
+                    "1.3.0",
+                ]),
+                3,
+            )
+            .unwrap();
+        let text = render_text("ghcr.io/acme/app", &spec, &sel, Some("sha256:abc"));
+        assert_eq!(
+            text,
+            "image:  ghcr.io/acme/app\n\
+             policy: semver range \"^1.2\"\n\
+             tag:    1.4.2\n\
+             digest: sha256:abc\n\
+             candidates (top 3 of 4):\n\
+             \x20 1. 1.4.2\n\
+             \x20 2. 1.4.1\n\
+             \x20 3. 1.3.0\n\
+             tags: 7 listed, 4 eligible\n\
+             dropped:\n\
+             \x20 1 excluded by ^.*\\.sig$\n\
+             \x20 1 not semver\n\
+             \x20 1 outside range\n"
+        );
+    }
+
+    #[test]
+    fn text_shows_keys_and_times() {
+        let mut config = PolicyConfig::new(Strategy::NewestBuild);
+        config.filter = Some(FilterTagsConfig {
+            pattern: "^main-".into(),
+            extract: String::new(),
+        });
+        let spec = PolicySpec::new(config).unwrap();
+        let list = vec![
+            TagInfo {
+                tag: "main-a".into(),
+                created: Some(Timestamp::from_unix(1_700_000_000, 0)),
+            },
+            TagInfo::new("dev-b"),
+        ];
+        let sel = spec.select(&list, 10).unwrap();
+        let text = render_text("app", &spec, &sel, None);
+        assert!(
+            text.contains("  1. main-a  created 2023-11-14T22:13:20Z\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  1 not matching filterTags pattern ^main-\n"),
+            "{text}"
+        );
+        assert!(!text.contains("digest:"), "{text}");
+
+        let mut config = PolicyConfig::new(Strategy::Numerical { order: Order::Asc });
+        config.filter = Some(FilterTagsConfig {
+            pattern: r"^b-(\d+)$".into(),
+            extract: "$1".into(),
+        });
+        let spec = PolicySpec::new(config).unwrap();
+        let sel = spec.select(&tags(&["b-7", "b-12"]), 10).unwrap();
+        let text = render_text("app", &spec, &sel, None);
+        assert!(
+            text.contains("  1. b-12 (key 12)\n  2. b-7 (key 7)\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("dropped: none\n"), "{text}");
+    }
+
+    #[test]
+    fn json_report_schema() {
+        let mut config = PolicyConfig::new(Strategy::SemVer {
+            range: ">=1.0.0".into(),
+        });
+        config.platforms = vec!["linux/amd64".into()];
+        config.exclude.push("-debug$".into());
+        let spec = PolicySpec::new(config).unwrap();
+        let sel = spec
+            .select(
+                &tags(&[
+                    "1.0.0",
+                    "v1.1.0",
+                    "1.1.0-debug",
+                    "x.sig",
+                    "0.9.0",
+                    "nightly",
+                ]),
+                10,
+            )
+            .unwrap();
+        let json = render_json("ghcr.io/acme/app", &spec, &sel, None).unwrap();
+        assert!(json.ends_with("}\n"));
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let want = serde_json::json!({
+            "image": "ghcr.io/acme/app",
+            "tag": "v1.1.0",
+            "digest": null,
+            "strategy": "semver",
+            "policy": "semver range \">=1.0.0\"",
+            "candidates": [{"tag": "v1.1.0", "key": "v1.1.0"}, {"tag": "1.0.0", "key": "1.0.0"}],
+            "listed": 6,
+            "eligible": 2,
+            "dropped": {
+                "duplicate_tag": 0,
+                "excluded": 2,
+                "excluded_by": [{"pattern": "^.*\\.sig$", "count": 1}, {"pattern": "-debug$", "count": 1}],
+                "allow_tags": 0,
+                "ignore_tags": 0,
+                "filter_pattern": 0,
+                "duplicate_key": 0,
+                "not_candidate": 1,
+                "outside_range": 1,
+                "no_created_time": 0
+            },
+            "platforms": ["linux/amd64"],
+            "digest_reflection": "Never"
+        });
+        assert_eq!(value, want);
+        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "image",
+                "tag",
+                "digest",
+                "strategy",
+                "policy",
+                "candidates",
+                "listed",
+                "eligible",
+                "dropped",
+                "platforms",
+                "digest_reflection"
+            ]
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! Splice new values into the original text; every other byte is kept.
+//!
+//! The YAML is never re-serialised: an [`Edit`] replaces one byte range, and
+//! [`apply`] copies the source between ranges unchanged.
+
+pub mod quote;
+
+use std::ops::Range;
+
+use crate::updater::scan::{Marker, Target};
+
+/// Replace `range` of the source with `replacement`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub range: Range<usize>,
+    pub replacement: String,
+}
+
+/// Edits that overlap, or lie outside the text, cannot be applied together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("edits overlap or lie outside the text at byte {at}")]
+pub struct EditError {
+    pub at: usize,
+}
+
+/// The edit that writes `new_value` into the scalar governed by `marker`.
+#[must_use]
+pub fn edit_for(marker: &Marker, new_value: &str) -> Edit {
+    match &marker.target {
+        Target::Replace { range, style } => Edit {
+            range: range.clone(),
+            replacement: quote::render(new_value, *style, marker.in_flow),
+        },
+        Target::Insert { at } => Edit {
+            range: *at..*at,
+            replacement: format!(
+                " {}",
+                quote::render(
+                    new_value,
+                    crate::updater::scan::Style::Plain,
+                    marker.in_flow
+                )
+            ),
+        },
+    }
+}
+
+/// Apply `edits` to `text` in one pass.
+///
+/// # Errors
+/// Fails when two edits overlap, when one ends before it starts or past the
+/// end of the text, or when a range does not fall on character boundaries.
+pub fn apply(text: &str, edits: &mut [Edit]) -> Result<String, EditError> {
+    let pieces = pieces(text, edits)?;
+    let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for piece in pieces {
+        out.push_str(piece);
+    }
+    Ok(out)
+}
+
+/// The pieces of the edited text, in order: kept source slices and
+/// replacements, for writing out without building the whole new text.
+/// Sorts `edits` by position.
+///
+/// # Errors
+/// As [`apply`].
+pub fn pieces<'a>(text: &'a str, edits: &'a mut [Edit]) -> Result<Vec<&'a str>, EditError> {
+    edits.sort_by_key(|e| (e.range.start, e.range.end));
+    let mut out = Vec::with_capacity(edits.len() * 2 + 1);
+    let mut cursor = 0;
+    for edit in edits.iter() {
+        let Range { start, end } = edit.range;
+        if start < cursor
+            || end < start
+            || !text.is_char_boundary(start)
+            || !text.is_char_boundary(end)
+        {
+            return Err(EditError { at: start });
+        }
+        let Some(kept) = text.get(cursor..start) else {
+            return Err(EditError { at: start });
+        };
+        out.push(kept);
+        out.push(edit.replacement.as_str());
+        cursor = end;
+    }
+    out.push(text.get(cursor..).ok_or(EditError { at: cursor })?);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn edit(range: Range<usize>, s: &str) -> Edit {
+        Edit {
+            range,
+            replacement: s.to_owned(),
+        }
+    }
+
+    #[test]
+    fn splices_in_order() {
+        let mut edits = vec![edit(7..8, "Z"), edit(0..1, "AA"), edit(4..4, "+")];
+        assert_eq!(apply("abc def ghi", &mut edits).unwrap(), "AAbc +defZghi");
+    }
+
+    #[test]
+    fn rejects_overlaps_and_bad_ranges() {
+        assert!(apply("abcdef", &mut [edit(0..3, "x"), edit(2..4, "y")]).is_err());
+        assert!(apply("abc", &mut [edit(2..9, "x")]).is_err());
+        assert!(apply("é", &mut [edit(1..2, "x")]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn bytes_outside_edits_are_kept(text in "[a-z\n\r ]{0,200}", cuts in proptest::collection::vec((0usize..200, 0usize..5), 0..8)) {
+            // Non-overlapping edits built from sorted, disjoint cut points.
+            let mut points: Vec<(usize, usize)> = cuts.into_iter().map(|(s, l)| (s.min(text.len()), l)).collect();
+            points.sort_unstable();
+            let mut edits = Vec::new();
+            let mut last_end = 0;
+            for (start, len) in points {
+                if start < last_end { continue; }
+                let end = (start + len).min(text.len());
+                edits.push(edit(start..end, "<>"));
+                last_end = end;
+            }
+            let out = apply(&text, &mut edits.clone()).unwrap();
+            // Rebuild the expected output from the kept pieces.
+            let mut expected = String::new();
+            let mut cursor = 0;
+            for e in &edits {
+                expected.push_str(&text[cursor..e.range.start]);
+                expected.push_str("<>");
+                cursor = e.range.end;
+            }
+            expected.push_str(&text[cursor..]);
+            prop_assert_eq!(out, expected);
+            prop_assert_eq!(apply(&text, &mut []).unwrap(), text);
+        }
+    }
+}
