@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use image_update::policies::{LatestRef, PolicyKey, PolicyTable};
+use image_update::policies::{ImageRef, PolicyKey, PolicyTable};
 use image_update::updater::scan::Layout;
 
 const POLICIES: usize = 40;
@@ -298,7 +298,7 @@ fn main() {
         table
             .insert(
                 PolicyKey::parse(&format!("flux-system:app{p}")).unwrap(),
-                Some(LatestRef::parse(&format!("ghcr.io/acme/app{p}:2.{p}.0")).unwrap()),
+                Some(ImageRef::parse(&format!("ghcr.io/acme/app{p}:2.{p}.0")).unwrap()),
                 "bench",
             )
             .unwrap();

@@ -1,44 +1,41 @@
 //! image-update: byte-preserving GitOps image automation.
 //!
+//! Two halves, joined by one operation:
+//!
 //! ```text
-//! source ──> scan ──> resolve ──> rewrite ──> report ──> sink
-//! (files,    (markers, (policy    (splice     (ResultV2, (atomic
-//!  stdin)     spans)    table)     values)     results)   writes)
+//!                     ┌────────────── operation::run ───────────────┐
+//! front ends          │                                             │
+//!  cli (update,       │  policies ──> PolicyTable <── reflector      │
+//!  policy), krm  ──>  │  (values, ImagePolicy      (definitions ──>  │ ──> Outcome
+//!  UpdateConfig       │   status, scope)            registry ──>     │     (report, changes,
+//!                     │                             selection)       │      diagnostics,
+//!                     │  updater: source ─> scan ─> plan ─> rewrite  │      written files)
+//!                     │           ─> report ─> sink                  │
+//!                     └─────────────────────────────────────────────┘
 //! ```
 //!
-//! [`update::plan`] is the pure core shared by every front end: it scans one
-//! YAML text for `$imagepolicy` markers, resolves each against a
-//! [`resolve::PolicyTable`] and splices the new values into the original
-//! bytes. Only `source`, `sink` and `commands` do IO.
+//! * [`operation`]: [`operation::UpdateConfig`] in, [`operation::Outcome`]
+//!   out; the one orchestration every front end shares.
+//! * [`updater`]: finds `$imagepolicy` markers and splices new values into
+//!   the original bytes; [`updater::plan`] is its pure core.
+//! * [`reflector`]: computes policy results from registries (the registry
+//!   client itself is the `image-update-registry` crate).
+//! * [`policies`]: policy results, their scope and the table markers are
+//!   looked up in. [`automation`]: Flux ImageUpdateAutomation objects.
+//! * [`diagnostic`] and [`error`]: what the user is told.
+//! * Front ends: [`cli`] (and its `fn` subcommand over [`krm`]).
+//!
+//! `docs/architecture.md` has the file map.
 
+pub mod automation;
 pub mod cli;
+pub mod diagnostic;
+pub mod error;
+pub mod input;
 pub mod krm;
+pub mod operation;
 pub mod policies;
 pub mod reflector;
 pub mod text;
 pub mod updater;
-
-use clap::Parser;
-
-/// Parse `argv` and run the chosen command; returns the exit status.
-///
-/// # Errors
-/// Any failure of the command; [`cli::UsageError`] marks usage errors.
-pub fn run_cli() -> anyhow::Result<cli::Exit> {
-    use std::io::IsTerminal;
-    // A KRM function container gets no argv: with no arguments and input
-    // waiting on stdin, act as `fn` (kpt fn eval --image, kpt fn render).
-    if std::env::args_os().len() == 1 && !std::io::stdin().is_terminal() {
-        return cli::krm::run();
-    }
-    let cli = cli::Cli::parse();
-    match cli.command {
-        Some(cli::Command::Update(args)) => cli::update::run(&args),
-        Some(cli::Command::Fn(_)) => cli::krm::run(),
-        Some(cli::Command::Policy(args)) => cli::policy::run(&args),
-        None => Err(cli::UsageError(
-            "no command given; try `image-update update --help`".to_owned(),
-        )
-        .into()),
-    }
-}
+pub mod yaml;

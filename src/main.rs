@@ -1,10 +1,10 @@
-//! The `image-update` binary: run the CLI, print the error chain once, map
-//! the outcome to an exit status (0 ok, 1 error, 2 usage, 3 check found
-//! changes).
+//! The `image-update` binary: set up logging, run the CLI, print the error
+//! once, map the outcome to an exit status (0 ok, 1 error, 2 usage, 3 check
+//! found changes).
 
 use std::process::ExitCode;
 
-use image_update::cli::UsageError;
+use image_update::cli;
 
 fn main() -> ExitCode {
     // Library diagnostics (registry retries, skipped credential helpers,
@@ -17,28 +17,11 @@ fn main() -> ExitCode {
         .without_time()
         .with_target(false)
         .init();
-    match image_update::run_cli() {
+    match cli::run() {
         Ok(exit) => ExitCode::from(exit.code()),
-        Err(err) => {
-            if is_broken_pipe(&err) {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("error: {err}");
-            for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
-            if err.downcast_ref::<UsageError>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
+        Err(error) => {
+            cli::print_error(&error);
+            ExitCode::from(cli::error_code(&error))
         }
     }
-}
-
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }

@@ -11,7 +11,7 @@ pub struct LineIndex {
 }
 
 /// A 1-based line and column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Position {
     pub line: usize,
     pub column: usize,

@@ -215,9 +215,11 @@ fn errors_exit_1_and_write_nothing() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        stderr.contains("policies.yaml") && stderr.contains("line"),
+        stderr.contains("policies.yaml:1:4: error: not valid YAML: unclosed bracket"),
         "{stderr}"
     );
+    assert!(!stderr.contains("<input>"), "{stderr}");
+    assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
 
     let out = run(
         &["update", "/nonexistent/dir", "--policy", "ns:p=nginx:1"],

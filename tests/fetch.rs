@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 
 use base64::Engine;
 use harness::{Auth, ImageSpec, Registry};
-use image_update::policies::image_policy::parse_documents;
+use image_update::yaml::parse_values;
 
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
 
@@ -204,7 +204,7 @@ fn update_fetch_flux_end_to_end() {
     );
 
     // --emit-policies: the ImagePolicies with the computed status.
-    let docs = parse_documents(&read(&emitted)).unwrap();
+    let docs = parse_values(&read(&emitted)).unwrap();
     assert_eq!(docs.len(), 4);
     let find = |name: &str| {
         docs.iter()
@@ -348,10 +348,10 @@ fn update_fetch_failure_writes_nothing() {
         "{err}"
     );
     assert!(
-        err.contains(&format!(
-            "policy flux-system:gone ({} (ImagePolicy flux-system/gone)): listing tags of {host}/team/gone:",
-            defs_path.display()
-        )),
+        err.contains(&format!("{}:", defs_path.display()))
+            && err.contains(&format!(
+                ": error: policy flux-system:gone: {host}/team/gone: GET"
+            )),
         "{err}"
     );
     assert_eq!(read(&deploy), text, "nothing written");
@@ -492,7 +492,7 @@ spec:
         .replace("team/ver:0.1.0", "team/ver:0.1.5")
         .replace("\"0.1.0\"", "\"0.1.5\"");
     assert_eq!(read(&file), want);
-    let docs = parse_documents(&read(&emitted)).unwrap();
+    let docs = parse_values(&read(&emitted)).unwrap();
     let nb = docs.iter().find(|d| d["metadata"]["name"] == "nb").unwrap();
     assert_eq!(nb["metadata"]["namespace"], "demo");
     assert_eq!(
@@ -707,7 +707,10 @@ fn update_fetch_invalid_definitions_name_the_file() {
     let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).starts_with(&format!("error: {}:", broken.display())),
+        stderr(&out).starts_with(&format!(
+            "{}:2:7: error: not valid YAML: unclosed bracket",
+            broken.display()
+        )),
         "{}",
         stderr(&out)
     );
@@ -723,7 +726,7 @@ fn update_fetch_invalid_definitions_name_the_file() {
     assert_eq!(
         stderr(&out),
         format!(
-            "error: invalid policy definitions; nothing was written:\n  {}: ImagePolicy default/app: ImageRepository default/app is not among the definitions\n",
+            "error: invalid policy definitions; nothing was written\n{}:5:23: error: ImagePolicy default/app: ImageRepository default/app is not among the definitions\n",
             defs.display()
         )
     );
@@ -741,7 +744,7 @@ fn update_fetch_invalid_definitions_name_the_file() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains(&format!(
-            "{}: ImagePolicy default/app: spec.policy.numerical: invalid order 'sideways'",
+            "{}:6:31: error: ImagePolicy default/app: spec.policy.numerical: invalid order 'sideways'",
             defs.display()
         )),
         "a repository from --policies is found; {}",
@@ -836,7 +839,9 @@ fn function_fetch_true() {
         "{text}"
     );
     assert!(
-        text.contains("policy flux-system:app (flux/images.yaml (ImagePolicy flux-system/app)): listing tags of"),
+        text.contains(&format!(
+            "flux/images.yaml: policy flux-system:app: {host}/team/gone: GET"
+        )),
         "{text}"
     );
 

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use image_update::policies::image_policy::parse_documents;
+use image_update::yaml::parse_values;
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 
@@ -141,7 +141,7 @@ fn golden(case: &Path) -> Result<(), Failed> {
         }
         let strip = |bytes: &[u8]| -> Result<Value, Failed> {
             let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
-            let mut docs = parse_documents(text).map_err(|e| format!("output is not YAML: {e}"))?;
+            let mut docs = parse_values(text).map_err(|e| format!("output is not YAML: {e}"))?;
             let mut doc = docs.pop().ok_or("output is empty")?;
             if let Some(map) = doc.as_object_mut() {
                 map.remove("results");
@@ -280,7 +280,7 @@ fn is_expected_output(rel: &str) -> bool {
 
 fn yaml_value(rel: &str, bytes: &[u8]) -> Result<Vec<Value>, Failed> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("{rel}: {e}"))?;
-    parse_documents(text).map_err(|e| format!("{rel}: {e}").into())
+    parse_values(text).map_err(|e| format!("{rel}: {e}").into())
 }
 
 /// Run kpt on `pkg` as `config` says; kpt's exit code, output and results.

@@ -4,7 +4,7 @@
 //! exactly those values replaced.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
-use image_update::policies::{LatestRef, PolicyKey, PolicyTable};
+use image_update::policies::{ImageRef, PolicyKey, PolicyTable};
 use image_update::updater::scan::Layout;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -108,7 +108,7 @@ fn render(nodes: &[Node], indent: usize, out: &mut Vec<String>) {
 }
 
 /// The input's tree, with every marked scalar replaced by what its setter writes.
-fn expected(nodes: &[Node], tree: &Value, latest: &LatestRef) -> Value {
+fn expected(nodes: &[Node], tree: &Value, latest: &ImageRef) -> Value {
     let mut out = tree.clone();
     for (i, n) in nodes.iter().enumerate() {
         let key = format!("k{i}");
@@ -149,12 +149,12 @@ proptest! {
         }
         let eol = if crlf { "\r\n" } else { "\n" };
         let text = lines.join(eol) + eol;
-        let latest = LatestRef::parse(&format!("ghcr.io/acme/app:{}", TAGS[tag])).unwrap();
+        let latest = ImageRef::parse(&format!("ghcr.io/acme/app:{}", TAGS[tag])).unwrap();
         let mut table = PolicyTable::new();
         table.insert(PolicyKey::parse("ns:p").unwrap(), Some(latest.clone()), "test").unwrap();
 
         let plan = image_update::updater::plan::plan(&text, Layout::Documents, &table).unwrap();
-        prop_assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+        prop_assert!(plan.planned.warnings.is_empty(), "{:?}", plan.planned.warnings);
         let output = plan.new_text.clone().unwrap_or_else(|| text.clone());
 
         // The output parses to the input's tree with the marked values replaced.
@@ -167,7 +167,7 @@ proptest! {
         let old_lines: Vec<&str> = text.split_inclusive('\n').collect();
         let new_lines: Vec<&str> = output.split_inclusive('\n').collect();
         prop_assert_eq!(old_lines.len(), new_lines.len());
-        let changed: std::collections::BTreeSet<usize> = plan.changes.iter().map(|c| c.position.line).collect();
+        let changed: std::collections::BTreeSet<usize> = plan.planned.changes.iter().map(|c| c.position.line).collect();
         for (i, (a, b)) in old_lines.iter().zip(&new_lines).enumerate() {
             if a == b {
                 continue;

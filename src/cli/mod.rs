@@ -1,5 +1,16 @@
-//! Command-line arguments (clap derive only; the commands live in
-//! `commands/`).
+//! The command line: clap definitions, one module per subcommand, and the
+//! rendering of errors.
+//!
+//! Modes, and which one runs when:
+//! * no arguments and a ResourceList on stdin (not a terminal): the KRM
+//!   function, as kpt runs a container (`kpt fn eval --image`, `kpt fn
+//!   render`); also `image-update fn`;
+//! * every other mode is an explicit subcommand: `update` (a directory or
+//!   file), `policy` (choose a tag).
+//!
+//! Each subcommand turns its flags into an [`crate::operation::UpdateConfig`]
+//! (or its own small config), runs, renders the outcome on stdout/stderr and
+//! chooses the exit status.
 
 use std::path::PathBuf;
 
@@ -9,9 +20,9 @@ mod policy_args;
 mod policy_offline;
 pub mod update;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::updater::report::Format;
+use crate::error::Error;
 
 /// Byte-preserving GitOps image automation: rewrites the fields marked with
 /// `# {"$imagepolicy": "NAMESPACE:NAME"}` comments, and nothing else.
@@ -21,8 +32,9 @@ use crate::updater::report::Format;
     version,
     about,
     long_about = None,
-    after_help = "As a KRM function (kpt fn eval / kpt fn render), run `image-update fn`, or the \
-                  binary with no arguments and a ResourceList on stdin; see `image-update fn --help`."
+    after_help = "Which mode runs: with no arguments and a ResourceList on stdin (not a terminal), the \
+                  binary is the KRM function (kpt fn eval / kpt fn render; same as `image-update fn`, \
+                  see `image-update fn --help`). Every other mode is a subcommand."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -137,9 +149,18 @@ pub struct UpdateArgs {
     #[arg(long = "policies", value_name = "FILE")]
     pub policy_files: Vec<PathBuf>,
 
-    /// Label selector over the ImagePolicies from --policies (kubectl -l syntax).
+    /// Label selector over the ImagePolicies (from --policies, and the
+    /// definitions with --fetch; kubectl -l syntax). --policy values are
+    /// always used.
     #[arg(long, short = 'l', value_name = "EXPR")]
     pub selector: Option<String>,
+
+    /// Follow a Flux ImageUpdateAutomation (v1 or v1beta2): its namespace
+    /// scopes the ImagePolicies, spec.policySelector selects them,
+    /// spec.update.path (under PATH) limits the edits, spec.suspend edits
+    /// nothing.
+    #[arg(long, value_name = "FILE")]
+    pub automation: Option<PathBuf>,
 
     /// Write nothing.
     #[arg(long)]
@@ -162,8 +183,8 @@ pub struct UpdateArgs {
     pub report: Option<PathBuf>,
 
     /// Format of the change report.
-    #[arg(long, value_enum, default_value_t = Format::Json)]
-    pub report_format: Format,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Json)]
+    pub report_format: ReportFormat,
 
     /// Print only warnings and errors.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
@@ -193,8 +214,22 @@ pub struct UpdateArgs {
     pub registry: RegistryArgs,
 }
 
-use std::io::Read;
-use std::path::Path;
+/// Formats of the change report on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ReportFormat {
+    #[default]
+    Json,
+    Yaml,
+}
+
+impl From<ReportFormat> for crate::updater::report::Format {
+    fn from(f: ReportFormat) -> Self {
+        match f {
+            ReportFormat::Json => Self::Json,
+            ReportFormat::Yaml => Self::Yaml,
+        }
+    }
+}
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,6 +243,7 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// The process exit status.
     #[must_use]
     pub fn code(self) -> u8 {
         match self {
@@ -218,24 +254,63 @@ impl Exit {
     }
 }
 
-/// A command-line mistake: exit status 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-/// Read a file, or stdin for `-`.
+/// Parse `argv` and run the chosen mode.
 ///
 /// # Errors
-/// IO errors with the path.
-pub fn read_input(path: &Path) -> anyhow::Result<String> {
-    use anyhow::Context;
-    if path == Path::new("-") {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("cannot read stdin")?;
-        Ok(s)
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))
+/// Whatever the mode fails with; [`Error::Usage`] for usage mistakes.
+pub fn run() -> Result<Exit, Error> {
+    use std::io::IsTerminal;
+    // A KRM function container gets no argv: with no arguments and input
+    // waiting on stdin, act as `fn` (kpt fn eval --image, kpt fn render).
+    if std::env::args_os().len() == 1 && !std::io::stdin().is_terminal() {
+        return krm::run();
     }
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Update(args)) => update::run(&args),
+        Some(Command::Fn(_)) => krm::run(),
+        Some(Command::Policy(args)) => policy::run(&args),
+        None => Err(Error::Usage(
+            "no command given; try `image-update --help`".to_owned(),
+        )),
+    }
+}
+
+/// The exit status for `error`: 2 for usage mistakes, 1 otherwise.
+#[must_use]
+pub fn error_code(error: &Error) -> u8 {
+    if error.is_usage() { 2 } else { 1 }
+}
+
+/// Print `error` on stderr: located diagnostics as `path:line:col: error:
+/// message`, each with its hint; anything else as `error: message` followed
+/// by one `caused by:` line per cause.
+pub fn print_error(error: &Error) {
+    let mut out = String::new();
+    match error {
+        Error::Invalid {
+            summary,
+            diagnostics,
+        } => {
+            if !summary.is_empty() {
+                out.push_str(&format!("error: {summary}\n"));
+            }
+            for d in &diagnostics.0 {
+                out.push_str(&format!("{d}\n"));
+                if let Some(hint) = &d.hint {
+                    out.push_str(&format!("  hint: {hint}\n"));
+                }
+            }
+        }
+        other => {
+            out.push_str(&format!("error: {other}\n"));
+            let mut next = std::error::Error::source(other);
+            while let Some(cause) = next {
+                out.push_str(&format!("  caused by: {cause}\n"));
+                next = cause.source();
+            }
+        }
+    }
+    // One write, so that lines of concurrent processes do not interleave.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), out.as_bytes());
 }

@@ -9,13 +9,12 @@
 
 use std::io::Write;
 
-use anyhow::Context;
-
 use super::policy_args::OutputFormat;
 use super::policy_offline::{OfflineError, evaluate_offline};
-use super::update::registry_settings;
-use super::{Exit, UsageError, read_input};
-use crate::cli::PolicyCommandArgs;
+use super::{Exit, PolicyCommandArgs};
+use crate::diagnostic::{Diagnostic, Location};
+use crate::error::Error;
+use crate::operation::client_settings;
 use crate::reflector::fetch::choose;
 use crate::reflector::selection::{parse_tags_file, render_json, render_text};
 use image_update_registry::{RegistryClient, Repository};
@@ -25,35 +24,31 @@ use image_update_registry::{RegistryClient, Repository};
 /// # Errors
 /// Bad options (usage errors), an unreadable tags file, a registry failure,
 /// or no qualifying tag.
-pub fn run(args: &PolicyCommandArgs) -> anyhow::Result<Exit> {
+pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
     let rendered = if let Some(file) = &args.policy.tags_file {
-        let text = read_input(file)?;
+        let text = crate::input::read_text(file)?;
         let tags = parse_tags_file(&text).map_err(|e| {
-            let name = if file.as_os_str() == "-" {
-                "stdin".to_owned()
-            } else {
-                file.display().to_string()
-            };
-            anyhow::anyhow!("{name}: {e}")
+            Error::invalid(vec![
+                Diagnostic::error(e.to_string()).at(Location::new(crate::input::name(file), None)),
+            ])
         })?;
         match evaluate_offline(&args.policy, &args.image, tags) {
-            Ok(evaluation) => evaluation.rendered,
-            Err(OfflineError::Args(e)) => {
-                return Err(UsageError(e.to_string()).into());
-            }
-            Err(e) => return Err(e.into()),
+            Ok(rendered) => rendered,
+            Err(OfflineError::Args(e)) => return Err(Error::Usage(e.to_string())),
+            Err(OfflineError::Select(e)) => return Err(Error::Other(Box::new(e))),
+            Err(e) => return Err(Error::Internal(e.to_string())),
         }
     } else {
         let spec = args
             .policy
             .to_spec()
-            .map_err(|e| UsageError(e.to_string()))?;
-        let repo = Repository::parse(&args.image).map_err(|e| UsageError(e.to_string()))?;
-        let client = RegistryClient::new(registry_settings(&args.registry)?)
-            .map_err(|e| anyhow::anyhow!("registry settings: {e}"))?;
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let repo = Repository::parse(&args.image).map_err(|e| Error::Usage(e.to_string()))?;
+        let settings = client_settings(&super::update::fetch_settings(&args.registry))?;
+        let client = RegistryClient::new(settings).map_err(|e| Error::Registry(Box::new(e)))?;
         let tags = client
             .list_tags(&repo)
-            .with_context(|| format!("cannot list the tags of {repo}"))?;
+            .map_err(|e| Error::failed(format!("cannot list the tags of {repo}"), e))?;
         let (selection, latest) = choose(
             &client,
             &repo,
@@ -62,16 +57,21 @@ pub fn run(args: &PolicyCommandArgs) -> anyhow::Result<Exit> {
             &tags,
             None,
             args.policy.top,
-        )?;
+        )
+        .map_err(|e| Error::Other(Box::new(e)))?;
         let digest = Some(latest.digest.as_str()).filter(|d| !d.is_empty());
         match args.policy.output {
             OutputFormat::Text => render_text(&args.image, &spec, &selection, digest),
-            OutputFormat::Json => render_json(&args.image, &spec, &selection, digest)?,
+            OutputFormat::Json => render_json(&args.image, &spec, &selection, digest)
+                .map_err(|e| Error::Internal(e.to_string()))?,
         }
     };
     let mut out = std::io::stdout().lock();
     out.write_all(rendered.as_bytes())
         .and_then(|()| out.flush())
-        .context("cannot write the report to stdout")?;
+        .map_err(|source| Error::Stdout {
+            what: "the report",
+            source,
+        })?;
     Ok(Exit::Success)
 }

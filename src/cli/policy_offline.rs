@@ -8,19 +8,7 @@
 
 use super::policy_args::{ArgsError, OutputFormat, PolicyArgs};
 use crate::reflector::selection::render::{render_json, render_text};
-use crate::reflector::selection::select::{SelectError, Selection, TagInfo};
-use crate::reflector::selection::spec::PolicySpec;
-
-/// The outcome of [`evaluate_offline`].
-#[derive(Debug, Clone)]
-pub struct Evaluation {
-    /// The validated policy.
-    pub spec: PolicySpec,
-    /// The chosen tag, top candidates and drop counts.
-    pub selection: Selection,
-    /// The report in the format asked for by `--output`, newline-terminated.
-    pub rendered: String,
-}
+use crate::reflector::selection::select::{SelectError, TagInfo};
 
 /// Why an offline evaluation failed.
 #[derive(Debug, thiserror::Error)]
@@ -46,17 +34,12 @@ pub fn evaluate_offline(
     args: &PolicyArgs,
     image: &str,
     tags: Vec<TagInfo>,
-) -> Result<Evaluation, OfflineError> {
+) -> Result<String, OfflineError> {
     let spec = args.to_spec()?;
     let selection = spec.select(&tags, args.top)?;
-    let rendered = match args.output {
+    Ok(match args.output {
         OutputFormat::Text => render_text(image, &spec, &selection, None),
         OutputFormat::Json => render_json(image, &spec, &selection, None)?,
-    };
-    Ok(Evaluation {
-        spec,
-        selection,
-        rendered,
     })
 }
 
@@ -82,12 +65,26 @@ mod tests {
             top: 2,
             ..PolicyArgs::default()
         };
-        let eval = evaluate_offline(&args, "ghcr.io/acme/app", tags.clone()).unwrap();
-        assert_eq!(eval.selection.tag, "main-99");
-        assert_eq!(eval.selection.candidates.len(), 2);
+        let rendered = evaluate_offline(&args, "ghcr.io/acme/app", tags.clone()).unwrap();
         assert!(
-            eval.rendered
-                .starts_with("image:  ghcr.io/acme/app\npolicy: newest-build\ntag:    main-99\n")
+            rendered
+                .starts_with("image:  ghcr.io/acme/app\npolicy: newest-build\ntag:    main-99\n"),
+            "{rendered}"
+        );
+        let json = evaluate_offline(
+            &PolicyArgs {
+                output: OutputFormat::Json,
+                ..args
+            },
+            "ghcr.io/acme/app",
+            tags.clone(),
+        )
+        .unwrap();
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            json["candidates"].as_array().map(Vec::len),
+            Some(2),
+            "{json}"
         );
 
         let args = PolicyArgs {
@@ -98,9 +95,8 @@ mod tests {
             top: 10,
             ..PolicyArgs::default()
         };
-        let eval = evaluate_offline(&args, "ghcr.io/acme/app", tags).unwrap();
-        assert_eq!(eval.selection.tag, "main-101");
-        let json: serde_json::Value = serde_json::from_str(&eval.rendered).unwrap();
+        let rendered = evaluate_offline(&args, "ghcr.io/acme/app", tags).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&rendered).unwrap();
         assert_eq!(json["tag"], "main-101");
         assert_eq!(json["dropped"]["excluded"], 1);
         assert_eq!(json["dropped"]["filter_pattern"], 1);

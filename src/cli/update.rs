@@ -1,218 +1,61 @@
-//! `image-update update [PATH]`: the directory mode.
+//! `image-update update [PATH]`: the directory mode. Flags become an
+//! [`UpdateConfig`]; the outcome becomes stderr lines, a diff or outputs on
+//! stdout, and an exit status.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context, bail};
-
-use super::{Exit, UsageError, read_input};
-use crate::cli::{RegistryArgs, UpdateArgs};
-use crate::policies::image_policy::{
-    PoliciesError, SuppliedPolicy, image_policy, is_flux_kind, parse_documents,
+use super::{Exit, RegistryArgs, UpdateArgs};
+use crate::automation::{self, Automation};
+use crate::diagnostic::{Diagnostic, Location, Severity};
+use crate::error::Error;
+use crate::operation::{
+    self, FetchSettings, Input, Mode, Outcome, Outputs, PolicyValue, UpdateConfig,
 };
 use crate::policies::selector::Selector;
-use crate::policies::{LatestRef, PolicyKey, PolicyTable};
-use crate::reflector::definitions::is_policy_definition;
-use crate::reflector::{self, Definition, Document, Resolved, emit, may_define};
-use crate::updater::source::dir::walk;
-use crate::updater::tree::{self, Destination, TreePlan};
-use image_update_registry::ClientSettings;
-
-/// Build the policy table from `--policy` and `--policies` (filtered by
-/// `--selector`). With `--fetch`, ImagePolicies that have a spec are
-/// definitions, not supplied results: they are returned as documents (with
-/// the other objects of the `--policies` files) instead.
-///
-/// # Errors
-/// Usage errors for malformed flags; input errors naming the file and policy
-/// for invalid ImagePolicies; conflicts naming both sources.
-pub fn policy_table(args: &UpdateArgs) -> anyhow::Result<(PolicyTable, Vec<Document>)> {
-    let mut table = PolicyTable::new();
-    for flag in &args.policies {
-        let source = format!("--policy {flag}");
-        let (key, reference) = flag.split_once('=').ok_or_else(|| {
-            UsageError(format!(
-                "--policy {flag:?}: expected NAMESPACE:NAME=IMAGE:TAG[@DIGEST]"
-            ))
-        })?;
-        let key = PolicyKey::parse(key).ok_or_else(|| {
-            UsageError(format!("--policy {flag:?}: {key:?} is not NAMESPACE:NAME"))
-        })?;
-        let latest = LatestRef::parse(reference)
-            .map_err(|e| UsageError(format!("--policy {flag:?}: {e}")))?;
-        table.insert(key, Some(latest), &source)?;
-    }
-    let selector = selector(args)?;
-    let mut documents = Vec::new();
-    for file in &args.policy_files {
-        let name = if file == Path::new("-") {
-            "stdin".to_owned()
-        } else {
-            file.display().to_string()
-        };
-        let text = read_input(file)?;
-        let values = parse_documents(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-        let mut policies = Vec::new();
-        for value in &values {
-            collect_supplied(value, args.fetch, &mut policies)
-                .map_err(|e| anyhow::anyhow!("{name}: {}", e.message))?;
-        }
-        for p in policies {
-            if selector.as_ref().is_some_and(|s| !s.matches(&p.labels)) {
-                continue;
-            }
-            let source = format!("{name} (ImagePolicy {}/{})", p.key.namespace, p.key.name);
-            table.insert(p.key, p.latest, &source)?;
-        }
-        if args.fetch {
-            let dir = if file == Path::new("-") {
-                std::env::current_dir().ok()
-            } else {
-                Some(
-                    file.parent()
-                        .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-                )
-            };
-            documents.extend(values.into_iter().map(|value| Document {
-                value,
-                origin: name.clone(),
-                dir: dir.clone(),
-            }));
-        }
-    }
-    Ok((table, documents))
-}
-
-fn selector(args: &UpdateArgs) -> anyhow::Result<Option<Selector>> {
-    Ok(match &args.selector {
-        Some(expr) => {
-            Some(Selector::parse(expr).map_err(|e| UsageError(format!("--selector: {e}")))?)
-        }
-        None => None,
-    })
-}
-
-/// The ImagePolicies of one document (Lists opened) that are supplied
-/// results: all of them, or with `fetch` only those without a spec.
-fn collect_supplied(
-    value: &serde_json::Value,
-    fetch: bool,
-    out: &mut Vec<SuppliedPolicy>,
-) -> Result<(), PoliciesError> {
-    let kind = value
-        .get("kind")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("");
-    if kind.ends_with("List")
-        && let Some(items) = value.get("items").and_then(serde_json::Value::as_array)
-    {
-        for item in items {
-            collect_supplied(item, fetch, out)?;
-        }
-        return Ok(());
-    }
-    if is_flux_kind(value, "ImagePolicy") && !(fetch && is_policy_definition(value)) {
-        out.push(image_policy(value)?);
-    }
-    Ok(())
-}
-
-/// The documents of every file under `root` that may hold definitions
-/// (screened by substring before parsing).
-///
-/// # Errors
-/// A walk or read failure, or a screened file that is not YAML.
-pub fn definition_documents(root: &Path) -> anyhow::Result<Vec<Document>> {
-    let walked = walk(root, |c| {
-        let text = match std::fs::read_to_string(&c.path) {
-            Ok(t) => t,
-            Err(e) => return Some(Err(format!("{}: cannot read: {e}", c.path.display()))),
-        };
-        if !may_define(&text) {
-            return None;
-        }
-        let dir = c.path.parent().map(Path::to_path_buf);
-        Some(
-            parse_documents(&text)
-                .map_err(|e| format!("{}: {e}", c.path.display()))
-                .map(|values| {
-                    values
-                        .into_iter()
-                        .map(|value| Document {
-                            value,
-                            origin: c.path.display().to_string(),
-                            dir: dir.clone(),
-                        })
-                        .collect::<Vec<_>>()
-                }),
-        )
-    })?;
-    let mut out = Vec::new();
-    for (_, result) in walked.results {
-        out.extend(result.map_err(|e| anyhow::anyhow!(e))?);
-    }
-    Ok(out)
-}
-
-/// The registry client settings of a run ([`reflector::client_settings`]).
-///
-/// # Errors
-/// An unreadable or invalid settings file.
-pub fn registry_settings(args: &RegistryArgs) -> anyhow::Result<ClientSettings> {
-    reflector::client_settings(
-        args.registry_config.as_deref(),
-        args.cache_dir.clone(),
-        args.cache_ttl,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-/// Resolve the definitions in `documents` and add them to `table`; returns
-/// the definitions and results (for `--emit-policies`).
-///
-/// # Errors
-/// Invalid definitions, or any policy that fails to resolve (all are
-/// named); conflicts with supplied results.
-pub fn fetch_into(
-    table: &mut PolicyTable,
-    documents: &[Document],
-    selector: Option<&Selector>,
-    registry: &RegistryArgs,
-    quiet: bool,
-) -> anyhow::Result<(Vec<Definition>, Vec<Resolved>)> {
-    let definitions = reflector::collect(documents).map_err(|errors| {
-        anyhow::anyhow!(
-            "invalid policy definitions; nothing was written:\n  {}",
-            errors.join("\n  ")
-        )
-    })?;
-    let definitions: Vec<Definition> = definitions
-        .into_iter()
-        .filter(|d| selector.is_none_or(|s| s.matches(&d.labels)))
-        .collect();
-    let settings = registry_settings(registry)?;
-    let resolved = reflector::resolve(&definitions, &settings).map_err(|errors| {
-        anyhow::anyhow!(
-            "{} of {} policies could not be fetched; nothing was written:\n  {}",
-            errors.len(),
-            definitions.len(),
-            errors.join("\n  ")
-        )
-    })?;
-    if !quiet {
-        for r in &resolved {
-            eprintln!("fetched {}", r.summary());
-        }
-    }
-    reflector::insert_all(table, &resolved)?;
-    Ok((definitions, resolved))
-}
+use crate::policies::{ImageRef, PolicyKey};
 
 /// Run `update`.
 ///
 /// # Errors
-/// Usage and input errors; IO errors while writing.
-pub fn run(args: &UpdateArgs) -> anyhow::Result<Exit> {
+/// Usage errors for malformed flags; whatever the operation fails with;
+/// stdout that cannot be written.
+pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
+    let config = config(args)?;
+    let outcome = operation::run(&config, Input::Tree(&args.path))?;
+    let printer = Printer {
+        quiet: args.quiet,
+        verbose: args.verbose,
+    };
+    printer.before(&outcome);
+    if args.diff {
+        print_diffs(&outcome).map_err(|source| Error::Stdout {
+            what: "the diff",
+            source,
+        })?;
+    }
+    for output in &outcome.stdout {
+        let mut out = std::io::stdout().lock();
+        out.write_all(output.text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|source| Error::Stdout {
+                what: output.what,
+                source,
+            })?;
+    }
+    printer.summary(&outcome);
+    if config.mode == Mode::Check && outcome.has_changes() {
+        return Ok(Exit::ChangesPending);
+    }
+    Ok(Exit::Success)
+}
+
+/// The run's settings from the command line.
+///
+/// # Errors
+/// Usage errors (malformed `--policy`, `--selector`, several outputs on
+/// stdout); an unreadable or invalid `--automation` file.
+pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
     let stdout = Path::new("-");
     let on_stdout: Vec<&str> = [
         (args.diff, "--diff"),
@@ -226,92 +69,119 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<Exit> {
     .filter_map(|(on, name)| on.then_some(name))
     .collect();
     if on_stdout.len() > 1 {
-        bail!(UsageError(format!(
+        return Err(Error::Usage(format!(
             "{} all write to stdout; pick one",
             on_stdout.join(" and ")
         )));
     }
-    let (mut table, mut documents) = policy_table(args)?;
-    if !args.path.exists() {
-        bail!("{}: no such file or directory", args.path.display());
-    }
-    let fetched = if args.fetch {
-        documents.extend(definition_documents(&args.path)?);
-        let selector = selector(args)?;
-        Some(fetch_into(
-            &mut table,
-            &documents,
-            selector.as_ref(),
-            &args.registry,
-            args.quiet,
-        )?)
-    } else {
-        None
+    let mut config = UpdateConfig {
+        values: args
+            .policies
+            .iter()
+            .map(|flag| policy_value(flag))
+            .collect::<Result<_, _>>()?,
+        policy_files: args.policy_files.clone(),
+        fetch: args.fetch.then(|| fetch_settings(&args.registry)),
+        mode: if args.check {
+            Mode::Check
+        } else if args.dry_run {
+            Mode::DryRun
+        } else {
+            Mode::Apply
+        },
+        outputs: Outputs {
+            report: args
+                .report
+                .clone()
+                .map(|path| (path, args.report_format.into())),
+            emit_policies: args.emit_policies.clone(),
+            output_dir: args.output_dir.clone(),
+            keep_old_text: args.diff,
+        },
+        ..UpdateConfig::default()
     };
-    let printer = Printer::new(args);
-    for (key, source) in table.without_latest() {
-        printer.note(&format!(
-            "policy {key} from {source} has no latest image and is ignored"
-        ));
+    if let Some(expr) = &args.selector {
+        let selector =
+            Selector::parse(expr).map_err(|e| Error::Usage(format!("--selector: {e}")))?;
+        config
+            .scope
+            .selectors
+            .push(("--selector".to_owned(), selector));
     }
-    let destination = match &args.output_dir {
-        Some(dir) => Destination::Under(dir.clone()),
-        None => Destination::InPlace,
-    };
-    let writes = !(args.dry_run || args.check);
-    let tree = tree::plan_tree(
-        &args.path,
-        &table,
-        args.diff,
-        writes && destination == Destination::InPlace,
-    )?;
-    printer.plan(&args.path, &tree);
-    if args.diff {
-        print_diffs(&tree).context("cannot write the diff to stdout")?;
+    if let Some(file) = &args.automation {
+        config = config.with_automation(read_automation(file)?);
     }
-    // Explicitly requested outputs are rendered first and written in the same
-    // batch as the updates: every file is staged before any is renamed into
-    // place, so a failure writes nothing. They are written under --dry-run
-    // and --check too (they are what was asked for, not changes to PATH).
-    let mut outputs: Vec<(&Path, String)> = Vec::new();
-    if let (Some(path), Some((definitions, resolved))) = (&args.emit_policies, &fetched) {
-        let text = emit::render(definitions, resolved)
-            .map_err(|e| anyhow::anyhow!("--emit-policies: {e}"))?;
-        outputs.push((path, text));
-    }
-    if let Some(report) = &args.report {
-        let text = tree
-            .report
-            .render(args.report_format)
-            .map_err(|e| anyhow::anyhow!("report: {e}"))?;
-        outputs.push((report, text));
-    }
-    let files: Vec<crate::updater::sink::dir::FileWrite<'_>> = outputs
-        .iter()
-        .filter(|(path, _)| *path != stdout)
-        .map(|(path, text)| crate::updater::sink::dir::FileWrite {
-            target: path,
-            bytes: text.as_bytes(),
-            permissions_from: None,
-        })
-        .collect();
-    let updates: &[tree::FileUpdate] = if writes { &tree.updates } else { &[] };
-    tree::write_updates(updates, &destination, &files)?;
-    for (_, text) in outputs.iter().filter(|(path, _)| *path == stdout) {
-        std::io::stdout()
-            .write_all(text.as_bytes())
-            .context("cannot write to stdout")?;
-    }
-    printer.summary(&tree, writes);
-    if args.check && !tree.updates.is_empty() {
-        return Ok(Exit::ChangesPending);
-    }
-    Ok(Exit::Success)
+    Ok(config)
 }
 
-fn print_diffs(tree: &TreePlan) -> std::io::Result<()> {
+/// `--policy NAMESPACE:NAME=IMAGE:TAG[@DIGEST]`.
+fn policy_value(flag: &str) -> Result<PolicyValue, Error> {
+    let source = format!("--policy {flag}");
+    let (key, reference) = flag.split_once('=').ok_or_else(|| {
+        Error::Usage(format!(
+            "--policy {flag:?}: expected NAMESPACE:NAME=IMAGE:TAG[@DIGEST]"
+        ))
+    })?;
+    let key = PolicyKey::parse(key)
+        .ok_or_else(|| Error::Usage(format!("--policy {flag:?}: {key:?} is not NAMESPACE:NAME")))?;
+    let image = ImageRef::parse(reference).map_err(|e| {
+        let mut message = format!("--policy {flag:?}: {e}");
+        if let Some(cause) = std::error::Error::source(&e) {
+            message.push_str(&format!(": {cause}"));
+        }
+        Error::Usage(message)
+    })?;
+    Ok(PolicyValue { key, image, source })
+}
+
+/// The registry settings of `--fetch`.
+#[must_use]
+pub fn fetch_settings(args: &RegistryArgs) -> FetchSettings {
+    FetchSettings {
+        registry_config: args.registry_config.clone(),
+        cache_dir: args.cache_dir.clone(),
+        cache_ttl: args.cache_ttl,
+    }
+}
+
+/// The ImageUpdateAutomation in `file` (the file may hold other objects
+/// too, such as its GitRepository; exactly one automation is needed).
+///
+/// # Errors
+/// An unreadable file, invalid YAML, no or several automations, or an
+/// invalid automation; each at its line and column.
+pub fn read_automation(file: &Path) -> Result<Automation, Error> {
+    let origin = crate::input::name(file);
+    let text = crate::input::read_text(file)?;
+    let documents = crate::yaml::parse_documents(&text).map_err(|e| {
+        Error::invalid(vec![
+            Diagnostic::error(format!("not valid YAML: {}", e.message))
+                .at(Location::new(origin.clone(), e.position)),
+        ])
+    })?;
+    let found: Vec<&crate::yaml::Document> = documents
+        .iter()
+        .filter(|d| crate::policies::image_policy::is_flux_kind(&d.value, "ImageUpdateAutomation"))
+        .collect();
+    match found.as_slice() {
+        [one] => automation::read(one, &origin, true).map_err(Error::invalid),
+        [] => Err(Error::invalid(vec![
+            Diagnostic::error("holds no ImageUpdateAutomation (image.toolkit.fluxcd.io/v1)")
+                .at(Location::new(origin, None)),
+        ])),
+        [_, second, ..] => Err(Error::invalid(vec![
+            Diagnostic::error(format!(
+                "holds {} ImageUpdateAutomations; give one",
+                found.len()
+            ))
+            .at(Location::new(origin, second.position(""))),
+        ])),
+    }
+}
+
+fn print_diffs(outcome: &Outcome) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    for u in &tree.updates {
+    for u in &outcome.files {
         let old = u.old_text.as_deref().unwrap_or("");
         let diff = similar::TextDiff::from_lines(old, &u.new_text);
         write!(
@@ -327,88 +197,86 @@ fn print_diffs(tree: &TreePlan) -> std::io::Result<()> {
 
 /// Human-readable lines on stderr.
 struct Printer {
-    root: PathBuf,
-    root_is_file: bool,
     quiet: bool,
     verbose: bool,
 }
 
 impl Printer {
-    fn new(args: &UpdateArgs) -> Self {
-        Self {
-            root: args.path.clone(),
-            root_is_file: args.path.is_file(),
-            quiet: args.quiet,
-            verbose: args.verbose,
-        }
-    }
-
-    fn display(&self, rel: &str) -> String {
-        if self.root_is_file {
-            return self.root.display().to_string();
-        }
-        let joined = self.root.join(rel);
-        let s = joined.display().to_string();
-        s.strip_prefix("./").map(str::to_owned).unwrap_or(s)
-    }
-
-    fn note(&self, message: &str) {
+    /// Everything before the diff: what was fetched, notes, skipped files
+    /// (`-v`), one line per change, one per warning.
+    fn before(&self, outcome: &Outcome) {
+        let mut out = String::new();
         if !self.quiet {
-            eprintln!("note: {message}");
+            for r in &outcome.fetched {
+                out.push_str(&format!("fetched {}\n", r.summary()));
+            }
+            for d in outcome
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Note)
+            {
+                push_diagnostic(&mut out, d);
+            }
         }
-    }
-
-    fn plan(&self, _root: &Path, tree: &TreePlan) {
         if self.verbose {
-            for s in &tree.skipped {
-                eprintln!("{}: skipped: {}", self.display(&s.rel), s.reason);
+            for s in &outcome.stats.skipped {
+                out.push_str(&format!(
+                    "{}: skipped: {}\n",
+                    outcome.display(&s.rel),
+                    s.reason
+                ));
             }
         }
         if !self.quiet {
-            for (file, objects) in &tree.report.file_changes {
-                let mut changes: Vec<_> = objects.iter().flat_map(|o| &o.changes).collect();
-                changes.sort_by_key(|c| (c.line, c.column));
-                for change in changes {
-                    eprintln!(
-                        "{}:{}:{}: {} -> {} ({})",
-                        self.display(file),
-                        change.line,
-                        change.column,
-                        show(&change.old_value),
-                        change.new_value,
-                        change.setter
-                    );
+            let mut start = 0;
+            while start < outcome.changes.len() {
+                let file = &outcome.changes[start].display;
+                let end = outcome.changes[start..]
+                    .iter()
+                    .position(|c| &c.display != file)
+                    .map_or(outcome.changes.len(), |n| start + n);
+                let mut changes: Vec<_> = outcome.changes[start..end].iter().collect();
+                changes.sort_by_key(|c| c.position);
+                for c in changes {
+                    let old = if c.old_value.is_empty() {
+                        "\"\""
+                    } else {
+                        &c.old_value
+                    };
+                    out.push_str(&format!(
+                        "{}:{}:{}: {old} -> {} ({})\n",
+                        c.display, c.position.line, c.position.column, c.new_value, c.setter
+                    ));
                 }
+                start = end;
             }
         }
-        for w in &tree.report.warnings {
-            eprintln!(
-                "{}:{}:{}: warning: {}",
-                self.display(&w.file),
-                w.line,
-                w.column,
-                w.message
-            );
+        for d in outcome.warnings() {
+            push_diagnostic(&mut out, d);
         }
+        let _ = std::io::stderr().write_all(out.as_bytes());
     }
 
-    fn summary(&self, tree: &TreePlan, wrote: bool) {
+    fn summary(&self, outcome: &Outcome) {
         if self.quiet {
             return;
         }
-        let fields = tree.report.change_count();
-        let files = tree.updates.len();
-        let warnings = tree.report.warnings.len();
         let plural =
             |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let fields = outcome.changes.len();
+        let warnings = outcome.warnings().count();
         let mut line = if fields == 0 {
             "no changes".to_owned()
         } else {
             format!(
                 "{} {} in {}",
-                if wrote { "updated" } else { "would update" },
+                if outcome.mode.writes() {
+                    "updated"
+                } else {
+                    "would update"
+                },
                 plural(fields, "field", "fields"),
-                plural(files, "file", "files")
+                plural(outcome.files.len(), "file", "files")
             )
         };
         if warnings > 0 {
@@ -417,14 +285,18 @@ impl Printer {
         if self.verbose {
             line.push_str(&format!(
                 "; {} read, {} with markers",
-                plural(tree.files_read, "file", "files"),
-                tree.files_screened
+                plural(outcome.stats.files_read, "file", "files"),
+                outcome.stats.files_screened
             ));
         }
-        eprintln!("{line}");
+        let _ = writeln!(std::io::stderr(), "{line}");
     }
 }
 
-fn show(old: &str) -> &str {
-    if old.is_empty() { "\"\"" } else { old }
+/// A diagnostic and its hint, as stderr lines.
+fn push_diagnostic(out: &mut String, d: &Diagnostic) {
+    out.push_str(&format!("{d}\n"));
+    if let Some(hint) = &d.hint {
+        out.push_str(&format!("  hint: {hint}\n"));
+    }
 }

@@ -1,18 +1,21 @@
 //! The KRM function: one ResourceList in, the same text out with only the
 //! marked scalars replaced and `results` set.
 //!
+//! A front end over [`crate::operation`]:
+//!
 //! ```text
-//! stdin ─> source::resource_list (where items, functionConfig, results lie)
-//!       ─> config (functionConfig kind) + ImagePolicies among the items
-//!       ─> PolicyTable ─> plan::plan_edits (only items under the path)
-//!       ─> report::kpt results ─> one splice of the input text ─> stdout
+//! stdin ─> updater::source::resource_list (where items, functionConfig and
+//!          results lie) and updater::scan (markers), side by side
+//!       ─> config: functionConfig ─> UpdateConfig
+//!       ─> operation::run (ImagePolicies and definitions among the items)
+//!       ─> results (kpt) ─> one splice of the input text ─> stdout
 //! ```
 //!
-//! Pure unless the functionConfig says `fetch: true` (then
-//! [`crate::reflector`] asks the registries of the definitions among the
-//! items): [`process`] takes the input text and returns the edits to splice
-//! into it (or, when the input is not a ResourceList at all, a new one).
-//! `commands::function` does the stdin/stdout IO.
+//! Pure unless the functionConfig says `fetch: true` (then the operation
+//! asks the registries of the definitions among the items): [`process`]
+//! takes the input text and returns the edits to splice into it (or, when
+//! the input is not a ResourceList at all, a new one). `cli::krm` does the
+//! stdin/stdout IO.
 
 pub mod config;
 pub mod results;
@@ -21,15 +24,12 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use self::config::{FnConfig, Mode};
 use self::results::{FieldRef, KptResult, Severity};
-use crate::policies::PolicyTable;
-use crate::policies::image_policy::{FLUX_IMAGE_GROUP, image_policy};
-use crate::reflector::definitions::is_policy_definition;
-use crate::reflector::{self, Document, may_define};
-use crate::updater::plan::{self, Planned};
+use crate::diagnostic::Diagnostic;
+use crate::error::Error;
+use crate::operation::{self, Input, Mode, Outcome};
 use crate::updater::rewrite::{self, Edit, EditError};
-use crate::updater::scan::{self, Layout, ObjectInfo};
+use crate::updater::scan::{self, ItemAnnotations, Layout};
 use crate::updater::source::resource_list::{ListLayout, ShapeError, parse_slice, read_layout};
 
 /// ResourceList apiVersions accepted (and answered with).
@@ -61,9 +61,10 @@ impl Output<'_> {
     }
 }
 
-/// The outcome of one run.
+/// What the function answers: its output, its results, and whether it
+/// failed.
 #[derive(Debug, Clone)]
-pub struct Outcome<'a> {
+pub struct Response<'a> {
     pub output: Output<'a>,
     pub results: Vec<KptResult>,
     /// Whether the run failed (some result is an error): exit 1.
@@ -72,7 +73,7 @@ pub struct Outcome<'a> {
 
 /// Run the function on the ResourceList `text`.
 #[must_use]
-pub fn process(text: &str) -> Outcome<'_> {
+pub fn process(text: &str) -> Response<'_> {
     // The two passes over the text (the list's layout, the markers) are
     // independent: run them side by side; parsing is most of the run time.
     let (layout, found) = std::thread::scope(|scope| {
@@ -92,7 +93,7 @@ pub fn process(text: &str) -> Outcome<'_> {
         Err(ShapeError::NotYaml { offset, message }) => {
             let at = crate::text::position_of(text, offset);
             return fresh(&format!(
-                "input is not valid YAML: line {}, column {}: {message}",
+                "{STDIN}:{}:{}: input is not valid YAML: {message}",
                 at.line, at.column
             ));
         }
@@ -121,10 +122,14 @@ pub fn process(text: &str) -> Outcome<'_> {
     let found = match found {
         Ok(found) => found,
         Err(e) => {
+            let at = crate::text::position_of(text, e.offset);
             return failed(
                 text,
                 &layout,
-                vec![format!("input is not valid YAML: {}", e.message)],
+                vec![format!(
+                    "{STDIN}:{}:{}: input is not valid YAML: {}",
+                    at.line, at.column, e.message
+                )],
             );
         }
     };
@@ -133,7 +138,7 @@ pub fn process(text: &str) -> Outcome<'_> {
             let failed = results.iter().any(|r| r.severity == Severity::Error);
             let mut edits = edits;
             edits.push(results_edit(text, &layout, &results));
-            Outcome {
+            Response {
                 output: Output::Spliced { text, edits },
                 results,
                 failed,
@@ -143,7 +148,9 @@ pub fn process(text: &str) -> Outcome<'_> {
     }
 }
 
-/// The results and the field edits of a run, or the errors that stop it.
+/// How the function's input is named in messages.
+const STDIN: &str = "stdin";
+
 fn internal_scan_error() -> scan::ParseError {
     scan::ParseError {
         offset: 0,
@@ -151,6 +158,8 @@ fn internal_scan_error() -> scan::ParseError {
     }
 }
 
+/// The results and the field edits of a run, or the messages of the errors
+/// that stop it.
 fn run(
     text: &str,
     layout: &ListLayout,
@@ -161,166 +170,55 @@ fn run(
             .map_err(|e| vec![format!("functionConfig is not valid YAML: {e}")])?,
         None => Value::Null,
     };
-    let config = config::read(&function_config)?;
-    let mut table = policy_table(text, layout, &config, &found.objects)?;
-    if config.fetch && !config.suspended {
-        fetch_into(text, layout, &config, &mut table)?;
-    }
-    if config.suspended {
-        let message = format!("{} is suspended: nothing updated", config.name);
-        return Ok((vec![KptResult::new(Severity::Info, message)], Vec::new()));
-    }
-    let planned = plan::plan_edits(text, found, &table, |object: &ObjectInfo| {
-        config.path.as_deref().is_none_or(|base| {
-            object
-                .annotations
-                .path
-                .as_deref()
-                .is_some_and(|p| config::is_under(base, p))
+    let config = config::read(&function_config).map_err(|errors| messages(&errors))?;
+    let outcome = operation::run(
+        &config,
+        Input::ResourceList {
+            text,
+            layout,
+            scan: found,
+        },
+    )
+    .map_err(|e| error_messages(&e))?;
+    let results = kpt_results(&outcome);
+    Ok((results, outcome.list_edits))
+}
+
+/// One message per diagnostic: `location: message: causes`.
+fn messages(diagnostics: &[Diagnostic]) -> Vec<String> {
+    diagnostics
+        .iter()
+        .map(|d| match &d.location {
+            Some(at) if !at.path.is_empty() => format!("{at}: {}", d.full_message()),
+            _ => d.full_message(),
         })
-    });
-    let results = kpt_results(&planned, config.mode);
-    let edits = if config.mode == Mode::Apply {
-        planned.edits
-    } else {
-        Vec::new()
-    };
-    Ok((results, edits))
+        .collect()
 }
 
-/// The policies of the config, and the ImagePolicies among the items that
-/// the config lets in.
-fn policy_table(
-    text: &str,
-    layout: &ListLayout,
-    config: &FnConfig,
-    objects: &[ObjectInfo],
-) -> Result<PolicyTable, Vec<String>> {
-    let mut table = PolicyTable::new();
-    let mut errors = Vec::new();
-    for (key, latest, source) in &config.policies {
-        if let Err(e) = table.insert(key.clone(), Some(latest.clone()), source) {
-            errors.push(e.to_string());
-        }
-    }
-    let items = layout.items.as_deref().unwrap_or(&[]);
-    for object in objects {
-        let is_policy = object.id.kind == "ImagePolicy"
-            && object.id.api_version.split('/').next() == Some(FLUX_IMAGE_GROUP);
-        let Some(range) = object.item.and_then(|i| items.get(i)).filter(|_| is_policy) else {
-            continue;
-        };
-        let place = object.annotations.path.as_deref().unwrap_or("the items");
-        let policy = parse_slice(text, range.clone())
-            .map_err(|e| format!("{place}: {e}"))
-            .and_then(|value| {
-                let spec_present = is_policy_definition(&value);
-                image_policy(&value)
-                    .map(|policy| ItemPolicy {
-                        policy,
-                        spec_present,
-                    })
-                    .map_err(|e| format!("{place}: {}", e.message))
-            });
-        let policy = match policy {
-            Ok(p) if config.fetch && p.spec_present => continue,
-            Ok(p) => p.policy,
-            Err(e) => {
-                errors.push(e);
-                continue;
+/// The error results of a run that stopped.
+fn error_messages(error: &Error) -> Vec<String> {
+    match error {
+        Error::Invalid {
+            summary,
+            diagnostics,
+        } => {
+            let mut out = messages(&diagnostics.0);
+            if !summary.is_empty() {
+                out.insert(0, summary.clone());
             }
-        };
-        if config
-            .namespace
-            .as_ref()
-            .is_some_and(|ns| *ns != policy.key.namespace)
-            || config
-                .selector
-                .as_ref()
-                .is_some_and(|s| !s.matches(&policy.labels))
-        {
-            continue;
+            out
         }
-        let source = format!(
-            "ImagePolicy {}/{} in {place}",
-            policy.key.namespace, policy.key.name
-        );
-        if let Err(e) = table.insert(policy.key, policy.latest, &source) {
-            errors.push(e.to_string());
-        }
-    }
-    if errors.is_empty() {
-        Ok(table)
-    } else {
-        Err(errors)
-    }
-}
-
-struct ItemPolicy {
-    policy: crate::policies::image_policy::SuppliedPolicy,
-    /// It has a spec: with `fetch`, a definition rather than a result.
-    spec_present: bool,
-}
-
-/// `fetch: true`: resolve the definitions among the items (screened by
-/// substring, then parsed) against their registries and add the results.
-/// Any failure stops the run with error results and no edits.
-fn fetch_into(
-    text: &str,
-    layout: &ListLayout,
-    config: &FnConfig,
-    table: &mut PolicyTable,
-) -> Result<(), Vec<String>> {
-    let items = layout.items.as_deref().unwrap_or(&[]);
-    let mut documents = Vec::new();
-    let mut errors = Vec::new();
-    for (i, range) in items.iter().enumerate() {
-        if !text.get(range.clone()).is_some_and(may_define) {
-            continue;
-        }
-        match parse_slice(text, range.clone()) {
-            Ok(value) => {
-                let origin = [
-                    "internal.config.kubernetes.io/path",
-                    "config.kubernetes.io/path",
-                ]
-                .iter()
-                .find_map(|a| {
-                    value
-                        .get("metadata")
-                        .and_then(|m| m.get("annotations"))
-                        .and_then(|m| m.get(*a))
-                        .and_then(Value::as_str)
-                })
-                .map_or_else(|| format!("items[{i}]"), str::to_owned);
-                documents.push(Document {
-                    value,
-                    origin,
-                    dir: None,
-                });
+        other => {
+            let mut text = other.to_string();
+            let mut next = std::error::Error::source(other);
+            while let Some(e) = next {
+                text.push_str(": ");
+                text.push_str(&e.to_string());
+                next = e.source();
             }
-            Err(e) => errors.push(format!("items[{i}]: {e}")),
+            vec![text]
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let definitions: Vec<_> = reflector::collect(&documents)?
-        .into_iter()
-        .filter(|d| {
-            config
-                .namespace
-                .as_ref()
-                .is_none_or(|ns| *ns == d.key.namespace)
-                && config
-                    .selector
-                    .as_ref()
-                    .is_none_or(|s| s.matches(&d.labels))
-        })
-        .collect();
-    let settings = reflector::client_settings(None, None, None).map_err(|e| vec![e.to_string()])?;
-    let resolved = reflector::resolve(&definitions, &settings)?;
-    reflector::insert_all(table, &resolved).map_err(|e| vec![e.to_string()])
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -328,28 +226,44 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// The summary, one result per change, one per warning.
-fn kpt_results(planned: &Planned, mode: Mode) -> Vec<KptResult> {
-    let resources: BTreeSet<usize> = planned.changes.iter().map(|c| c.object).collect();
-    let verb = if mode == Mode::Apply {
+fn kpt_results(outcome: &Outcome) -> Vec<KptResult> {
+    if let Some(what) = &outcome.suspended {
+        return vec![KptResult::new(
+            Severity::Info,
+            format!("{what} is suspended: nothing updated"),
+        )];
+    }
+    let resources: BTreeSet<(&str, Option<&str>, usize)> = outcome
+        .changes
+        .iter()
+        .map(|c| (c.file.as_str(), c.index.as_deref(), c.object_index))
+        .collect();
+    let warnings: Vec<&Diagnostic> = outcome.warnings().collect();
+    let verb = if outcome.mode == Mode::Apply {
         "updated"
     } else {
         "would update"
     };
     let summary = format!(
         "{verb} {} in {}; {}",
-        plural(planned.changes.len(), "field", "fields"),
+        plural(outcome.changes.len(), "field", "fields"),
         plural(resources.len(), "resource", "resources"),
-        plural(planned.warnings.len(), "warning", "warnings"),
+        plural(warnings.len(), "warning", "warnings"),
     );
-    let pending_is_error = mode == Mode::Check && !planned.changes.is_empty();
+    let pending_is_error = outcome.mode == Mode::Check && outcome.has_changes();
     let change_severity = if pending_is_error {
         Severity::Error
     } else {
         Severity::Info
     };
     let mut out = vec![KptResult::new(change_severity, summary)];
-    for change in &planned.changes {
-        let object = planned.objects.get(change.object);
+    let file = |path: &str, index: Option<&String>| {
+        (!path.is_empty() || index.is_some()).then(|| ItemAnnotations {
+            path: Some(path.to_owned()).filter(|p| !p.is_empty()),
+            index: index.cloned(),
+        })
+    };
+    for change in &outcome.changes {
         let old = if change.old_value.is_empty() {
             "\"\""
         } else {
@@ -358,28 +272,30 @@ fn kpt_results(planned: &Planned, mode: Mode) -> Vec<KptResult> {
         out.push(KptResult {
             message: format!("{old} -> {} ({})", change.new_value, change.setter),
             severity: change_severity,
-            resource: object.map(|o| o.id.clone()),
+            resource: Some(change.object.clone()),
             field: Some(FieldRef {
                 path: change.field_path.clone(),
                 current_value: Some(change.old_value.clone()),
                 proposed_value: Some(change.new_value.clone()),
             }),
-            file: object.map(|o| o.annotations.clone()),
+            file: file(&change.file, change.index.as_ref()),
             tags: vec![("setter".to_owned(), change.setter.clone())],
         });
     }
-    for warning in &planned.warnings {
-        let object = warning.object.and_then(|i| planned.objects.get(i));
+    for warning in warnings {
         out.push(KptResult {
-            message: warning.message.clone(),
+            message: warning.full_message(),
             severity: Severity::Warning,
-            resource: object.map(|o| o.id.clone()),
-            field: warning.field_path.as_ref().map(|path| FieldRef {
+            resource: warning.object.clone(),
+            field: warning.field.as_ref().map(|path| FieldRef {
                 path: path.clone(),
                 current_value: None,
                 proposed_value: None,
             }),
-            file: object.map(|o| o.annotations.clone()),
+            file: warning
+                .location
+                .as_ref()
+                .and_then(|at| file(&at.path, at.index.as_ref())),
             tags: Vec::new(),
         });
     }
@@ -387,32 +303,32 @@ fn kpt_results(planned: &Planned, mode: Mode) -> Vec<KptResult> {
 }
 
 /// The input with its `results` replaced by `errors`, unchanged otherwise.
-fn failed<'a>(text: &'a str, layout: &ListLayout, errors: Vec<String>) -> Outcome<'a> {
+fn failed<'a>(text: &'a str, layout: &ListLayout, errors: Vec<String>) -> Response<'a> {
     let results: Vec<KptResult> = errors
         .into_iter()
         .map(|e| KptResult::new(Severity::Error, e))
         .collect();
     let edits = vec![results_edit(text, layout, &results)];
-    Outcome {
+    Response {
         output: Output::Spliced { text, edits },
         results,
         failed: true,
     }
 }
 
-/// The outcome for an input that is not UTF-8 text.
+/// The response to an input that is not UTF-8 text.
 #[must_use]
-pub fn not_utf8(message: &str) -> Outcome<'static> {
+pub fn not_utf8(message: &str) -> Response<'static> {
     fresh(message)
 }
 
 /// A new, empty ResourceList that carries one error.
-fn fresh(error: &str) -> Outcome<'static> {
+fn fresh(error: &str) -> Response<'static> {
     let results = vec![KptResult::new(Severity::Error, error)];
     let mut text =
         "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n".to_owned();
     text.push_str(&results::render_block(&results, "", "\n"));
-    Outcome {
+    Response {
         output: Output::Fresh(text),
         results,
         failed: true,
@@ -425,26 +341,17 @@ fn results_edit(text: &str, layout: &ListLayout, results: &[KptResult]) -> Edit 
     if layout.flow {
         let entry = results::render_flow(results);
         if let Some(range) = &layout.results {
-            return Edit {
-                range: range.clone(),
-                replacement: entry,
-            };
+            return Edit::new(range.clone(), entry);
         }
         let at = layout.entries_end;
         let empty = text[..at].trim_end().ends_with('{');
-        return Edit {
-            range: at..at,
-            replacement: if empty { entry } else { format!(", {entry}") },
-        };
+        return Edit::new(at..at, if empty { entry } else { format!(", {entry}") });
     }
     let indent = " ".repeat(layout.indent);
     let block = results::render_block(results, &indent, layout.line_ending);
     if let Some(range) = &layout.results {
         let start = line_start_if_blank_before(text, range.start);
-        return Edit {
-            range: start..after_line(text, range.end),
-            replacement: block,
-        };
+        return Edit::new(start..after_line(text, range.end), block);
     }
     let at = after_line(text, layout.entries_end);
     let replacement = if at == text.len() && !text.is_empty() && !text.ends_with('\n') {
@@ -452,10 +359,7 @@ fn results_edit(text: &str, layout: &ListLayout, results: &[KptResult]) -> Edit 
     } else {
         block
     };
-    Edit {
-        range: at..at,
-        replacement,
-    }
+    Edit::new(at..at, replacement)
 }
 
 /// The start of `offset`'s line when only spaces precede it there.

@@ -229,7 +229,7 @@ mod tests {
             KptResult::new(Severity::Warning, "quote \"this\": yes\nnext"),
         ];
         let text = format!("x: 1\n{}", render_block(&results, "", "\n"));
-        let back = crate::policies::image_policy::parse_documents(&text).unwrap();
+        let back = crate::yaml::parse_values(&text).unwrap();
         let expected: Vec<Value> = results.iter().map(KptResult::to_value).collect();
         assert_eq!(back[0]["results"], Value::Array(expected));
         assert!(

@@ -2,7 +2,7 @@
 //! in `testdata/krm/` cover whole runs.
 
 use super::*;
-use crate::policies::image_policy::parse_documents;
+use crate::yaml::parse_values;
 
 fn run_text(text: &str) -> (String, bool) {
     let mut outcome = process(text);
@@ -77,7 +77,7 @@ fn flow_root_gets_json_results() {
 
     let text = "{\"apiVersion\": \"config.kubernetes.io/v1\", \"kind\": \"ResourceList\", \"items\": [],}\n";
     let (out, _) = run_text(text);
-    let value = &parse_documents(&out).unwrap()[0];
+    let value = &parse_values(&out).unwrap()[0];
     assert_eq!(value["results"][0]["severity"], "info");
     assert!(out.ends_with("\"items\": [], \"results\": [{\"message\":\"updated 0 fields in 0 resources; 0 warnings\",\"severity\":\"info\"}],}\n"), "{out}");
 }
@@ -114,7 +114,7 @@ fn bad_inputs_give_a_complete_list_with_an_error() {
     ] {
         let (out, failed) = run_text(text);
         assert!(failed, "{text:?}");
-        let value = &parse_documents(&out).unwrap()[0];
+        let value = &parse_values(&out).unwrap()[0];
         assert_eq!(value["kind"], "ResourceList");
         assert_eq!(value["items"], serde_json::json!([]));
         let message = value["results"][0]["message"].as_str().unwrap();

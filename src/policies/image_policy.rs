@@ -1,170 +1,142 @@
-//! Flux ImagePolicy objects as supplied policy results.
+//! Flux ImagePolicy objects: supplied results, or definitions to fetch.
 //!
 //! Accepted: `image.toolkit.fluxcd.io/v1` with `status.latestRef`
 //! `{name, tag, digest}`, and `v1beta2`/`v1beta1` with `status.latestImage`
 //! (`name:tag[@digest]`); as single documents, multi-document streams, or
 //! `List`/`ImagePolicyList` objects (what `kubectl get imagepolicies -A -o
-//! yaml` prints). Other objects in the stream are ignored.
+//! yaml` prints).
+//!
+//! [`role`] is the one place that decides what an ImagePolicy is for: its
+//! status is a supplied result, unless image-update fetches results itself
+//! and the object has a spec, which then makes it a definition.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::PolicyKey;
-use super::image_ref::LatestRef;
+use super::{ImageRef, PolicyKey};
+use crate::diagnostic::{Diagnostic, Location};
+use crate::yaml::{self, Object};
 
 /// The API group of Flux image automation objects.
 pub const FLUX_IMAGE_GROUP: &str = "image.toolkit.fluxcd.io";
 
-/// One ImagePolicy read from a stream.
+/// Whether `value` is an object of `kind` in the Flux image API group.
+#[must_use]
+pub fn is_flux_kind(value: &Value, kind: &str) -> bool {
+    yaml::is_kind(value, FLUX_IMAGE_GROUP, kind)
+}
+
+/// What an object is for, as far as policies are concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An ImagePolicy whose status is a policy result.
+    Supplied,
+    /// An ImagePolicy with a spec, to resolve against its registry.
+    Definition,
+    /// Anything else (ImageRepositories and Secrets are read by the
+    /// definitions reader when a definition names them).
+    Other,
+}
+
+/// The role of `value` in a run that fetches (`fetching`) or not.
+#[must_use]
+pub fn role(value: &Value, fetching: bool) -> Role {
+    if !is_flux_kind(value, "ImagePolicy") {
+        return Role::Other;
+    }
+    if fetching && value.get("spec").is_some_and(|s| !s.is_null()) {
+        Role::Definition
+    } else {
+        Role::Supplied
+    }
+}
+
+/// One ImagePolicy read as a supplied result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuppliedPolicy {
     pub key: PolicyKey,
     /// `None` when the status has no latest image.
-    pub latest: Option<LatestRef>,
+    pub latest: Option<ImageRef>,
     pub labels: BTreeMap<String, String>,
+    /// `FILE (ImagePolicy NS/NAME)`, for conflicts and notes.
+    pub source: String,
 }
 
-/// A stream could not be read as ImagePolicies.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct PoliciesError {
-    pub message: String,
-}
-
-/// Parse every YAML document in `text` into JSON values.
+/// Read one ImagePolicy object as a supplied result. `origin` is the file
+/// it comes from as the user knows it; `positions` says whether the
+/// object's positions are lines of that file.
 ///
 /// # Errors
-/// The YAML parser's message, which names line and column.
-pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
-    let options = serde_saphyr::options! {
-        budget: serde_saphyr::budget! {
-            max_documents: usize::MAX,
-        },
-    };
-    serde_saphyr::from_multiple_with_options::<Value>(text, options).map_err(|e| e.to_string())
-}
-
-/// Read the ImagePolicies in a YAML stream.
-///
-/// # Errors
-/// When the stream is not YAML, or an ImagePolicy has a malformed status or
-/// an invalid latest image (named by namespace and name).
-pub fn read_image_policies(text: &str) -> Result<Vec<SuppliedPolicy>, PoliciesError> {
-    let documents = parse_documents(text).map_err(|message| PoliciesError { message })?;
-    let mut out = Vec::new();
-    for doc in &documents {
-        collect(doc, &mut out)?;
-    }
-    Ok(out)
-}
-
-/// Whether `value` is an object of `kind` in the Flux image API group.
-#[must_use]
-pub fn is_flux_kind(value: &Value, kind: &str) -> bool {
-    value.get("kind").and_then(Value::as_str) == Some(kind)
-        && value
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .is_some_and(|v| v.split('/').next() == Some(FLUX_IMAGE_GROUP))
-}
-
-fn collect(doc: &Value, out: &mut Vec<SuppliedPolicy>) -> Result<(), PoliciesError> {
-    if let Some(items) = doc.get("items").and_then(Value::as_array) {
-        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
-        if kind == "List" || kind.ends_with("List") {
-            for item in items {
-                collect(item, out)?;
-            }
-            return Ok(());
-        }
-    }
-    if is_flux_kind(doc, "ImagePolicy") {
-        out.push(image_policy(doc)?);
-    }
-    Ok(())
-}
-
-/// `metadata.namespace` (`default` when absent, as kubectl has it) and
-/// `metadata.name` (`""` when absent) of an object.
-#[must_use]
-pub fn namespace_name(value: &Value) -> (String, String) {
-    let text = |p: &str| {
-        value
-            .pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    let mut namespace = text("/metadata/namespace");
-    if namespace.is_empty() {
-        "default".clone_into(&mut namespace);
-    }
-    (namespace, text("/metadata/name"))
-}
-
-/// `metadata.labels` of an object; non-string values are kept as JSON text.
-#[must_use]
-pub fn labels(value: &Value) -> BTreeMap<String, String> {
-    value
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Read one ImagePolicy object (status only; the spec is for fetching).
-///
-/// # Errors
-/// On a missing name, or a malformed or invalid latest image.
-pub fn image_policy(doc: &Value) -> Result<SuppliedPolicy, PoliciesError> {
-    let (namespace, name) = namespace_name(doc);
+/// A diagnostic at the offending field: no name, a malformed or invalid
+/// latest image.
+pub fn read_supplied(
+    object: &Object<'_>,
+    origin: &str,
+    positions: bool,
+) -> Result<SuppliedPolicy, Box<Diagnostic>> {
+    let value = object.value;
+    let at =
+        |field: &str| Location::new(origin, positions.then(|| object.position(field)).flatten());
+    let (namespace, name) = yaml::namespace_name(value);
     if name.is_empty() {
-        return Err(PoliciesError {
-            message: "an ImagePolicy has no metadata.name".to_owned(),
-        });
+        return Err(Box::new(
+            Diagnostic::error("an ImagePolicy has no metadata.name").at(at("/metadata")),
+        ));
     }
+    let what = format!("ImagePolicy {namespace}/{name}");
     let key = PolicyKey { namespace, name };
-    let fail = |what: String| PoliciesError {
-        message: format!("ImagePolicy {}/{}: {what}", key.namespace, key.name),
-    };
-    let labels = labels(doc);
-    let status = doc.get("status");
+    let status = value.get("status");
     let latest = if let Some(latest_ref) = status
         .and_then(|s| s.get("latestRef"))
         .filter(|v| !v.is_null())
     {
-        let latest: LatestRef = serde_json::from_value(latest_ref.clone())
-            .map_err(|e| fail(format!("status.latestRef is malformed: {e}")))?;
-        latest.validate().map_err(|e| fail(e.to_string()))?;
+        let field = "/status/latestRef";
+        let latest: ImageRef = serde_json::from_value(latest_ref.clone()).map_err(|e| {
+            Diagnostic::error(format!("{what}: status.latestRef is malformed"))
+                .at(at(field))
+                .caused_by(e)
+        })?;
+        latest.validate().map_err(|e| {
+            Diagnostic::error(format!("{what}: status.latestRef"))
+                .at(at(field))
+                .caused_by(e)
+        })?;
         Some(latest)
     } else if let Some(image) = status
         .and_then(|s| s.get("latestImage"))
         .and_then(Value::as_str)
     {
-        Some(LatestRef::parse(image).map_err(|e| fail(e.to_string()))?)
+        let field = "/status/latestImage";
+        Some(ImageRef::parse(image).map_err(|e| {
+            Diagnostic::error(format!("{what}: status.latestImage"))
+                .at(at(field))
+                .caused_by(e)
+        })?)
     } else {
         None
     };
     Ok(SuppliedPolicy {
+        source: format!("{origin} ({what})"),
         key,
         latest,
-        labels,
+        labels: yaml::labels(value),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::Position;
+
+    fn supplied(text: &str) -> Vec<Result<SuppliedPolicy, Box<Diagnostic>>> {
+        let docs = yaml::parse_documents(text).unwrap();
+        docs.iter()
+            .flat_map(yaml::objects)
+            .filter(|o| role(o.value, false) == Role::Supplied)
+            .map(|o| read_supplied(&o, "p.yaml", true))
+            .collect()
+    }
 
     #[test]
     fn reads_v1_v1beta2_and_lists() {
@@ -190,7 +162,8 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: ignored}
 ";
-        let policies = read_image_policies(text).unwrap();
+        let policies: Vec<SuppliedPolicy> =
+            supplied(text).into_iter().map(Result::unwrap).collect();
         assert_eq!(policies.len(), 3);
         assert_eq!(policies[0].key.to_string(), "flux-system:a");
         assert_eq!(
@@ -204,17 +177,39 @@ metadata: {name: ignored}
         assert_eq!(policies[1].latest.as_ref().unwrap().image(), "nginx:1.25");
         assert_eq!(policies[2].key.to_string(), "default:c");
         assert_eq!(policies[2].latest, None);
+        assert_eq!(policies[2].source, "p.yaml (ImagePolicy default/c)");
     }
 
     #[test]
-    fn invalid_latest_image_names_the_policy() {
-        let text = "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: bad, namespace: ns}\nstatus: {latestRef: {name: Upper/App, tag: '1'}}\n";
-        let err = read_image_policies(text).unwrap_err();
+    fn invalid_latest_image_names_the_policy_and_the_line() {
+        let text = "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: bad, namespace: ns}\nstatus:\n  latestRef: {name: Upper/App, tag: '1'}\n";
+        let err = supplied(text).remove(0).unwrap_err();
+        assert_eq!(
+            err.location.as_ref().and_then(|l| l.position),
+            Some(Position {
+                line: 5,
+                column: 14
+            })
+        );
+        let text = err.to_string();
         assert!(
-            err.message
-                .starts_with("ImagePolicy ns/bad: invalid image reference"),
-            "{}",
-            err.message
+            text.starts_with(
+                "p.yaml:5:14: error: ImagePolicy ns/bad: status.latestRef: invalid image reference \"Upper/App:1\": invalid repository"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn roles() {
+        let status_only = serde_json::json!({"apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy", "status": {}});
+        let with_spec = serde_json::json!({"apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy", "spec": {}});
+        assert_eq!(role(&status_only, true), Role::Supplied);
+        assert_eq!(role(&with_spec, false), Role::Supplied);
+        assert_eq!(role(&with_spec, true), Role::Definition);
+        assert_eq!(
+            role(&serde_json::json!({"kind": "ImagePolicy"}), true),
+            Role::Other
         );
     }
 }

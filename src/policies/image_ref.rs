@@ -1,97 +1,103 @@
-//! Validation of a policy's latest image, `name:tag[@digest]`.
+//! The image a policy chose: `{name, tag, digest}`, as Flux records it in an
+//! ImagePolicy's `status.latestRef` (and `observedPreviousRef`).
 //!
-//! Flux refuses to run when any policy's latest image is not a valid
-//! reference (go-containerregistry's weak validation); so do we, before any
-//! file is written. Host, tag and digest syntax come from
-//! [`image_update_registry::reference`]; the path components are checked here
-//! against the distribution grammar, so the message names the component.
+//! One type serves every place that holds such a reference: supplied policy
+//! results, the reflector's previous and new choices, the report's observed
+//! policies and emitted ImagePolicies. Its grammar is the registry client's
+//! ([`image_update_registry::reference`]), which is go-containerregistry's
+//! weak validation, the check Flux applies before it writes anything.
 
 use std::fmt;
-use std::sync::LazyLock;
 
-use regex::Regex;
+use image_update_registry::reference::{self, ReferenceError};
 
-use image_update_registry::reference;
-
-/// The latest image of a policy: `status.latestRef` of a Flux ImagePolicy.
+/// An image reference: name, tag and an optional digest.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct LatestRef {
+pub struct ImageRef {
+    /// The image name as written (Flux keeps `spec.image` verbatim; it is not
+    /// canonicalised).
     pub name: String,
     pub tag: String,
+    /// `sha256:…`, or empty when no digest is recorded.
     #[serde(default)]
     pub digest: String,
 }
 
 /// Why a reference was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid image reference {reference:?}: {reason}")]
+#[error("invalid image reference {reference:?}")]
 pub struct RefError {
     pub reference: String,
-    pub reason: String,
+    #[source]
+    pub reason: RefReason,
 }
 
-/// A path component of the distribution grammar; stricter than the
-/// registry's character check, so the message can name the component.
-static COMPONENT: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$").ok());
-
-fn matches(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
-    re.as_ref().is_some_and(|r| r.is_match(s))
+/// What is wrong with a refused reference.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefReason {
+    #[error("a tag is required (NAME:TAG[@DIGEST])")]
+    NoTag,
+    #[error("the image name is empty")]
+    NoName,
+    #[error(transparent)]
+    Grammar(#[from] ReferenceError),
 }
 
-impl LatestRef {
-    /// Parse `IMAGE:TAG[@DIGEST]`.
+impl ImageRef {
+    /// A reference without a digest.
+    pub fn new(name: impl Into<String>, tag: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            tag: tag.into(),
+            digest: String::new(),
+        }
+    }
+
+    /// The same reference with `digest` (empty for none).
+    #[must_use]
+    pub fn with_digest(mut self, digest: impl Into<String>) -> Self {
+        self.digest = digest.into();
+        self
+    }
+
+    /// Parse `NAME:TAG[@DIGEST]`; the tag is required.
     ///
     /// # Errors
-    /// When there is no tag, or any part is invalid.
+    /// When there is no tag, or the reference breaks the grammar.
     pub fn parse(text: &str) -> Result<Self, RefError> {
-        let err = |reason: &str| RefError {
-            reference: text.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let (rest, digest) = match text.split_once('@') {
-            Some((rest, digest)) => (rest, digest),
-            None => (text, ""),
-        };
+        let (rest, digest) = text.split_once('@').unwrap_or((text, ""));
         let slash = rest.rfind('/').map_or(0, |i| i + 1);
         let Some(colon) = rest[slash..].rfind(':').map(|i| slash + i) else {
-            return Err(err("a tag is required (NAME:TAG[@DIGEST])"));
+            return Err(RefError {
+                reference: text.to_owned(),
+                reason: RefReason::NoTag,
+            });
         };
-        let latest = Self {
+        let parsed = Self {
             name: rest[..colon].to_owned(),
             tag: rest[colon + 1..].to_owned(),
             digest: digest.to_owned(),
         };
-        latest.validate().map_err(|e| err(&e.reason))?;
-        Ok(latest)
+        parsed.validate()?;
+        Ok(parsed)
     }
 
-    /// Check name, tag and digest.
+    /// Check name, tag and digest against the reference grammar.
     ///
     /// # Errors
-    /// Names the first invalid part.
+    /// Says which part is invalid.
     pub fn validate(&self) -> Result<(), RefError> {
-        let err = |reason: String| RefError {
+        let fail = |reason: RefReason| RefError {
             reference: self.to_string(),
             reason,
         };
-        validate_name(&self.name).map_err(err)?;
-        if !reference::valid_tag(&self.tag) {
-            return Err(err(format!(
-                "tag {:?} must be 1 to 128 characters of letters, digits, `_`, `.` and `-`, not starting with `.` or `-`",
-                self.tag
-            )));
+        if self.name.is_empty() {
+            return Err(fail(RefReason::NoName));
         }
-        // go-containerregistry's rule, as `registry::validate_reference`.
-        let digest_ok = self.digest.is_empty()
-            || (self.digest.starts_with("sha256:") && reference::valid_digest(&self.digest));
-        if !digest_ok {
-            return Err(err(format!(
-                "digest {:?} must be `sha256:` followed by 64 lowercase hex digits",
-                self.digest
-            )));
+        if self.tag.is_empty() {
+            return Err(fail(RefReason::NoTag));
         }
-        Ok(())
+        reference::validate_reference(&self.to_string()).map_err(|e| fail(RefReason::Grammar(e)))
     }
 
     /// `name:tag`, plus `@digest` when there is one.
@@ -101,7 +107,7 @@ impl LatestRef {
     }
 }
 
-impl fmt::Display for LatestRef {
+impl fmt::Display for ImageRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.name, self.tag)?;
         if !self.digest.is_empty() {
@@ -109,45 +115,6 @@ impl fmt::Display for LatestRef {
         }
         Ok(())
     }
-}
-
-/// Validate an image name (no tag, no digest): `[host[:port]/]path`.
-///
-/// # Errors
-/// A sentence saying what is wrong.
-pub fn validate_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("the image name is empty".to_owned());
-    }
-    if name.contains("://") {
-        return Err(format!("image name {name:?} must not include a URL scheme"));
-    }
-    let mut parts: Vec<&str> = name.split('/').collect();
-    let first = parts[0];
-    if parts.len() > 1 && (first.contains(['.', ':']) || first == "localhost") {
-        if !reference::valid_registry(first) {
-            return Err(format!(
-                "registry host {first:?} is not a valid host[:port]"
-            ));
-        }
-        parts.remove(0);
-    }
-    let path_len: usize = parts
-        .iter()
-        .map(|p| p.len() + 1)
-        .sum::<usize>()
-        .saturating_sub(1);
-    if path_len > 255 {
-        return Err("the repository path is longer than 255 characters".to_owned());
-    }
-    for part in parts {
-        if !matches(&COMPONENT, part) {
-            return Err(format!(
-                "repository component {part:?} must be lowercase letters and digits, separated by `.`, `_`, `__` or `-`"
-            ));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -158,18 +125,12 @@ mod tests {
 
     #[test]
     fn parses_name_tag_digest() {
-        let r = LatestRef::parse("ghcr.io/org/app:1.2.0").unwrap();
-        assert_eq!(
-            (r.name.as_str(), r.tag.as_str(), r.digest.as_str()),
-            ("ghcr.io/org/app", "1.2.0", "")
-        );
-        let r = LatestRef::parse(&format!("localhost:5000/a/b:v1@{D}")).unwrap();
-        assert_eq!(
-            (r.name.as_str(), r.tag.as_str(), r.digest.as_str()),
-            ("localhost:5000/a/b", "v1", D)
-        );
+        let r = ImageRef::parse("ghcr.io/org/app:1.2.0").unwrap();
+        assert_eq!(r, ImageRef::new("ghcr.io/org/app", "1.2.0"));
+        let r = ImageRef::parse(&format!("localhost:5000/a/b:v1@{D}")).unwrap();
+        assert_eq!(r, ImageRef::new("localhost:5000/a/b", "v1").with_digest(D));
         assert_eq!(r.image(), format!("localhost:5000/a/b:v1@{D}"));
-        assert_eq!(LatestRef::parse("nginx:1.25").unwrap().name, "nginx");
+        assert_eq!(ImageRef::parse("nginx:1.25").unwrap().name, "nginx");
     }
 
     #[test]
@@ -189,8 +150,19 @@ mod tests {
             &format!("app:1@sha512:{}", "a".repeat(128)),
             &format!("app:{}", "a".repeat(129)),
         ] {
-            assert!(LatestRef::parse(bad).is_err(), "{bad}");
+            assert!(ImageRef::parse(bad).is_err(), "{bad}");
         }
-        assert!(LatestRef::parse(&format!("app:{}", "a".repeat(128))).is_ok());
+        assert!(ImageRef::parse(&format!("app:{}", "a".repeat(128))).is_ok());
+    }
+
+    #[test]
+    fn errors_keep_the_grammar_as_their_cause() {
+        let err = ImageRef::parse("GHCR.io/Acme/App:1.0").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid image reference \"GHCR.io/Acme/App:1.0\""
+        );
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert!(cause.contains("invalid repository"), "{cause}");
     }
 }

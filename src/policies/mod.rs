@@ -1,17 +1,55 @@
-//! From a marker's setter to the value it writes.
+//! Policy results: from a marker's setter to the value it writes.
 //!
 //! A [`PolicyTable`] holds the latest image of every policy in scope, keyed
 //! by `NAMESPACE:NAME`, wherever it came from (a `--policy` flag, an
 //! ImagePolicy object, a function config, a registry). Each entry remembers
-//! its source, so a conflict names both.
+//! its source, so a conflict names both. A [`Scope`] (an automation's
+//! namespace, label selectors) decides which ImagePolicies are in it; the
+//! ones it leaves out are remembered too, so a marker naming one is told
+//! why it is left alone.
 
 pub mod image_policy;
 pub mod image_ref;
 pub mod selector;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-pub use self::image_ref::{LatestRef, RefError};
+pub use self::image_ref::{ImageRef, RefError, RefReason};
+pub use self::selector::Selector;
+use crate::diagnostic::Location;
+use crate::yaml::{Document, Object};
+
+/// A YAML document that may hold ImagePolicies, policy definitions or the
+/// Secrets they name, and where it came from.
+#[derive(Debug, Clone)]
+pub struct PolicyDocument {
+    pub document: Document,
+    /// The file as the user knows it: a path as given, `stdin`, a
+    /// ResourceList item's path annotation.
+    pub origin: String,
+    /// Whether the document's positions are lines of `origin` (not for a
+    /// ResourceList item, whose text is a slice of the list).
+    pub positions: bool,
+    /// The directory that relative secret file paths are resolved against;
+    /// `None` where there is no filesystem (a ResourceList).
+    pub dir: Option<PathBuf>,
+    /// Whether ImagePolicies with a status here are supplied results
+    /// (policy files, ResourceList items), or only definitions are read
+    /// (a tree searched for definitions).
+    pub supplies: bool,
+}
+
+impl PolicyDocument {
+    /// The location of `field` (a JSON pointer relative to `object`).
+    #[must_use]
+    pub fn location(&self, object: &Object<'_>, field: &str) -> Location {
+        Location::new(
+            self.origin.clone(),
+            self.positions.then(|| object.position(field)).flatten(),
+        )
+    }
+}
 use crate::updater::scan::marker::{Field, Setter};
 
 /// `NAMESPACE:NAME`.
@@ -44,7 +82,7 @@ impl PolicyKey {
 
 #[derive(Debug, Clone)]
 struct Entry {
-    latest: Option<LatestRef>,
+    latest: Option<ImageRef>,
     source: String,
 }
 
@@ -70,10 +108,52 @@ pub enum Resolution {
     Skip(String),
 }
 
+/// Which ImagePolicies a run uses: those in the namespace (an
+/// automation's) that every selector matches. Policies given as values
+/// (`--policy`, a functionConfig's `policies`) are always in scope.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// Only policies in this namespace.
+    pub namespace: Option<ScopeNamespace>,
+    /// Each selector, with what it comes from (`--selector`,
+    /// `ImageUpdateAutomation flux-system/apps spec.policySelector`).
+    pub selectors: Vec<(String, Selector)>,
+}
+
+/// The namespace of a [`Scope`] and whose it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeNamespace {
+    pub namespace: String,
+    /// `ImageUpdateAutomation flux-system/apps`.
+    pub owner: String,
+}
+
+impl Scope {
+    /// `None` when a policy with `key` and `labels` is in scope, else why
+    /// it is not.
+    #[must_use]
+    pub fn excludes(&self, key: &PolicyKey, labels: &BTreeMap<String, String>) -> Option<String> {
+        if let Some(ns) = &self.namespace
+            && ns.namespace != key.namespace
+        {
+            return Some(format!(
+                "it is not in the namespace {} of {}",
+                ns.namespace, ns.owner
+            ));
+        }
+        self.selectors
+            .iter()
+            .find(|(_, s)| !s.matches(labels))
+            .map(|(what, _)| format!("its labels do not match {what}"))
+    }
+}
+
 /// The latest image of every policy in scope.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyTable {
     entries: BTreeMap<PolicyKey, Entry>,
+    /// Policies that were given but are out of scope, and why.
+    excluded: BTreeMap<PolicyKey, String>,
 }
 
 impl PolicyTable {
@@ -90,16 +170,16 @@ impl PolicyTable {
     pub fn insert(
         &mut self,
         key: PolicyKey,
-        latest: Option<LatestRef>,
+        latest: Option<ImageRef>,
         source: &str,
     ) -> Result<(), ConflictError> {
         if let Some(old) = self.entries.get(&key) {
             if old.latest == latest {
                 return Ok(());
             }
-            let show = |l: &Option<LatestRef>| {
+            let show = |l: &Option<ImageRef>| {
                 l.as_ref()
-                    .map_or_else(|| "no latest image".to_owned(), LatestRef::image)
+                    .map_or_else(|| "no latest image".to_owned(), ImageRef::image)
             };
             return Err(ConflictError {
                 key: key.to_string(),
@@ -124,8 +204,14 @@ impl PolicyTable {
         self.entries.is_empty()
     }
 
+    /// Remember that the policy `key` was given but left out of scope,
+    /// because `why`.
+    pub fn exclude(&mut self, key: PolicyKey, why: &str) {
+        self.excluded.entry(key).or_insert_with(|| why.to_owned());
+    }
+
     /// Policies with a latest image, in key order.
-    pub fn observed(&self) -> impl Iterator<Item = (&PolicyKey, &LatestRef)> {
+    pub fn observed(&self) -> impl Iterator<Item = (&PolicyKey, &ImageRef)> {
         self.entries
             .iter()
             .filter_map(|(k, e)| e.latest.as_ref().map(|l| (k, l)))
@@ -141,7 +227,7 @@ impl PolicyTable {
 
     /// The value a marker's setter writes, or why it writes nothing.
     #[must_use]
-    pub fn resolve(&self, setter_text: &str) -> Resolution {
+    pub fn lookup(&self, setter_text: &str) -> Resolution {
         if setter_text.trim() != setter_text {
             return Resolution::Skip(format!(
                 "marker {setter_text:?} has spaces around the policy name; markers are used verbatim, so it names no policy"
@@ -157,6 +243,11 @@ impl PolicyTable {
             name: setter.name.to_owned(),
         };
         let Some(entry) = self.entries.get(&key) else {
+            if let Some(why) = self.excluded.get(&key) {
+                return Resolution::Skip(format!(
+                    "policy {key} was given but is left out ({why}), so this marker is left alone"
+                ));
+            }
             return Resolution::Skip(self.unknown(&key));
         };
         let Some(latest) = &entry.latest else {
@@ -207,29 +298,27 @@ mod tests {
         let digest = format!("sha256:{}", "a".repeat(64));
         t.insert(
             key("ns:p"),
-            Some(LatestRef::parse(&format!("img:v1@{digest}")).unwrap()),
+            Some(ImageRef::parse(&format!("img:v1@{digest}")).unwrap()),
             "a",
         )
         .unwrap();
-        t.insert(key("ns:q"), Some(LatestRef::parse("img:v2").unwrap()), "a")
+        t.insert(key("ns:q"), Some(ImageRef::parse("img:v2").unwrap()), "a")
             .unwrap();
         t.insert(key("ns:none"), None, "a").unwrap();
         assert_eq!(
-            t.resolve("ns:p"),
+            t.lookup("ns:p"),
             Resolution::Value(format!("img:v1@{digest}"))
         );
-        assert_eq!(t.resolve("ns:p:tag"), Resolution::Value("v1".into()));
-        assert_eq!(t.resolve("ns:p:name"), Resolution::Value("img".into()));
-        assert_eq!(t.resolve("ns:p:digest"), Resolution::Value(digest));
-        assert!(matches!(t.resolve("ns:q:digest"), Resolution::Skip(m) if m.contains("no digest")));
+        assert_eq!(t.lookup("ns:p:tag"), Resolution::Value("v1".into()));
+        assert_eq!(t.lookup("ns:p:name"), Resolution::Value("img".into()));
+        assert_eq!(t.lookup("ns:p:digest"), Resolution::Value(digest));
+        assert!(matches!(t.lookup("ns:q:digest"), Resolution::Skip(m) if m.contains("no digest")));
         assert!(
-            matches!(t.resolve("ns:none"), Resolution::Skip(m) if m.contains("no latest image"))
+            matches!(t.lookup("ns:none"), Resolution::Skip(m) if m.contains("no latest image"))
         );
+        assert!(matches!(t.lookup("other:p"), Resolution::Skip(m) if m.contains("exists as ns:p")));
         assert!(
-            matches!(t.resolve("other:p"), Resolution::Skip(m) if m.contains("exists as ns:p"))
-        );
-        assert!(
-            matches!(t.resolve("ns:p:registry"), Resolution::Skip(m) if m.contains("is not NAMESPACE:NAME"))
+            matches!(t.lookup("ns:p:registry"), Resolution::Skip(m) if m.contains("is not NAMESPACE:NAME"))
         );
     }
 
@@ -238,20 +327,20 @@ mod tests {
         let mut t = PolicyTable::new();
         t.insert(
             key("ns:p"),
-            Some(LatestRef::parse("img:v1").unwrap()),
+            Some(ImageRef::parse("img:v1").unwrap()),
             "--policy",
         )
         .unwrap();
         t.insert(
             key("ns:p"),
-            Some(LatestRef::parse("img:v1").unwrap()),
+            Some(ImageRef::parse("img:v1").unwrap()),
             "file",
         )
         .unwrap();
         let err = t
             .insert(
                 key("ns:p"),
-                Some(LatestRef::parse("img:v2").unwrap()),
+                Some(ImageRef::parse("img:v2").unwrap()),
                 "policies.yaml",
             )
             .unwrap_err();

@@ -3,21 +3,23 @@
 //! dockerconfigjson `Secret`s they name.
 //!
 //! Pure: the caller parses the documents (with the file each came from) and
-//! gets back one [`Definition`] per policy, or every problem found, each
-//! naming the file and the object.
+//! gets back one [`Definition`] per policy, or every problem found, each a
+//! diagnostic at its file, line and column, naming the object.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
+use image_update_registry::Repository;
 use serde_json::Value;
 
-use crate::policies::PolicyKey;
-use crate::policies::image_policy::{is_flux_kind, labels, namespace_name};
+use crate::diagnostic::{Diagnostic, Location};
+use crate::policies::image_policy::{Role, is_flux_kind, role};
+use crate::policies::{ImageRef, PolicyDocument, PolicyKey};
 use crate::reflector::selection::{
-    DigestReflection, FilterTagsConfig, ImageRef, Order, PolicyConfig, Strategy,
+    DigestReflection, FilterTagsConfig, Order, PolicyConfig, Strategy,
 };
-use image_update_registry::Repository;
+use crate::yaml::{self, Object, labels, namespace_name};
 
 /// apiVersion group of the KubeSphere ImageUpdater.
 pub const KUBESPHERE_GROUP: &str = "gitops.kubesphere.io";
@@ -38,16 +40,40 @@ pub fn may_define(text: &str) -> bool {
     SCREEN.iter().any(|s| text.contains(s))
 }
 
-/// One YAML document and where it came from.
-#[derive(Debug, Clone)]
-pub struct Document {
-    pub value: Value,
-    /// The file (or `stdin`, or a ResourceList item's path), for messages.
-    pub origin: String,
-    /// The directory relative secret file paths are resolved against;
-    /// `None` when there is no filesystem (a ResourceList).
-    pub dir: Option<PathBuf>,
+/// A problem with a definition: a message and the field it is about (a
+/// JSON pointer relative to the object; `""` is the object itself).
+#[derive(Debug)]
+struct Problem {
+    message: String,
+    pointer: String,
 }
+
+impl From<String> for Problem {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            pointer: String::new(),
+        }
+    }
+}
+
+impl From<&str> for Problem {
+    fn from(message: &str) -> Self {
+        message.to_owned().into()
+    }
+}
+
+impl Problem {
+    fn at(message: impl Into<String>, pointer: &str) -> Self {
+        Self {
+            message: message.into(),
+            pointer: pointer.to_owned(),
+        }
+    }
+}
+
+/// An object found in a document, with its document.
+type Found<'a> = (Object<'a>, &'a PolicyDocument);
 
 /// Where a definition's registry credential comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +123,8 @@ pub struct Definition {
     pub image: String,
     pub repository: Repository,
     pub config: PolicyConfig,
+    /// Where the definition is (the ImagePolicy, or the ImageUpdater).
+    pub location: Location,
     /// The ImageRepository asks for plain HTTP.
     pub insecure: bool,
     pub credentials: Option<CredentialSource>,
@@ -112,52 +140,61 @@ pub struct Definition {
 /// Read every definition in `documents` (List objects are opened).
 ///
 /// # Errors
-/// Every problem found, each a sentence naming the file and the object.
-pub fn collect(documents: &[Document]) -> Result<Vec<Definition>, Vec<String>> {
-    let mut flat: Vec<(&Value, &Document)> = Vec::new();
-    for doc in documents {
-        flatten(&doc.value, doc, &mut flat);
-    }
+/// Every problem found, each at its file, line and column.
+pub fn collect(documents: &[PolicyDocument]) -> Result<Vec<Definition>, Vec<Diagnostic>> {
+    let flat: Vec<Found<'_>> = documents
+        .iter()
+        .flat_map(|doc| {
+            yaml::objects(&doc.document)
+                .into_iter()
+                .map(move |o| (o, doc))
+        })
+        .collect();
     let mut errors = Vec::new();
-    let mut repositories: BTreeMap<(String, String), (&Value, &Document)> = BTreeMap::new();
-    let mut secrets: BTreeMap<(String, String), (&Value, &Document)> = BTreeMap::new();
-    for &(value, doc) in &flat {
+    let mut repositories: BTreeMap<(String, String), &Found<'_>> = BTreeMap::new();
+    let mut secrets: BTreeMap<(String, String), &Found<'_>> = BTreeMap::new();
+    for found in &flat {
+        let value = found.0.value;
         let (namespace, name) = namespace_name(value);
         if is_flux_kind(value, "ImageRepository") {
             if repositories
-                .insert((namespace.clone(), name.clone()), (value, doc))
+                .insert((namespace.clone(), name.clone()), found)
                 .is_some()
             {
-                errors.push(format!(
-                    "{}: ImageRepository {namespace}/{name} is defined twice",
-                    doc.origin
-                ));
+                errors.push(
+                    Diagnostic::error(format!(
+                        "ImageRepository {namespace}/{name} is defined twice"
+                    ))
+                    .at(found.1.location(&found.0, "/metadata/name")),
+                );
             }
         } else if is_secret(value) {
-            secrets.insert((namespace, name), (value, doc));
+            secrets.insert((namespace, name), found);
         }
     }
     let mut out = Vec::new();
-    for &(value, doc) in &flat {
-        if is_flux_kind(value, "ImagePolicy") {
-            // A status-only ImagePolicy is a supplied result, not a definition.
-            if value.get("spec").is_some_and(|s| !s.is_null()) {
-                match flux_policy(value, doc, &repositories, &secrets) {
-                    Ok(d) => out.push(d),
-                    Err(e) => errors.push(e),
-                }
+    for found in &flat {
+        let (object, doc) = found;
+        let value = object.value;
+        if role(value, true) == Role::Definition {
+            match flux_policy(found, &repositories, &secrets) {
+                Ok(d) => out.push(d),
+                Err(e) => errors.push(e),
             }
         } else if is_image_updater(value) {
-            kubesphere(value, doc, &secrets, &mut out, &mut errors);
+            kubesphere(object, doc, &secrets, &mut out, &mut errors);
         }
     }
-    let mut seen: BTreeMap<&PolicyKey, &str> = BTreeMap::new();
+    let mut seen: BTreeMap<&PolicyKey, &Definition> = BTreeMap::new();
     for d in &out {
-        if let Some(first) = seen.insert(&d.key, &d.source) {
-            errors.push(format!(
-                "policy {} is defined twice: by {first} and by {}",
-                d.key, d.source
-            ));
+        if let Some(first) = seen.insert(&d.key, d) {
+            errors.push(
+                Diagnostic::error(format!(
+                    "policy {} is defined twice: by {} and by {}",
+                    d.key, first.source, d.source
+                ))
+                .at(d.location.clone()),
+            );
         }
     }
     if errors.is_empty() {
@@ -165,25 +202,6 @@ pub fn collect(documents: &[Document]) -> Result<Vec<Definition>, Vec<String>> {
     } else {
         Err(errors)
     }
-}
-
-/// Whether `value` is a Flux ImagePolicy with a spec (a definition).
-#[must_use]
-pub fn is_policy_definition(value: &Value) -> bool {
-    is_flux_kind(value, "ImagePolicy") && value.get("spec").is_some_and(|s| !s.is_null())
-}
-
-fn flatten<'a>(value: &'a Value, doc: &'a Document, out: &mut Vec<(&'a Value, &'a Document)>) {
-    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
-    if kind.ends_with("List")
-        && let Some(items) = value.get("items").and_then(Value::as_array)
-    {
-        for item in items {
-            flatten(item, doc, out);
-        }
-        return;
-    }
-    out.push((value, doc));
 }
 
 fn is_secret(value: &Value) -> bool {
@@ -199,88 +217,122 @@ fn is_image_updater(value: &Value) -> bool {
             .is_some_and(|v| v.split('/').next() == Some(KUBESPHERE_GROUP))
 }
 
-fn str_field<'a>(value: &'a Value, pointer: &str, what: &str) -> Result<Option<&'a str>, String> {
+/// The string at `pointer` in `value`; `what` names it in the message,
+/// and `base` is where `value` is in its object (for the position).
+fn str_field<'a>(
+    value: &'a Value,
+    base: &str,
+    pointer: &str,
+    what: &str,
+) -> Result<Option<&'a str>, Problem> {
     match value.pointer(pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(_) => Err(format!("{what} is not a string")),
+        Some(_) => Err(Problem::at(
+            format!("{what} is not a string"),
+            &format!("{base}{pointer}"),
+        )),
     }
 }
 
 fn flux_policy(
-    value: &Value,
-    doc: &Document,
-    repositories: &BTreeMap<(String, String), (&Value, &Document)>,
-    secrets: &BTreeMap<(String, String), (&Value, &Document)>,
-) -> Result<Definition, String> {
+    (object, doc): &Found<'_>,
+    repositories: &BTreeMap<(String, String), &Found<'_>>,
+    secrets: &BTreeMap<(String, String), &Found<'_>>,
+) -> Result<Definition, Diagnostic> {
+    let value = object.value;
     let (namespace, name) = namespace_name(value);
     let what = format!("ImagePolicy {namespace}/{name}");
-    let source = format!("{} ({what})", doc.origin);
-    let fail = |m: String| format!("{}: {what}: {m}", doc.origin);
+    let location = doc.location(object, "");
+    let fail = |p: Problem| {
+        Diagnostic::error(format!("{what}: {}", p.message)).at(doc.location(object, &p.pointer))
+    };
     if name.is_empty() {
-        return Err(format!(
-            "{}: an ImagePolicy has no metadata.name",
-            doc.origin
-        ));
+        return Err(Diagnostic::error("an ImagePolicy has no metadata.name").at(location));
     }
     let spec = value.get("spec").unwrap_or(&Value::Null);
     let repo_name = str_field(
         spec,
+        "/spec",
         "/imageRepositoryRef/name",
         "spec.imageRepositoryRef.name",
     )
-    .map_err(&fail)?
+    .map_err(fail)?
     .filter(|s| !s.is_empty())
-    .ok_or_else(|| fail("spec.imageRepositoryRef.name is missing".to_owned()))?;
+    .ok_or_else(|| {
+        fail(Problem::at(
+            "spec.imageRepositoryRef.name is missing",
+            "/spec",
+        ))
+    })?;
     let repo_namespace = str_field(
         spec,
+        "/spec",
         "/imageRepositoryRef/namespace",
         "spec.imageRepositoryRef.namespace",
     )
-    .map_err(&fail)?
+    .map_err(fail)?
     .filter(|s| !s.is_empty())
     .unwrap_or(&namespace);
-    let Some(&(repository, repo_doc)) =
+    let Some(&&(ref repo_object, repo_doc)) =
         repositories.get(&(repo_namespace.to_owned(), repo_name.to_owned()))
     else {
-        return Err(fail(format!(
-            "ImageRepository {repo_namespace}/{repo_name} is not among the definitions"
+        return Err(fail(Problem::at(
+            format!("ImageRepository {repo_namespace}/{repo_name} is not among the definitions"),
+            "/spec/imageRepositoryRef",
         )));
     };
-    let repo_what = format!(
-        "{}: ImageRepository {repo_namespace}/{repo_name}",
-        repo_doc.origin
-    );
-    let image = str_field(repository, "/spec/image", "spec.image")
-        .map_err(|e| format!("{repo_what}: {e}"))?
+    let repository = repo_object.value;
+    let repo_what = format!("ImageRepository {repo_namespace}/{repo_name}");
+    let repo_fail = |p: Problem| {
+        Diagnostic::error(format!("{repo_what}: {}", p.message))
+            .at(repo_doc.location(repo_object, &p.pointer))
+    };
+    let image = str_field(repository, "", "/spec/image", "spec.image")
+        .map_err(repo_fail)?
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| format!("{repo_what}: spec.image is missing"))?
+        .ok_or_else(|| repo_fail(Problem::at("spec.image is missing", "/spec")))?
         .to_owned();
-    let parsed = Repository::parse(&image).map_err(|e| format!("{repo_what}: {e}"))?;
-    let strategy = flux_strategy(spec).map_err(&fail)?;
+    let parsed = Repository::parse(&image).map_err(|e| {
+        Diagnostic::error(format!("{repo_what}: spec.image"))
+            .at(repo_doc.location(repo_object, "/spec/image"))
+            .caused_by(e)
+    })?;
+    let strategy = flux_strategy(spec, "/spec").map_err(fail)?;
     let mut config = PolicyConfig::new(strategy);
     if let Some(filter) = spec.get("filterTags").filter(|v| !v.is_null()) {
         config.filter = Some(FilterTagsConfig {
-            pattern: str_field(filter, "/pattern", "spec.filterTags.pattern")
-                .map_err(&fail)?
-                .unwrap_or("")
-                .to_owned(),
-            extract: str_field(filter, "/extract", "spec.filterTags.extract")
-                .map_err(&fail)?
-                .unwrap_or("")
-                .to_owned(),
+            pattern: str_field(
+                filter,
+                "/spec/filterTags",
+                "/pattern",
+                "spec.filterTags.pattern",
+            )
+            .map_err(fail)?
+            .unwrap_or("")
+            .to_owned(),
+            extract: str_field(
+                filter,
+                "/spec/filterTags",
+                "/extract",
+                "spec.filterTags.extract",
+            )
+            .map_err(fail)?
+            .unwrap_or("")
+            .to_owned(),
         });
     }
     if let Some(reflection) = str_field(
         spec,
+        "/spec",
         "/digestReflectionPolicy",
         "spec.digestReflectionPolicy",
     )
-    .map_err(&fail)?
+    .map_err(fail)?
     {
         config.digest_reflection = reflection
             .parse::<DigestReflection>()
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| fail(Problem::at(e.to_string(), "/spec/digestReflectionPolicy")))?;
     }
     match repository.pointer("/spec/exclusionList") {
         None | Some(Value::Null) => {}
@@ -289,7 +341,10 @@ fn flux_policy(
                 .iter()
                 .map(|v| {
                     v.as_str().map(str::to_owned).ok_or_else(|| {
-                        format!("{repo_what}: spec.exclusionList holds a non-string")
+                        repo_fail(Problem::at(
+                            "spec.exclusionList holds a non-string",
+                            "/spec/exclusionList",
+                        ))
                     })
                 })
                 .collect::<Result<_, _>>()?;
@@ -298,30 +353,48 @@ fn flux_policy(
                 config.exclude = list;
             }
         }
-        Some(_) => return Err(format!("{repo_what}: spec.exclusionList is not a list")),
+        Some(_) => {
+            return Err(repo_fail(Problem::at(
+                "spec.exclusionList is not a list",
+                "/spec/exclusionList",
+            )));
+        }
     }
     let insecure = match repository.pointer("/spec/insecure") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(format!("{repo_what}: spec.insecure is not true or false")),
+        Some(_) => {
+            return Err(repo_fail(Problem::at(
+                "spec.insecure is not true or false",
+                "/spec/insecure",
+            )));
+        }
     };
-    let credentials = match str_field(repository, "/spec/secretRef/name", "spec.secretRef.name")
-        .map_err(|e| format!("{repo_what}: {e}"))?
+    let credentials = match str_field(
+        repository,
+        "",
+        "/spec/secretRef/name",
+        "spec.secretRef.name",
+    )
+    .map_err(repo_fail)?
     {
         Some(secret) if !secret.is_empty() => Some(
             credential_source(secret, repo_namespace, repo_doc, secrets)
-                .map_err(|e| format!("{repo_what}: {e}"))?,
+                .map_err(|e| repo_fail(Problem::at(e.message, "/spec/secretRef/name")))?,
         ),
         _ => None,
     };
-    let status_ref = |field: &str| -> Result<Option<ImageRef>, String> {
+    let status_ref = |field: &str| -> Result<Option<ImageRef>, Diagnostic> {
         match value.pointer(&format!("/status/{field}")) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => {
                 let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
                 let (name, tag) = (get("name"), get("tag"));
                 if name.is_empty() || tag.is_empty() {
-                    return Err(fail(format!("status.{field} needs a name and a tag")));
+                    return Err(fail(Problem::at(
+                        format!("status.{field} needs a name and a tag"),
+                        &format!("/status/{field}"),
+                    )));
                 }
                 Ok(Some(ImageRef::new(name, tag).with_digest(get("digest"))))
             }
@@ -329,7 +402,8 @@ fn flux_policy(
     };
     Ok(Definition {
         key: PolicyKey { namespace, name },
-        source,
+        source: format!("{} ({what})", doc.origin),
+        location,
         image,
         repository: parsed,
         config,
@@ -344,24 +418,43 @@ fn flux_policy(
     })
 }
 
-/// `spec.policy`: semver > alphabetical > numerical, as Flux.
-fn flux_strategy(spec: &Value) -> Result<Strategy, String> {
+/// `policy` (at `base` in its object): semver > alphabetical > numerical,
+/// as Flux. Messages name the fields as `spec.policy...`.
+fn flux_strategy(spec: &Value, base: &str) -> Result<Strategy, Problem> {
     let policy = spec.get("policy").unwrap_or(&Value::Null);
+    let policy_base = format!("{base}/policy");
     let present = |k: &str| policy.get(k).is_some_and(|v| !v.is_null());
-    let order = |k: &str| -> Result<Order, String> {
+    let order = |k: &str| -> Result<Order, Problem> {
+        let pointer = format!("/{k}/order");
         str_field(
             policy,
-            &format!("/{k}/order"),
+            &policy_base,
+            &pointer,
             &format!("spec.policy.{k}.order"),
         )?
         .unwrap_or("")
         .parse::<Order>()
-        .map_err(|e| format!("spec.policy.{k}: {e}"))
+        .map_err(|e| {
+            Problem::at(
+                format!("spec.policy.{k}: {e}"),
+                &format!("{policy_base}{pointer}"),
+            )
+        })
     };
     if present("semver") {
-        let range = str_field(policy, "/semver/range", "spec.policy.semver.range")?
-            .filter(|r| !r.is_empty())
-            .ok_or("spec.policy.semver.range is missing")?;
+        let range = str_field(
+            policy,
+            &policy_base,
+            "/semver/range",
+            "spec.policy.semver.range",
+        )?
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| {
+            Problem::at(
+                "spec.policy.semver.range is missing",
+                &format!("{policy_base}/semver"),
+            )
+        })?;
         Ok(Strategy::SemVer {
             range: range.to_owned(),
         })
@@ -374,7 +467,10 @@ fn flux_strategy(spec: &Value) -> Result<Strategy, String> {
             order: order("numerical")?,
         })
     } else {
-        Err("spec.policy has none of semver, alphabetical, numerical".to_owned())
+        Err(Problem::at(
+            "spec.policy has none of semver, alphabetical, numerical",
+            &policy_base,
+        ))
     }
 }
 
@@ -383,24 +479,27 @@ fn flux_strategy(spec: &Value) -> Result<Strategy, String> {
 fn credential_source(
     name: &str,
     namespace: &str,
-    doc: &Document,
-    secrets: &BTreeMap<(String, String), (&Value, &Document)>,
-) -> Result<CredentialSource, String> {
-    if let Some(&(secret, secret_doc)) = secrets.get(&(namespace.to_owned(), name.to_owned())) {
+    doc: &PolicyDocument,
+    secrets: &BTreeMap<(String, String), &Found<'_>>,
+) -> Result<CredentialSource, Problem> {
+    if let Some(&&(ref secret, secret_doc)) = secrets.get(&(namespace.to_owned(), name.to_owned()))
+    {
         let origin = format!("Secret {namespace}/{name} in {}", secret_doc.origin);
-        return secret_config_json(secret, &origin).map(|config_json| CredentialSource::Secret {
-            origin,
-            config_json,
-        });
+        return secret_config_json(secret.value, &origin)
+            .map(|config_json| CredentialSource::Secret {
+                origin,
+                config_json,
+            })
+            .map_err(Problem::from);
     }
     let path = Path::new(name);
     let path = match &doc.dir {
         Some(dir) if path.is_relative() => dir.join(path),
         Some(_) => path.to_path_buf(),
         None => {
-            return Err(format!(
-                "secret {name:?}: no Secret {namespace}/{name} among the items"
-            ));
+            return Err(
+                format!("secret {name:?}: no Secret {namespace}/{name} among the items").into(),
+            );
         }
     };
     if path.is_file() {
@@ -409,7 +508,8 @@ fn credential_source(
         Err(format!(
             "secret {name:?}: no Secret {namespace}/{name} among the definitions, and no dockerconfigjson file {}",
             path.display()
-        ))
+        )
+        .into())
     }
 }
 
@@ -488,35 +588,44 @@ impl ImageEntry {
 }
 
 fn kubesphere(
-    value: &Value,
-    doc: &Document,
-    secrets: &BTreeMap<(String, String), (&Value, &Document)>,
+    object: &Object<'_>,
+    doc: &PolicyDocument,
+    secrets: &BTreeMap<(String, String), &Found<'_>>,
     out: &mut Vec<Definition>,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<Diagnostic>,
 ) {
+    let value = object.value;
     let (namespace, name) = namespace_name(value);
-    let what = format!("{}: ImageUpdater {namespace}/{name}", doc.origin);
+    let what = format!("ImageUpdater {namespace}/{name}");
+    let mut fail = |p: Problem| {
+        errors.push(
+            Diagnostic::error(format!("{what}: {}", p.message))
+                .at(doc.location(object, &p.pointer)),
+        );
+    };
     let spec = value.get("spec").unwrap_or(&Value::Null);
-    let kind = match str_field(spec, "/kind", "spec.kind") {
+    let kind = match str_field(spec, "/spec", "/kind", "spec.kind") {
         Ok(k) => k.unwrap_or("argocd"),
         Err(e) => {
-            errors.push(format!("{what}: {e}"));
+            fail(e);
             return;
         }
     };
     if kind != "argocd" && kind != "fluxcd" {
-        errors.push(format!(
-            "{what}: spec.kind {kind:?} is neither argocd nor fluxcd"
+        fail(Problem::at(
+            format!("spec.kind {kind:?} is neither argocd nor fluxcd"),
+            "/spec/kind",
         ));
         return;
     }
     let Some(images) = spec.get("images").and_then(Value::as_array) else {
-        errors.push(format!("{what}: spec.images is missing or not a list"));
+        fail(Problem::at("spec.images is missing or not a list", "/spec"));
         return;
     };
-    for entry in images {
+    for (i, entry) in images.iter().enumerate() {
+        let pointer = format!("/spec/images/{i}");
         let Some(text) = entry.as_str() else {
-            errors.push(format!("{what}: spec.images holds a non-string"));
+            fail(Problem::at("spec.images holds a non-string", &pointer));
             continue;
         };
         match kubesphere_entry(text, kind, spec, &namespace, doc, secrets) {
@@ -525,6 +634,7 @@ fn kubesphere(
                     "{} (ImageUpdater {namespace}/{name}, image {text:?})",
                     doc.origin
                 ),
+                location: doc.location(object, &pointer),
                 key,
                 image,
                 repository,
@@ -538,7 +648,14 @@ fn kubesphere(
                     updater: format!("{namespace}/{name}"),
                 },
             }),
-            Err(e) => errors.push(format!("{what}: image {text:?}: {e}")),
+            Err(e) => fail(Problem::at(
+                format!("image {text:?}: {}", e.message),
+                if e.pointer.is_empty() {
+                    &pointer
+                } else {
+                    &e.pointer
+                },
+            )),
         }
     }
 }
@@ -556,9 +673,9 @@ fn kubesphere_entry(
     kind: &str,
     spec: &Value,
     namespace: &str,
-    doc: &Document,
-    secrets: &BTreeMap<(String, String), (&Value, &Document)>,
-) -> Result<Entry, String> {
+    doc: &PolicyDocument,
+    secrets: &BTreeMap<(String, String), &Found<'_>>,
+) -> Result<Entry, Problem> {
     let entry = ImageEntry::parse(text)?;
     let repository = Repository::parse(&entry.image).map_err(|e| e.to_string())?;
     let key = PolicyKey {
@@ -568,12 +685,15 @@ fn kubesphere_entry(
     let (config, secret) = if kind == "fluxcd" {
         let flux = spec.get("fluxcd").unwrap_or(&Value::Null);
         let strategy = if flux.get("policy").is_some_and(|p| !p.is_null()) {
-            flux_strategy(&serde_json::json!({"policy": flux["policy"]}))
-                .map_err(|e| e.replace("spec.policy", "spec.fluxcd.policy"))?
+            flux_strategy(flux, "/spec/fluxcd").map_err(|e| Problem {
+                message: e.message.replace("spec.policy", "spec.fluxcd.policy"),
+                pointer: e.pointer,
+            })?
         } else {
             semver_from(entry.constraint.as_deref())
         };
-        let secret = str_field(flux, "/secret", "spec.fluxcd.secret")?.map(str::to_owned);
+        let secret =
+            str_field(flux, "/spec/fluxcd", "/secret", "spec.fluxcd.secret")?.map(str::to_owned);
         (PolicyConfig::new(strategy), secret)
     } else {
         argocd_config(&entry, spec)?
@@ -665,17 +785,27 @@ fn argocd_config(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policies::image_policy::parse_documents;
+    use crate::yaml::parse_values;
 
-    fn docs(yaml: &str) -> Vec<Document> {
-        parse_documents(yaml)
+    fn docs(yaml: &str) -> Vec<PolicyDocument> {
+        crate::yaml::parse_documents(yaml)
             .unwrap()
             .into_iter()
-            .map(|value| Document {
-                value,
+            .map(|document| PolicyDocument {
+                document,
                 origin: "defs.yaml".to_owned(),
+                positions: true,
                 dir: None,
+                supplies: true,
             })
+            .collect()
+    }
+
+    fn errors(yaml: &str) -> Vec<String> {
+        collect(&docs(yaml))
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
             .collect()
     }
 
@@ -767,14 +897,14 @@ kind: ImagePolicy
 metadata: {name: status-only}
 status: {latestRef: {name: a, tag: '1'}}
 ";
-        let errors = collect(&docs(text)).unwrap_err();
+        let errors = errors(text);
         assert_eq!(errors.len(), 3, "{errors:#?}");
         assert_eq!(
             errors[0],
-            "defs.yaml: ImagePolicy default/lost: ImageRepository default/nowhere is not among the definitions"
+            "defs.yaml:5:28: error: ImagePolicy default/lost: ImageRepository default/nowhere is not among the definitions"
         );
         assert!(
-            errors[1].starts_with("defs.yaml: ImageRepository default/r: image 'ghcr.io/a/b:1.0' should not include a tag"),
+            errors[1].starts_with("defs.yaml:10:15: error: ImageRepository default/r: spec.image: image 'ghcr.io/a/b:1.0' should not include a tag"),
             "{}",
             errors[1]
         );
@@ -789,18 +919,18 @@ status: {latestRef: {name: a, tag: '1'}}
     fn secret_payloads() {
         let base = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n";
         let data = base64::engine::general_purpose::STANDARD.encode(r#"{"auths":{}}"#);
-        let v = parse_documents(&format!(
+        let v = parse_values(&format!(
             "{base}type: kubernetes.io/dockerconfigjson\ndata: {{.dockerconfigjson: {data}}}\n"
         ))
         .unwrap();
         assert_eq!(secret_config_json(&v[0], "S").unwrap(), r#"{"auths":{}}"#);
-        let v = parse_documents(&format!("{base}type: Opaque\n")).unwrap();
+        let v = parse_values(&format!("{base}type: Opaque\n")).unwrap();
         assert!(
             secret_config_json(&v[0], "S")
                 .unwrap_err()
                 .contains("expected kubernetes.io/dockerconfigjson")
         );
-        let v = parse_documents(&format!(
+        let v = parse_values(&format!(
             "{base}type: kubernetes.io/dockerconfigjson\ndata: {{.dockerconfigjson: '!!'}}\n"
         ))
         .unwrap();
@@ -900,9 +1030,9 @@ spec:
     update-strategy: {x: fastest, y: digest}
     secret: {x: nope}
 ";
-        let errors = collect(&docs(bad)).unwrap_err();
+        let errors = errors(bad);
         assert_eq!(errors.len(), 2, "{errors:#?}");
-        assert!(errors[0].starts_with("defs.yaml: ImageUpdater default/bad: image \"x=ghcr.io/a/x\": unknown update-strategy \"fastest\""), "{}", errors[0]);
+        assert!(errors[0].starts_with("defs.yaml:6:12: error: ImageUpdater default/bad: image \"x=ghcr.io/a/x\": unknown update-strategy \"fastest\""), "{}", errors[0]);
         assert!(
             errors[1].contains("needs the tag to follow"),
             "{}",
@@ -916,7 +1046,7 @@ spec:
             "{FLUX}---\n{}",
             FLUX.replace("name: regcred", "name: other")
         );
-        let errors = collect(&docs(&text)).unwrap_err();
+        let errors = errors(&text);
         assert!(
             errors
                 .iter()

@@ -86,9 +86,10 @@ pub fn render(definitions: &[Definition], resolved: &[Resolved]) -> Result<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policies::LatestRef;
-    use crate::policies::image_policy::{parse_documents, read_image_policies};
-    use crate::reflector::definitions::{Document, collect};
+    use crate::policies::ImageRef;
+    use crate::policies::PolicyDocument;
+    use crate::policies::image_policy::{Role, read_supplied, role};
+    use crate::reflector::definitions::collect;
     use crate::reflector::selection::{PolicySpec, TagInfo};
 
     #[test]
@@ -115,13 +116,15 @@ spec:
   images: [web=ghcr.io/acme/web]
   argocd: {update-strategy: {web: latest}}
 ";
-        let docs: Vec<Document> = parse_documents(text)
+        let docs: Vec<PolicyDocument> = crate::yaml::parse_documents(text)
             .unwrap()
             .into_iter()
-            .map(|value| Document {
-                value,
+            .map(|document| PolicyDocument {
+                document,
                 origin: "defs.yaml".into(),
+                positions: true,
                 dir: None,
+                supplies: true,
             })
             .collect();
         let defs = collect(&docs).unwrap();
@@ -136,7 +139,7 @@ spec:
         let resolved: Vec<Resolved> = defs
             .iter()
             .map(|d| {
-                let latest = LatestRef {
+                let latest = ImageRef {
                     name: d.image.clone(),
                     tag: "1.1.0".into(),
                     digest: if d.key.namespace == "demo" {
@@ -201,7 +204,13 @@ status:
             )
         );
         // The stream reads back as supplied results.
-        let back = read_image_policies(&out).unwrap();
+        let back_docs = crate::yaml::parse_documents(&out).unwrap();
+        let back: Vec<_> = back_docs
+            .iter()
+            .flat_map(crate::yaml::objects)
+            .filter(|o| role(o.value, false) == Role::Supplied)
+            .map(|o| read_supplied(&o, "emitted", true).unwrap())
+            .collect();
         assert_eq!(back.len(), 2);
         assert_eq!(
             back[1].latest.as_ref().unwrap().image(),

@@ -6,11 +6,13 @@
 //! or every error, so a caller writes no file unless all policies resolved.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::definitions::{CredentialSource, Definition};
-use crate::policies::{LatestRef, PolicyKey};
+use crate::diagnostic::Diagnostic;
+use crate::policies::{ImageRef, PolicyKey};
 use crate::reflector::selection::{
-    DigestAction, ImageRef, LookupError, PolicySpec, Selection, Strategy, digest_action,
+    DigestAction, LookupError, PolicySpec, Selection, Strategy, digest_action,
     next_observed_previous,
 };
 use image_update_registry::credentials::credential_from_config_json;
@@ -31,7 +33,7 @@ pub struct Resolved {
     pub key: PolicyKey,
     /// The definition's source, for the policy table and messages.
     pub source: String,
-    pub latest: LatestRef,
+    pub latest: ImageRef,
     /// `status.latestRef` before this run.
     pub previous: Option<ImageRef>,
     /// The new `status.observedPreviousRef`.
@@ -65,12 +67,12 @@ impl Resolved {
 /// (settings file, cache, environment credentials).
 ///
 /// # Errors
-/// One message per failed policy, naming the policy, its source and the
-/// registry error.
+/// One diagnostic per failed policy, at its definition, naming the policy,
+/// with the registry error as its cause.
 pub fn resolve(
     definitions: &[Definition],
     settings: &ClientSettings,
-) -> Result<Vec<Resolved>, Vec<String>> {
+) -> Result<Vec<Resolved>, Vec<Diagnostic>> {
     let base = settings;
     // One client per credential source and `insecure` flag: a Secret applies
     // to its own definitions only, and an ImageRepository's `insecure: true`
@@ -91,7 +93,11 @@ pub fn resolve(
     for ((credentials, insecure), members) in &groups {
         let fail = |i: usize, m: &dyn std::fmt::Display| {
             let d = &definitions[i];
-            format!("policy {} ({}): {m}", d.key, d.source)
+            Diagnostic::error(format!("policy {}: {m}", d.key)).at(d.location.clone())
+        };
+        let policy_error = |i: usize| {
+            let d = &definitions[i];
+            Diagnostic::error(format!("policy {}", d.key)).at(d.location.clone())
         };
         let mut group_settings = base.clone();
         if *insecure {
@@ -138,7 +144,7 @@ pub fn resolve(
         let client = match RegistryClient::new(group_settings) {
             Ok(c) => c,
             Err(e) => {
-                errors.push(format!("registry settings: {e}"));
+                errors.push(Diagnostic::error("the registry settings cannot be used").caused_by(e));
                 continue;
             }
         };
@@ -148,16 +154,17 @@ pub fn resolve(
             .collect();
         repos.sort();
         repos.dedup();
-        let listed: BTreeMap<&Repository, Result<Vec<String>, RegistryError>> = repos
+        let listed: BTreeMap<&Repository, Result<Vec<String>, Arc<RegistryError>>> = repos
             .iter()
             .zip(client.list_many(&repos, MAX_IN_FLIGHT))
+            .map(|(repo, result)| (repo, result.map_err(Arc::new)))
             .collect();
         for &i in members {
             let d = &definitions[i];
             let tags = match listed.get(&d.repository) {
                 Some(Ok(tags)) => tags,
                 Some(Err(e)) => {
-                    errors.push(fail(i, &format!("listing tags of {}: {e}", d.repository)));
+                    errors.push(policy_error(i).caused_by(Arc::clone(e)));
                     continue;
                 }
                 None => {
@@ -168,7 +175,7 @@ pub fn resolve(
             let spec = match PolicySpec::new(d.config.clone()) {
                 Ok(s) => s,
                 Err(e) => {
-                    errors.push(fail(i, &e));
+                    errors.push(policy_error(i).caused_by(e));
                     continue;
                 }
             };
@@ -197,7 +204,7 @@ pub fn resolve(
                         selection,
                     });
                 }
-                Err(e) => errors.push(fail(i, &chain(&e))),
+                Err(e) => errors.push(policy_error(i).caused_by(e)),
             }
         }
     }
@@ -206,19 +213,6 @@ pub fn resolve(
     } else {
         Err(errors)
     }
-}
-
-/// `error: cause: cause`, on one line.
-#[must_use]
-pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut next = error.source();
-    while let Some(e) = next {
-        out.push_str(": ");
-        out.push_str(&e.to_string());
-        next = e.source();
-    }
-    out
 }
 
 /// The registry credential in `source` for `repository`'s registry.
@@ -293,7 +287,7 @@ pub fn choose(
     tags: &[String],
     previous: Option<&ImageRef>,
     top: usize,
-) -> Result<(Selection, LatestRef), ChooseError> {
+) -> Result<(Selection, ImageRef), ChooseError> {
     let platforms = platforms(spec)?;
     let filtered = spec.filter_tags(tags.iter().map(String::as_str))?;
     let selection = if spec.needs_created_time() {
@@ -351,7 +345,7 @@ pub fn choose(
             client.digest(repo, &tag, None).map_err(wrap)?
         }
     };
-    let latest = LatestRef {
+    let latest = ImageRef {
         name: image.to_owned(),
         tag,
         digest,

@@ -1,68 +1,39 @@
-//! The core of image-update: plan the edits for one YAML text.
+//! Plan the edits of one YAML text: scan its markers, look each up in the
+//! [`PolicyTable`], and make one [`Edit`] per value that changes.
 //!
-//! `scan` finds the markers, the [`PolicyTable`] says what each one writes,
-//! `rewrite` splices the new values in. Pure: no IO, so the directory mode,
-//! the KRM function and every other front end share it unchanged.
+//! Pure: no IO, so the directory mode and the KRM function (and through
+//! them every other front end) share it unchanged.
 
 use crate::policies::{PolicyTable, Resolution};
 use crate::text::{LineIndex, Position};
 use crate::updater::rewrite::{self, Edit};
 use crate::updater::scan::{self, Layout, ObjectInfo};
 
-/// One field whose value changes.
+/// One field whose value changes, and the edit that changes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldChange {
-    /// Index into [`Plan::objects`].
+    /// Index into [`Planned::objects`].
     pub object: usize,
     pub old_value: String,
     pub new_value: String,
     pub setter: String,
     pub position: Position,
     pub field_path: String,
+    pub edit: Edit,
 }
 
 /// Something worth telling the user, at a position of the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
     pub position: Position,
-    /// Index into [`Plan::objects`] when the warning concerns one object.
+    /// Index into [`Planned::objects`] when the warning concerns one object.
     pub object: Option<usize>,
     /// Path of the marked field, when the warning concerns one marker.
     pub field_path: Option<String>,
     pub message: String,
 }
 
-/// The outcome of planning one text.
-#[derive(Debug, Clone, Default)]
-pub struct Plan {
-    pub objects: Vec<ObjectInfo>,
-    /// In document order.
-    pub changes: Vec<FieldChange>,
-    /// In document order.
-    pub warnings: Vec<Warning>,
-    /// The new text, when at least one value changes.
-    pub new_text: Option<String>,
-}
-
-/// The text cannot be planned.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
-    #[error("{position}: {message}", position = DisplayPos(*position))]
-    Parse { position: Position, message: String },
-    #[error("internal error: {0}")]
-    Edit(#[from] rewrite::EditError),
-}
-
-struct DisplayPos(Position);
-
-impl std::fmt::Display for DisplayPos {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.0.line, self.0.column)
-    }
-}
-
-/// The planned edits of one text, not yet applied: what [`plan`] computes
-/// before it splices, for front ends that write the new text out in pieces.
+/// The planned edits of one text, not yet applied.
 #[derive(Debug, Clone, Default)]
 pub struct Planned {
     pub objects: Vec<ObjectInfo>,
@@ -70,11 +41,33 @@ pub struct Planned {
     pub changes: Vec<FieldChange>,
     /// In document order.
     pub warnings: Vec<Warning>,
-    /// One edit per change.
-    pub edits: Vec<Edit>,
 }
 
-/// Plan the updates of one YAML text against `table`.
+impl Planned {
+    /// The edits of every change, in document order.
+    #[must_use]
+    pub fn edits(&self) -> Vec<Edit> {
+        self.changes.iter().map(|c| c.edit.clone()).collect()
+    }
+}
+
+/// A planned text and, when at least one value changes, its new text.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub planned: Planned,
+    pub new_text: Option<String>,
+}
+
+/// The text cannot be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("{message}")]
+    Parse { position: Position, message: String },
+    #[error("internal error")]
+    Edit(#[from] rewrite::EditError),
+}
+
+/// Plan the updates of one YAML text against `table`, and splice them.
 ///
 /// # Errors
 /// When the text is not valid YAML ([`PlanError::Parse`], with the parser's
@@ -84,18 +77,13 @@ pub fn plan(text: &str, layout: Layout, table: &PolicyTable) -> Result<Plan, Pla
         position: crate::text::position_of(text, e.offset),
         message: e.message,
     })?;
-    let mut planned = plan_edits(text, found, table, |_| true);
-    let new_text = if planned.edits.is_empty() {
+    let planned = plan_edits(text, found, table, |_| true);
+    let new_text = if planned.changes.is_empty() {
         None
     } else {
-        Some(rewrite::apply(text, &mut planned.edits)?)
+        Some(rewrite::apply(text, &mut planned.edits())?)
     };
-    Ok(Plan {
-        objects: planned.objects,
-        changes: planned.changes,
-        warnings: planned.warnings,
-        new_text,
-    })
+    Ok(Plan { planned, new_text })
 }
 
 /// Plan the edits for the markers `found` in `text`, keeping only the
@@ -132,14 +120,14 @@ pub fn plan_edits(
             continue;
         }
         let position = lines.position(text, marker.offset);
-        match table.resolve(&marker.setter) {
+        match table.lookup(&marker.setter) {
             Resolution::Value(new_value) => {
                 if new_value == marker.value {
                     continue;
                 }
-                planned.edits.push(rewrite::edit_for(marker, &new_value));
                 planned.changes.push(FieldChange {
                     object: marker.object,
+                    edit: rewrite::edit_for(marker, &new_value),
                     old_value: marker.value.clone(),
                     new_value,
                     setter: marker.setter.clone(),
@@ -162,7 +150,7 @@ pub fn plan_edits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policies::{LatestRef, PolicyKey};
+    use crate::policies::{ImageRef, PolicyKey};
 
     #[test]
     fn objects_left_out_give_neither_changes_nor_warnings() {
@@ -171,7 +159,7 @@ mod tests {
         table
             .insert(
                 PolicyKey::parse("ns:app").unwrap(),
-                Some(LatestRef::parse("app:2").unwrap()),
+                Some(ImageRef::parse("app:2").unwrap()),
                 "test",
             )
             .unwrap();
@@ -182,14 +170,13 @@ mod tests {
         let only_b = plan_edits(text, found, &table, |o| o.id.kind == "B");
         assert_eq!(only_b.changes.len(), 1);
         assert_eq!(only_b.changes[0].object, 1);
-        assert_eq!(only_b.edits.len(), 1);
         let warnings: Vec<(Option<usize>, Option<&str>)> = only_b
             .warnings
             .iter()
             .map(|w| (w.object, w.field_path.as_deref()))
             .collect();
         assert_eq!(warnings, [(Some(1), Some("other"))]);
-        let new = rewrite::apply(text, &mut only_b.edits.clone()).unwrap();
+        let new = rewrite::apply(text, &mut only_b.edits()).unwrap();
         assert_eq!(
             new,
             text.replacen("- kind: B\n  image: app:1", "- kind: B\n  image: app:2", 1)

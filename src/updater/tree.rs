@@ -1,13 +1,14 @@
-//! Directory mode: source -> scan/resolve/rewrite (per file, in parallel)
-//! -> report -> sink. Nothing is written until every file has been planned,
-//! so an error leaves every file untouched.
+//! The updater over a directory tree (or one file): walk the candidate
+//! files, plan each one (in parallel), and write the changed ones.
+//!
+//! Nothing is written until every file has been planned, so an error leaves
+//! every file untouched.
 
 use std::path::{Path, PathBuf};
 
 use crate::policies::PolicyTable;
 use crate::text::Position;
-use crate::updater::plan::{self, Plan, PlanError};
-use crate::updater::report::Report;
+use crate::updater::plan::{self, Plan, PlanError, Planned};
 use crate::updater::scan::Layout;
 use crate::updater::sink;
 use crate::updater::source::dir::{self, Candidate, Skipped, WalkError};
@@ -15,25 +16,53 @@ use crate::updater::source::dir::{self, Candidate, Skipped, WalkError};
 /// A file whose content changes.
 #[derive(Debug, Clone)]
 pub struct FileUpdate {
+    /// Path relative to the root, `/` separators.
     pub rel: String,
     /// Where it was read from.
     pub path: PathBuf,
-    /// Where it is written in place.
+    /// Where it is written in place (a symlink's target).
     pub write_to: PathBuf,
     /// The original text (kept only when asked for, e.g. for diffs).
     pub old_text: Option<String>,
     pub new_text: String,
 }
 
-/// The plan for a whole tree.
+/// What became of one screened file.
+#[derive(Debug)]
+pub enum FileOutcome {
+    /// Planned: its changes and warnings, and the update when it changes
+    /// and may be written.
+    Planned {
+        planned: Planned,
+        update: Option<FileUpdate>,
+        /// Why the changes cannot be written (a symlink to outside the
+        /// root); its changes are then dropped.
+        refused: Option<String>,
+    },
+    /// Not planned (not UTF-8, not YAML): why, and where.
+    Skipped { position: Position, message: String },
+}
+
+/// The plan of a whole tree.
 #[derive(Debug, Default)]
 pub struct TreePlan {
-    pub report: Report,
-    pub updates: Vec<FileUpdate>,
+    /// Every screened file, by relative path, in path order.
+    pub files: Vec<(String, FileOutcome)>,
+    /// Files skipped before reading (dangling symlinks...).
     pub skipped: Vec<Skipped>,
     /// Candidate files read, and how many of them were screened in.
     pub files_read: usize,
     pub files_screened: usize,
+}
+
+impl TreePlan {
+    /// The files that change.
+    pub fn updates(&self) -> impl Iterator<Item = &FileUpdate> {
+        self.files.iter().filter_map(|(_, f)| match f {
+            FileOutcome::Planned { update, .. } => update.as_ref(),
+            FileOutcome::Skipped { .. } => None,
+        })
+    }
 }
 
 /// A failure that stops the run before anything is written.
@@ -41,17 +70,11 @@ pub struct TreePlan {
 pub enum TreeError {
     #[error(transparent)]
     Walk(#[from] WalkError),
-    #[error("{path}: cannot read: {source}")]
+    #[error("{path}: cannot read")]
     Read {
         path: String,
         #[source]
         source: std::io::Error,
-    },
-    #[error("{path}: {source}")]
-    Plan {
-        path: String,
-        #[source]
-        source: PlanError,
     },
 }
 
@@ -72,7 +95,7 @@ thread_local! {
 fn read_screened(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read;
     BUFFER.with_borrow_mut(|buf| {
-        let mut file = std::fs::File::open(path)?;
+        let mut file = fs_err::File::open(path)?;
         let mut len = 0;
         loop {
             if len == buf.len() {
@@ -130,7 +153,7 @@ fn plan_bytes(bytes: Vec<u8>, table: &PolicyTable, keep_old: bool) -> FileResult
 
 /// Plan the updates of every candidate file under `root` (a directory or
 /// one file). `writing_in_place` refuses files that cannot be written in
-/// place (symlinks to outside the root), with a warning.
+/// place (symlinks to outside the root).
 ///
 /// # Errors
 /// When the tree cannot be walked or a file cannot be read.
@@ -144,51 +167,59 @@ pub fn plan_tree(
         plan_file(c, table, keep_old).map(|r| (r, c.clone()))
     })?;
     let mut tree = TreePlan {
-        report: Report::new(table),
         skipped: walked.skipped,
         files_read: walked.candidates,
         ..TreePlan::default()
     };
     for (rel, (result, candidate)) in walked.results {
-        match result {
+        let outcome = match result {
             FileResult::Unreadable(source) => {
                 return Err(TreeError::Read {
                     path: candidate.path.display().to_string(),
                     source,
                 });
             }
-            FileResult::Skip { position, message } => {
-                tree.files_screened += 1;
-                tree.report.warn(&rel, position, &message);
-            }
+            FileResult::Skip { position, message } => FileOutcome::Skipped { position, message },
             FileResult::Planned { mut plan, old } => {
-                tree.files_screened += 1;
-                let Some(new_text) = plan.new_text.take() else {
-                    tree.report.add_plan(&rel, &plan);
-                    continue;
+                let (update, refused) = match plan.new_text.take() {
+                    None => (None, None),
+                    Some(new_text) => match (&candidate.write_to, writing_in_place) {
+                        (Ok(p), _) => (
+                            Some(FileUpdate {
+                                rel: rel.clone(),
+                                path: candidate.path.clone(),
+                                write_to: p.clone(),
+                                old_text: old,
+                                new_text,
+                            }),
+                            None,
+                        ),
+                        (Err(_), false) => (
+                            Some(FileUpdate {
+                                rel: rel.clone(),
+                                path: candidate.path.clone(),
+                                write_to: candidate.path.clone(),
+                                old_text: old,
+                                new_text,
+                            }),
+                            None,
+                        ),
+                        (Err(why), true) => {
+                            plan.planned.changes.clear();
+                            (None, Some(why.clone()))
+                        }
+                    },
                 };
-                let write_to = match (&candidate.write_to, writing_in_place) {
-                    (Ok(p), _) => p.clone(),
-                    (Err(_), false) => candidate.path.clone(),
-                    (Err(why), true) => {
-                        plan.changes.clear();
-                        tree.report.add_plan(&rel, &plan);
-                        tree.report.warn(&rel, Position { line: 1, column: 1 }, why);
-                        continue;
-                    }
-                };
-                tree.report.add_plan(&rel, &plan);
-                tree.updates.push(FileUpdate {
-                    rel,
-                    path: candidate.path,
-                    write_to,
-                    old_text: old,
-                    new_text,
-                });
+                FileOutcome::Planned {
+                    planned: plan.planned,
+                    update,
+                    refused,
+                }
             }
-        }
+        };
+        tree.files_screened += 1;
+        tree.files.push((rel, outcome));
     }
-    tree.report.sort();
     Ok(tree)
 }
 
@@ -200,23 +231,29 @@ pub enum Destination {
     Under(PathBuf),
 }
 
+impl Destination {
+    /// Where `update` is written.
+    #[must_use]
+    pub fn target(&self, update: &FileUpdate) -> PathBuf {
+        match self {
+            Destination::InPlace => update.write_to.clone(),
+            Destination::Under(dir) => dir.join(&update.rel),
+        }
+    }
+}
+
 /// Write every update, plus `extra` files (the report, emitted policies):
 /// all are staged and flushed, then renamed (see `sink::dir`).
 ///
 /// # Errors
 /// The first IO error; if it happens while staging, nothing changed.
-pub fn write_updates(
-    updates: &[FileUpdate],
+pub fn write_updates<'a>(
+    updates: impl IntoIterator<Item = &'a FileUpdate>,
     destination: &Destination,
     extra: &[sink::dir::FileWrite<'_>],
-) -> Result<usize, std::io::Error> {
-    let targets: Vec<PathBuf> = updates
-        .iter()
-        .map(|u| match destination {
-            Destination::InPlace => u.write_to.clone(),
-            Destination::Under(dir) => dir.join(&u.rel),
-        })
-        .collect();
+) -> Result<Vec<PathBuf>, std::io::Error> {
+    let updates: Vec<&FileUpdate> = updates.into_iter().collect();
+    let targets: Vec<PathBuf> = updates.iter().map(|u| destination.target(u)).collect();
     let writes: Vec<sink::dir::FileWrite<'_>> = updates
         .iter()
         .zip(&targets)
@@ -227,5 +264,6 @@ pub fn write_updates(
         })
         .chain(extra.iter().copied())
         .collect();
-    sink::dir::write_all(&writes)
+    sink::dir::write_all(&writes)?;
+    Ok(writes.iter().map(|w| w.target.to_path_buf()).collect())
 }

@@ -7,38 +7,8 @@
 //! policy requires it: `IfNotPresent` exists precisely to avoid a manifest
 //! request on every run.
 
-use serde::Serialize;
-
 use super::spec::DigestReflection;
-
-/// An image reference as recorded in a policy's status (`latestRef`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ImageRef {
-    /// The image name as configured (Flux keeps `spec.image` verbatim).
-    pub name: String,
-    /// The chosen tag.
-    pub tag: String,
-    /// `sha256:…`, or empty when no digest is recorded.
-    pub digest: String,
-}
-
-impl ImageRef {
-    /// A reference without a digest.
-    pub fn new(name: impl Into<String>, tag: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            tag: tag.into(),
-            digest: String::new(),
-        }
-    }
-
-    /// The same reference with `digest`.
-    #[must_use]
-    pub fn with_digest(mut self, digest: impl Into<String>) -> Self {
-        self.digest = digest.into();
-        self
-    }
-}
+pub use crate::policies::ImageRef;
 
 /// What to do about the digest of the newly chosen image.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,9 +29,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::policies::{LatestRef, PolicyTable};
+use crate::policies::{ImageRef, PolicyTable};
 use crate::text::Position;
-use crate::updater::plan::Plan;
+use crate::updater::plan::{FieldChange, Planned};
 use crate::updater::scan::ObjectId;
 
 /// One changed field.
@@ -67,12 +67,12 @@ pub struct ReportWarning {
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub file_changes: BTreeMap<String, Vec<ObjectChanges>>,
-    pub observed_policies: BTreeMap<String, LatestRef>,
+    pub observed_policies: BTreeMap<String, ImageRef>,
     pub warnings: Vec<ReportWarning>,
 }
 
 /// Output formats of the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     #[default]
     Json,
@@ -92,36 +92,38 @@ impl Report {
         }
     }
 
-    /// Add the changes and warnings of one file's plan.
-    pub fn add_plan(&mut self, file: &str, plan: &Plan) {
-        for w in &plan.warnings {
-            self.warn(file, w.position, &w.message);
-        }
-        if plan.changes.is_empty() {
-            return;
-        }
-        let objects = self.file_changes.entry(file.to_owned()).or_default();
+    /// Add the changes of one file's plan (not its warnings: those are
+    /// diagnostics, added with [`Report::warn`]).
+    pub fn add_changes(&mut self, file: &str, plan: &Planned) {
         for change in &plan.changes {
-            let id = &plan.objects[change.object].id;
-            let entry = if let Some(i) = objects.iter().position(|o| &o.object == id) {
-                &mut objects[i]
-            } else {
+            if let Some(object) = plan.objects.get(change.object) {
+                self.add_change(file, &object.id, change);
+            }
+        }
+    }
+
+    /// Add one change of `object` in `file`: objects are listed in order of
+    /// first appearance, an object seen twice in one file is merged.
+    pub fn add_change(&mut self, file: &str, object: &ObjectId, change: &FieldChange) {
+        let objects = self.file_changes.entry(file.to_owned()).or_default();
+        let index = match objects.iter().position(|o| &o.object == object) {
+            Some(i) => i,
+            None => {
                 objects.push(ObjectChanges {
-                    object: id.clone(),
+                    object: object.clone(),
                     changes: Vec::new(),
                 });
-                let last = objects.len() - 1;
-                &mut objects[last]
-            };
-            entry.changes.push(Change {
-                old_value: change.old_value.clone(),
-                new_value: change.new_value.clone(),
-                setter: change.setter.clone(),
-                line: change.position.line,
-                column: change.position.column,
-                field_path: change.field_path.clone(),
-            });
-        }
+                objects.len() - 1
+            }
+        };
+        objects[index].changes.push(Change {
+            old_value: change.old_value.clone(),
+            new_value: change.new_value.clone(),
+            setter: change.setter.clone(),
+            line: change.position.line,
+            column: change.position.column,
+            field_path: change.field_path.clone(),
+        });
     }
 
     /// Add one warning.

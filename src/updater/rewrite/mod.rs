@@ -9,11 +9,34 @@ use std::ops::Range;
 
 use crate::updater::scan::{Marker, Target};
 
-/// Replace `range` of the source with `replacement`.
+/// Replace a byte range of the source with new text. It travels with the
+/// change that produced it ([`crate::updater::plan::FieldChange`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
-    pub range: Range<usize>,
-    pub replacement: String,
+    range: Range<usize>,
+    replacement: String,
+}
+
+impl Edit {
+    /// Replace `range` with `replacement` (an empty range inserts).
+    pub fn new(range: Range<usize>, replacement: impl Into<String>) -> Self {
+        Self {
+            range,
+            replacement: replacement.into(),
+        }
+    }
+
+    /// The byte range replaced.
+    #[must_use]
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+
+    /// The new text.
+    #[must_use]
+    pub fn replacement(&self) -> &str {
+        &self.replacement
+    }
 }
 
 /// Edits that overlap, or lie outside the text, cannot be applied together.

@@ -16,7 +16,7 @@ use std::ops::Range;
 use granit_parser::{Event, Parser, StructureStyle};
 use serde_json::Value;
 
-use crate::policies::image_policy::parse_documents;
+use crate::yaml::parse_values;
 
 /// Where the parts of a ResourceList lie in its text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -302,7 +302,7 @@ pub fn parse_slice(text: &str, range: Range<usize>) -> Result<Value, String> {
         .ok_or_else(|| "internal error: node range outside the text".to_owned())?;
     let mut owned = " ".repeat(column_of(text, range.start));
     owned.push_str(slice);
-    let mut docs = parse_documents(&owned)?;
+    let mut docs = parse_values(&owned).map_err(|e| e.to_string())?;
     Ok(if docs.is_empty() {
         Value::Null
     } else {

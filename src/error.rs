@@ -1,0 +1,106 @@
+//! Errors that stop a run. Findings that do not stop it are
+//! [`Diagnostic`]s in the outcome.
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::updater::source::dir::WalkError;
+
+/// Why a run stopped before writing anything.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A mistake in how the command was called (exit status 2).
+    #[error("{0}")]
+    Usage(String),
+    /// Input that cannot be used: every problem found, each with its
+    /// location (policy files, definitions, an automation, a functionConfig,
+    /// policies given twice with different values).
+    #[error("{}", invalid_display(.summary, .diagnostics))]
+    Invalid {
+        /// A sentence about all of them (may be empty).
+        summary: String,
+        diagnostics: Diagnostics,
+    },
+    /// A file or directory could not be read or written (the error names
+    /// the path: filesystem access goes through `fs-err`).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// stdout could not be written (a closed pipe included): the output
+    /// that was asked for did not arrive, so this is never a success.
+    #[error("cannot write {what} to stdout")]
+    Stdout {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Walk(#[from] WalkError),
+    /// The registry settings could not be used.
+    #[error("registry settings")]
+    Registry(#[source] Box<image_update_registry::Error>),
+    /// A failure with what was being done, and why (typed).
+    #[error("{context}")]
+    Failed {
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// A failure whose own message says it all (no policy qualifies, ...).
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// A bug: something that cannot happen did.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+fn invalid_display(summary: &str, diagnostics: &Diagnostics) -> String {
+    if summary.is_empty() {
+        diagnostics.to_string()
+    } else {
+        format!("{summary}\n{diagnostics}")
+    }
+}
+
+impl Error {
+    /// Input errors with no summary line.
+    #[must_use]
+    pub fn invalid(diagnostics: Vec<Diagnostic>) -> Self {
+        Error::Invalid {
+            summary: String::new(),
+            diagnostics: Diagnostics(diagnostics),
+        }
+    }
+
+    /// Input errors under a summary line.
+    #[must_use]
+    pub fn invalid_with(summary: impl Into<String>, diagnostics: Vec<Diagnostic>) -> Self {
+        Error::Invalid {
+            summary: summary.into(),
+            diagnostics: Diagnostics(diagnostics),
+        }
+    }
+
+    /// `context` failed because of `source`.
+    pub fn failed(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Failed {
+            context: context.into(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The diagnostics of an input error, if it is one.
+    #[must_use]
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            Error::Invalid { diagnostics, .. } => &diagnostics.0,
+            _ => &[],
+        }
+    }
+
+    /// Whether it is a usage error (exit status 2).
+    #[must_use]
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::Usage(_))
+    }
+}

@@ -1,0 +1,118 @@
+//! [`UpdateConfig`]: the settings of one run, whatever front end built them.
+//!
+//! Each front end converts its own input into this one type, validating as
+//! it goes (flags, a KRM functionConfig, Action inputs, Job settings), so
+//! nothing downstream checks its input again. No clap types here.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::automation::Automation;
+use crate::policies::{ImageRef, PolicyKey, Scope, ScopeNamespace};
+use crate::updater::report::Format;
+
+/// Everything one run needs besides its input.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateConfig {
+    /// Policy results given as values (`--policy`, a functionConfig's
+    /// `policies`); always in scope.
+    pub values: Vec<PolicyValue>,
+    /// Files of Flux ImagePolicy objects (and, when fetching, definitions);
+    /// `-` is stdin.
+    pub policy_files: Vec<PathBuf>,
+    /// Which ImagePolicies are used.
+    pub scope: Scope,
+    /// Only files (or ResourceList items) under this path, relative to the
+    /// input and normalised, are edited; `""` is everything.
+    pub update_path: String,
+    /// The automation the run follows, if any (for the commit message and
+    /// the Job; its scope, path and suspension are already applied).
+    pub automation: Option<Automation>,
+    /// Compute policy results from registries.
+    pub fetch: Option<FetchSettings>,
+    pub mode: Mode,
+    pub outputs: Outputs,
+}
+
+impl UpdateConfig {
+    /// Follow `automation`: its namespace scopes the policies, its
+    /// `spec.policySelector` selects them (together with any selector
+    /// already set), its `spec.update.path` limits the edits.
+    #[must_use]
+    pub fn with_automation(mut self, automation: Automation) -> Self {
+        self.scope.namespace = Some(ScopeNamespace {
+            namespace: automation.namespace.clone(),
+            owner: automation.describe(),
+        });
+        if let Some(selector) = &automation.selector {
+            self.scope.selectors.push((
+                format!("{} spec.policySelector", automation.describe()),
+                selector.clone(),
+            ));
+        }
+        self.update_path.clone_from(&automation.update_path);
+        self.automation = Some(automation);
+        self
+    }
+
+    /// The automation, when it is suspended (nothing is edited then).
+    #[must_use]
+    pub fn suspended(&self) -> Option<&Automation> {
+        self.automation.as_ref().filter(|a| a.suspend)
+    }
+}
+
+/// One policy result given as a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyValue {
+    pub key: PolicyKey,
+    pub image: ImageRef,
+    /// `--policy ns:p=img:1`, `ConfigMap fn data "ns:p"`.
+    pub source: String,
+}
+
+/// Registry settings of a fetching run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FetchSettings {
+    /// The registry settings file.
+    pub registry_config: Option<PathBuf>,
+    pub cache_dir: Option<PathBuf>,
+    pub cache_ttl: Option<Duration>,
+}
+
+/// Whether files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Write the new values.
+    #[default]
+    Apply,
+    /// Write nothing; report what would change.
+    DryRun,
+    /// Write nothing; pending changes are a failure.
+    Check,
+}
+
+impl Mode {
+    /// Whether the input is written.
+    #[must_use]
+    pub fn writes(self) -> bool {
+        self == Mode::Apply
+    }
+}
+
+/// Where the results go besides the input itself. A path of `-` means
+/// stdout: the operation renders it into the outcome for the front end to
+/// print. These are written under `DryRun` and `Check` too: they were asked
+/// for, and are not changes to the input.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// The change report and its format.
+    pub report: Option<(PathBuf, Format)>,
+    /// The fetched policies as ImagePolicy objects with their status.
+    pub emit_policies: Option<PathBuf>,
+    /// Write changed files under this directory (same relative paths)
+    /// instead of in place.
+    pub output_dir: Option<PathBuf>,
+    /// Keep each changed file's old text in the outcome (for a diff).
+    pub keep_old_text: bool,
+}

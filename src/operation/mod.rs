@@ -1,0 +1,426 @@
+//! The one operation every front end runs.
+//!
+//! ```text
+//! UpdateConfig + Input ──> policy documents (files, the tree's definitions,
+//!                          the ResourceList's items)
+//!                     ──> policy table (values, supplied ImagePolicies,
+//!                          fetched results; scope; conflicts)
+//!                     ──> plan (the tree's files, or the list's items)
+//!                     ──> report, diagnostics, rendered outputs
+//!                     ──> writes (tree, `Apply`) ──> Outcome
+//! ```
+//!
+//! The CLI (`update`), the KRM function, the GitHub Action and the Job each
+//! convert their input into an [`UpdateConfig`], call [`run`], and render the
+//! [`Outcome`] their own way. `run` prints nothing and chooses no exit
+//! status.
+
+pub mod config;
+pub mod outcome;
+mod policies;
+
+use std::path::{Path, PathBuf};
+
+pub use self::config::{FetchSettings, Mode, Outputs, PolicyValue, UpdateConfig};
+pub use self::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
+pub use self::policies::client_settings;
+use crate::diagnostic::{Diagnostic, Location, Severity};
+use crate::error::Error;
+use crate::policies::PolicyDocument;
+use crate::reflector::{emit, may_define};
+use crate::updater::plan;
+use crate::updater::plan::Planned;
+use crate::updater::report::Report;
+use crate::updater::scan::{ObjectInfo, Scan};
+use crate::updater::sink::dir::FileWrite;
+use crate::updater::source::resource_list::{ListLayout, parse_slice};
+use crate::updater::tree::{self, Destination, FileOutcome};
+
+/// What a run updates.
+#[derive(Debug)]
+pub enum Input<'a> {
+    /// A directory, or one file, on disk.
+    Tree(&'a Path),
+    /// A kpt ResourceList's text, already laid out and scanned.
+    ResourceList {
+        text: &'a str,
+        layout: &'a ListLayout,
+        scan: Scan,
+    },
+}
+
+/// Run `config` over `input`.
+///
+/// # Errors
+/// Invalid policy input (every problem at its location), fetch failures
+/// (every failed policy), a tree that cannot be read, outputs that cannot
+/// be written. Nothing is written when an error is returned, except when
+/// the final renames themselves fail (see `updater::sink`).
+pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
+    let mut documents = policies::read_policy_files(&config.policy_files)?;
+    match &input {
+        Input::Tree(path) => {
+            if !path.exists() {
+                return Err(Error::invalid(vec![
+                    Diagnostic::error("no such file or directory")
+                        .at(Location::new(path.display().to_string(), None)),
+                ]));
+            }
+            if config.fetch.is_some() {
+                documents.extend(policies::tree_definitions(path)?);
+            }
+        }
+        Input::ResourceList { text, layout, .. } => {
+            documents.extend(list_documents(text, layout)?);
+        }
+    }
+    let gathered = policies::gather(config, &documents)?;
+    let mut outcome = Outcome {
+        mode: config.mode,
+        fetched: gathered.fetched,
+        diagnostics: gathered.notes,
+        ..Outcome::default()
+    };
+    let mut report = Report::new(&gathered.table);
+    if let Some(automation) = config.suspended() {
+        let what = automation.describe();
+        outcome.diagnostics.push(Diagnostic::note(format!(
+            "{what} is suspended: nothing updated"
+        )));
+        outcome.suspended = Some(what);
+    } else {
+        match input {
+            Input::Tree(path) => {
+                plan_tree(config, path, &gathered.table, &mut report, &mut outcome)?;
+            }
+            Input::ResourceList { text, scan, .. } => {
+                let planned = plan::plan_edits(text, scan, &gathered.table, |object| {
+                    in_update_path(&config.update_path, object)
+                });
+                absorb_list(&planned, &mut report, &mut outcome);
+                if config.mode.writes() {
+                    outcome.list_edits = planned.edits();
+                }
+            }
+        }
+    }
+    report.sort();
+    let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
+    outcome.report = report;
+    write(config, rendered, &mut outcome)?;
+    Ok(outcome)
+}
+
+/// Whether a ResourceList item lies under the update path (items without a
+/// path annotation do not, when there is a path).
+fn in_update_path(base: &str, object: &ObjectInfo) -> bool {
+    base.is_empty()
+        || object
+            .annotations
+            .path
+            .as_deref()
+            .is_some_and(|p| is_under(base, p))
+}
+
+/// Whether the item path `item` lies under the normalised `base`.
+#[must_use]
+pub fn is_under(base: &str, item: &str) -> bool {
+    if base.is_empty() {
+        return true;
+    }
+    let item = crate::automation::normalise_path(item);
+    item == base
+        || item
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The items of a ResourceList that may hold ImagePolicies, definitions or
+/// the Secrets they name (screened by substring, then parsed).
+fn list_documents(text: &str, layout: &ListLayout) -> Result<Vec<PolicyDocument>, Error> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (i, range) in layout.items.as_deref().unwrap_or(&[]).iter().enumerate() {
+        if !text.get(range.clone()).is_some_and(may_define) {
+            continue;
+        }
+        match parse_slice(text, range.clone()) {
+            Ok(value) => {
+                let origin = [
+                    "internal.config.kubernetes.io/path",
+                    "config.kubernetes.io/path",
+                ]
+                .iter()
+                .find_map(|a| {
+                    value
+                        .get("metadata")
+                        .and_then(|m| m.get("annotations"))
+                        .and_then(|m| m.get(*a))
+                        .and_then(serde_json::Value::as_str)
+                })
+                .map_or_else(|| format!("items[{i}]"), str::to_owned);
+                out.push(PolicyDocument {
+                    document: crate::yaml::Document::from_value(value),
+                    origin,
+                    positions: false,
+                    dir: None,
+                    supplies: true,
+                });
+            }
+            Err(e) => errors.push(Diagnostic::error(format!("items[{i}]: {e}"))),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::invalid(errors))
+    }
+}
+
+/// Plan the tree at `path` (under the update path) into `report` and
+/// `outcome`.
+fn plan_tree(
+    config: &UpdateConfig,
+    path: &Path,
+    table: &crate::policies::PolicyTable,
+    report: &mut Report,
+    outcome: &mut Outcome,
+) -> Result<(), Error> {
+    let root = if config.update_path.is_empty() {
+        path.to_path_buf()
+    } else {
+        path.join(&config.update_path)
+    };
+    if !root.exists() {
+        return Err(Error::invalid(vec![
+            Diagnostic::error(format!(
+                "the update path {} does not exist",
+                config.update_path
+            ))
+            .at(Location::new(root.display().to_string(), None)),
+        ]));
+    }
+    let in_place = config.outputs.output_dir.is_none();
+    let tree = tree::plan_tree(
+        &root,
+        table,
+        config.outputs.keep_old_text,
+        config.mode.writes() && in_place,
+    )
+    .map_err(|e| match e {
+        tree::TreeError::Walk(w) => Error::Walk(w),
+        tree::TreeError::Read { source, .. } => Error::Io(source),
+    })?;
+    let tree_root = TreeRoot {
+        is_file: root.is_file(),
+        path: root,
+    };
+    let mut warnings = Vec::new();
+    for (rel, file) in tree.files {
+        let display = tree_root.display(&rel);
+        match file {
+            FileOutcome::Skipped { position, message } => {
+                report.warn(&rel, position, &message);
+                warnings
+                    .push(Diagnostic::warning(message).at(Location::new(display, Some(position))));
+            }
+            FileOutcome::Planned {
+                planned,
+                update,
+                refused,
+            } => {
+                report.add_changes(&rel, &planned);
+                for w in &planned.warnings {
+                    report.warn(&rel, w.position, &w.message);
+                }
+                warnings.extend(planned_warnings(
+                    &planned,
+                    |_| Location::new(display.clone(), None),
+                    true,
+                ));
+                for c in &planned.changes {
+                    outcome
+                        .changes
+                        .push(change(&rel, &display, &planned, c, None));
+                }
+                if let Some(why) = refused {
+                    let first = crate::text::Position { line: 1, column: 1 };
+                    report.warn(&rel, first, &why);
+                    warnings.push(Diagnostic::warning(why).at(Location::new(display, Some(first))));
+                }
+                outcome.files.extend(update);
+            }
+        }
+    }
+    warnings.sort_by(|a, b| (&a.location, &a.message).cmp(&(&b.location, &b.message)));
+    outcome.diagnostics.extend(warnings);
+    outcome.stats = Stats {
+        files_read: tree.files_read,
+        files_screened: tree.files_screened,
+        skipped: tree.skipped,
+    };
+    outcome.root = Some(tree_root);
+    Ok(())
+}
+
+/// The warnings of one planned text as diagnostics; `location` gives each
+/// object's location (its file), and `with_position` whether the planned
+/// text's positions are the file's.
+fn planned_warnings(
+    planned: &Planned,
+    location: impl Fn(Option<&ObjectInfo>) -> Location,
+    with_position: bool,
+) -> Vec<Diagnostic> {
+    planned
+        .warnings
+        .iter()
+        .map(|w| {
+            let object = w.object.and_then(|i| planned.objects.get(i));
+            let mut at = location(object);
+            if with_position {
+                at.position = Some(w.position);
+            }
+            let mut d = Diagnostic::warning(w.message.clone()).at(at);
+            d.object = object.map(|o| o.id.clone());
+            d.field.clone_from(&w.field_path);
+            d
+        })
+        .collect()
+}
+
+fn change(
+    file: &str,
+    display: &str,
+    planned: &Planned,
+    c: &plan::FieldChange,
+    index: Option<String>,
+) -> Change {
+    Change {
+        file: file.to_owned(),
+        display: display.to_owned(),
+        object: planned
+            .objects
+            .get(c.object)
+            .map(|o| o.id.clone())
+            .unwrap_or_default(),
+        object_index: c.object,
+        index,
+        field_path: c.field_path.clone(),
+        old_value: c.old_value.clone(),
+        new_value: c.new_value.clone(),
+        setter: c.setter.clone(),
+        position: c.position,
+    }
+}
+
+/// The changes and warnings of a planned ResourceList: files are the items'
+/// path annotations; there are no line numbers a user could use.
+fn absorb_list(planned: &Planned, report: &mut Report, outcome: &mut Outcome) {
+    let annotations = |object: Option<&ObjectInfo>| {
+        let path = object
+            .and_then(|o| o.annotations.path.clone())
+            .unwrap_or_default();
+        let mut at = Location::new(path, None);
+        at.index = object.and_then(|o| o.annotations.index.clone());
+        at
+    };
+    for c in &planned.changes {
+        let object = planned.objects.get(c.object);
+        let at = annotations(object);
+        if let Some(o) = object {
+            report.add_change(&at.path, &o.id, c);
+        }
+        outcome
+            .changes
+            .push(change(&at.path, &at.path, planned, c, at.index));
+    }
+    for w in &planned.warnings {
+        let at = annotations(w.object.and_then(|i| planned.objects.get(i)));
+        report.warn(&at.path, w.position, &w.message);
+    }
+    outcome
+        .diagnostics
+        .extend(planned_warnings(planned, annotations, false));
+}
+
+/// An output file's path and text.
+struct Rendered {
+    what: &'static str,
+    path: PathBuf,
+    text: String,
+}
+
+fn render_outputs(
+    config: &UpdateConfig,
+    report: &Report,
+    definitions: &[crate::reflector::Definition],
+    outcome: &Outcome,
+) -> Result<Vec<Rendered>, Error> {
+    let mut out = Vec::new();
+    if let Some(path) = &config.outputs.emit_policies {
+        let text = emit::render(definitions, &outcome.fetched)
+            .map_err(|e| Error::Internal(format!("rendering the emitted policies: {e}")))?;
+        out.push(Rendered {
+            what: "--emit-policies",
+            path: path.clone(),
+            text,
+        });
+    }
+    if let Some((path, format)) = &config.outputs.report {
+        let text = report
+            .render(*format)
+            .map_err(|e| Error::Internal(format!("rendering the report: {e}")))?;
+        out.push(Rendered {
+            what: "--report",
+            path: path.clone(),
+            text,
+        });
+    }
+    Ok(out)
+}
+
+/// Write the changed files (when the mode writes) and the output files in
+/// one batch: every file is staged before any is renamed into place, so a
+/// failure while staging writes nothing. Outputs for stdout go into the
+/// outcome.
+fn write(
+    config: &UpdateConfig,
+    rendered: Vec<Rendered>,
+    outcome: &mut Outcome,
+) -> Result<(), Error> {
+    let stdout = Path::new("-");
+    let extra: Vec<FileWrite<'_>> = rendered
+        .iter()
+        .filter(|r| r.path != stdout)
+        .map(|r| FileWrite {
+            target: &r.path,
+            bytes: r.text.as_bytes(),
+            permissions_from: None,
+        })
+        .collect();
+    let destination = match &config.outputs.output_dir {
+        Some(dir) => Destination::Under(dir.clone()),
+        None => Destination::InPlace,
+    };
+    let updates = if config.mode.writes() {
+        outcome.files.as_slice()
+    } else {
+        &[]
+    };
+    outcome.written = tree::write_updates(updates, &destination, &extra)?;
+    outcome.stdout = rendered
+        .into_iter()
+        .filter(|r| r.path == stdout)
+        .map(|r| StdoutOutput {
+            what: r.what,
+            text: r.text,
+        })
+        .collect();
+    Ok(())
+}
+
+/// Whether any diagnostic is a warning.
+#[must_use]
+pub fn has_warnings(diagnostics: &[Diagnostic]) -> bool {
+    diagnostics.iter().any(|d| d.severity == Severity::Warning)
+}

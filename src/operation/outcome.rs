@@ -1,0 +1,143 @@
+//! [`Outcome`]: everything one run found and did, for the front ends to
+//! render. It holds values only; it prints nothing.
+
+use std::path::{Path, PathBuf};
+
+use super::config::Mode;
+use crate::diagnostic::Diagnostic;
+use crate::reflector::Resolved;
+use crate::text::Position;
+use crate::updater::report::Report;
+use crate::updater::rewrite::Edit;
+use crate::updater::scan::ObjectId;
+use crate::updater::source::dir::Skipped;
+use crate::updater::tree::FileUpdate;
+
+/// One changed field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The file as the report names it (relative to the update path, `/`
+    /// separators; a ResourceList item's path annotation).
+    pub file: String,
+    /// The file as the user knows it (a path from the current directory;
+    /// the path annotation).
+    pub display: String,
+    pub object: ObjectId,
+    /// Which object of its file (or list) it is, counted from 0: tells two
+    /// objects with the same identity apart.
+    pub object_index: usize,
+    /// The document's index in its file, when known (kpt `file.index`).
+    pub index: Option<String>,
+    pub field_path: String,
+    pub old_value: String,
+    pub new_value: String,
+    pub setter: String,
+    /// Where the value is (in a ResourceList, in the list's text).
+    pub position: Position,
+}
+
+/// Output that was asked for on stdout (`--report -`, `--emit-policies -`),
+/// rendered for the front end to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdoutOutput {
+    /// `--report`, `--emit-policies`.
+    pub what: &'static str,
+    pub text: String,
+}
+
+/// Counts of a tree run.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Candidate files read.
+    pub files_read: usize,
+    /// Files that mention `$imagepolicy` (parsed).
+    pub files_screened: usize,
+    /// Files skipped before reading, with the reason (relative paths).
+    pub skipped: Vec<Skipped>,
+}
+
+/// What one run found and did.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub mode: Mode,
+    /// Every changed field (pending ones under `DryRun`/`Check`), by file,
+    /// then in document order.
+    pub changes: Vec<Change>,
+    /// The ResultV2 change report.
+    pub report: Report,
+    /// Warnings and notes, notes first, then warnings by location (tree),
+    /// or in the list's order (ResourceList).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The files whose content changes (tree input).
+    pub files: Vec<FileUpdate>,
+    /// The edits of the ResourceList's text (ResourceList input, `Apply`).
+    pub list_edits: Vec<Edit>,
+    /// The policies fetched from registries.
+    pub fetched: Vec<Resolved>,
+    /// Outputs asked for on stdout, in the order they were asked for.
+    pub stdout: Vec<StdoutOutput>,
+    /// Every file written (changed files and output files).
+    pub written: Vec<PathBuf>,
+    pub stats: Stats,
+    /// `ImageUpdateAutomation NS/NAME`, when it is suspended (nothing was
+    /// edited).
+    pub suspended: Option<String>,
+    /// The directory (or file) the report's paths are relative to (tree
+    /// input).
+    pub root: Option<TreeRoot>,
+}
+
+/// The root of a tree run, for turning report paths into display paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeRoot {
+    pub path: PathBuf,
+    /// The root is one file, not a directory.
+    pub is_file: bool,
+}
+
+impl TreeRoot {
+    /// `rel` (a report path) as the user knows the file: the root joined
+    /// with it, without a leading `./`; the root itself when it is a file.
+    #[must_use]
+    pub fn display(&self, rel: &str) -> String {
+        if self.is_file {
+            return self.path.display().to_string();
+        }
+        let joined = if rel.is_empty() {
+            self.path.clone()
+        } else {
+            self.path.join(rel)
+        };
+        let s = joined.display().to_string();
+        s.strip_prefix("./").map(str::to_owned).unwrap_or(s)
+    }
+
+    /// The root path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Outcome {
+    /// Whether any field changes (or would).
+    #[must_use]
+    pub fn has_changes(&self) -> bool {
+        !self.changes.is_empty()
+    }
+
+    /// The warnings (not the notes).
+    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == crate::diagnostic::Severity::Warning)
+    }
+
+    /// `rel` as the user knows it (see [`TreeRoot::display`]).
+    #[must_use]
+    pub fn display(&self, rel: &str) -> String {
+        self.root
+            .as_ref()
+            .map_or_else(|| rel.to_owned(), |r| r.display(rel))
+    }
+}

@@ -1,0 +1,256 @@
+//! The one place where a run's policy table is built: values, supplied
+//! ImagePolicies and fetched results, within the run's scope.
+
+use std::path::{Path, PathBuf};
+
+use super::config::{FetchSettings, UpdateConfig};
+use crate::diagnostic::{Diagnostic, Location};
+use crate::error::Error;
+use crate::policies::image_policy::{Role, read_supplied, role};
+use crate::policies::{ConflictError, PolicyDocument, PolicyTable};
+use crate::reflector::{self, Definition, Resolved};
+use crate::updater::source::dir::walk;
+use crate::yaml;
+
+/// The policies of a run.
+#[derive(Debug, Default)]
+pub(super) struct Gathered {
+    pub table: PolicyTable,
+    /// The definitions in scope (fetching only).
+    pub definitions: Vec<Definition>,
+    pub fetched: Vec<Resolved>,
+    /// Policies without a latest image, and the like.
+    pub notes: Vec<Diagnostic>,
+}
+
+/// Build the policy table of a run from the config's values and the
+/// policy `documents`, fetching the definitions among them when the config
+/// says so (and the automation is not suspended).
+///
+/// # Errors
+/// Every invalid policy or definition at once; every policy that could not
+/// be fetched at once; conflicts.
+pub(super) fn gather(
+    config: &UpdateConfig,
+    documents: &[PolicyDocument],
+) -> Result<Gathered, Error> {
+    let fetching = config.fetch.is_some();
+    let mut g = Gathered::default();
+    let mut errors = Vec::new();
+    let conflict = |e: ConflictError| Diagnostic::error(e.to_string());
+    for v in &config.values {
+        if let Err(e) = g
+            .table
+            .insert(v.key.clone(), Some(v.image.clone()), &v.source)
+        {
+            errors.push(conflict(e));
+        }
+    }
+    for doc in documents.iter().filter(|d| d.supplies) {
+        for object in yaml::objects(&doc.document) {
+            if role(object.value, fetching) != Role::Supplied {
+                continue;
+            }
+            let policy = match read_supplied(&object, &doc.origin, doc.positions) {
+                Ok(p) => p,
+                Err(d) => {
+                    errors.push(*d);
+                    continue;
+                }
+            };
+            if let Some(why) = config.scope.excludes(&policy.key, &policy.labels) {
+                g.table.exclude(policy.key, &why);
+            } else if let Err(e) = g.table.insert(policy.key, policy.latest, &policy.source) {
+                errors.push(conflict(e));
+            }
+        }
+    }
+    if fetching {
+        match reflector::collect(documents) {
+            Ok(definitions) => {
+                for d in definitions {
+                    if let Some(why) = config.scope.excludes(&d.key, &d.labels) {
+                        g.table.exclude(d.key.clone(), &why);
+                    } else {
+                        g.definitions.push(d);
+                    }
+                }
+            }
+            Err(diagnostics) => {
+                errors.extend(diagnostics);
+                return Err(Error::invalid_with(
+                    "invalid policy definitions; nothing was written",
+                    errors,
+                ));
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::invalid(errors));
+    }
+    if let Some(settings) = &config.fetch
+        && config.suspended().is_none()
+        && !g.definitions.is_empty()
+    {
+        let client = client_settings(settings)?;
+        g.fetched = reflector::resolve(&g.definitions, &client).map_err(|failed| {
+            Error::invalid_with(
+                format!(
+                    "{} of {} policies could not be fetched; nothing was written",
+                    failed.len(),
+                    g.definitions.len()
+                ),
+                failed,
+            )
+        })?;
+        for r in &g.fetched {
+            if let Err(e) = g.table.insert(
+                r.key.clone(),
+                Some(r.latest.clone()),
+                &format!("fetched for {}", r.source),
+            ) {
+                errors.push(conflict(e));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(Error::invalid(errors));
+        }
+    }
+    g.notes = g
+        .table
+        .without_latest()
+        .map(|(key, source)| {
+            Diagnostic::note(format!(
+                "policy {key} from {source} has no latest image and is ignored"
+            ))
+        })
+        .collect();
+    Ok(g)
+}
+
+/// The registry client settings of a fetching run: defaults, overlaid with
+/// the settings file when given, credentials from the environment, then the
+/// cache overrides.
+///
+/// Each policy applies its own exclusion list (ImageRepository
+/// `exclusionList`, `--exclude`; default `^.*\.sig$`), so the client drops
+/// nothing unless the settings file has an `exclusionList` (which then
+/// applies to every repository, in addition).
+///
+/// # Errors
+/// An unreadable or invalid settings file.
+pub fn client_settings(
+    fetch: &FetchSettings,
+) -> Result<image_update_registry::ClientSettings, Error> {
+    use image_update_registry::{ClientSettings, CredentialStore, SettingsFile};
+    let file = fetch
+        .registry_config
+        .as_deref()
+        .map(SettingsFile::load)
+        .transpose()
+        .map_err(|e| Error::Registry(Box::new(e)))?;
+    let explicit_exclusion = file.as_ref().is_some_and(|f| f.exclusion_list.is_some());
+    let mut settings = ClientSettings {
+        credentials: CredentialStore::from_env(),
+        ..ClientSettings::default()
+    };
+    if let Some(file) = file {
+        settings.apply_file(file);
+    }
+    if !explicit_exclusion {
+        settings.exclusion_list = Vec::new();
+    }
+    if let Some(dir) = &fetch.cache_dir {
+        settings.cache_dir = Some(dir.clone());
+    }
+    if let Some(ttl) = fetch.cache_ttl {
+        settings.cache_ttl = ttl;
+    }
+    Ok(settings)
+}
+
+/// Read the policy files (`-` is stdin): every ImagePolicy in them may be
+/// a supplied result.
+///
+/// # Errors
+/// An unreadable file, or one that is not YAML (at its line and column).
+pub(super) fn read_policy_files(files: &[PathBuf]) -> Result<Vec<PolicyDocument>, Error> {
+    let mut out = Vec::new();
+    for file in files {
+        let stdin = file == Path::new("-");
+        let origin = if stdin {
+            "stdin".to_owned()
+        } else {
+            file.display().to_string()
+        };
+        let text = crate::input::read_text(file)?;
+        let documents = yaml::parse_documents(&text).map_err(|e| {
+            Error::invalid(vec![
+                Diagnostic::error(format!("not valid YAML: {}", e.message))
+                    .at(Location::new(origin.clone(), e.position)),
+            ])
+        })?;
+        let dir = if stdin {
+            std::env::current_dir().ok()
+        } else {
+            Some(
+                file.parent()
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+            )
+        };
+        out.extend(documents.into_iter().map(|document| PolicyDocument {
+            document,
+            origin: origin.clone(),
+            positions: true,
+            dir: dir.clone(),
+            supplies: true,
+        }));
+    }
+    Ok(out)
+}
+
+/// The documents of every file under `root` that may hold definitions
+/// (screened by substring before parsing). They supply no results: only
+/// their definitions are read.
+///
+/// # Errors
+/// A walk or read failure, or a screened file that is not YAML.
+pub(super) fn tree_definitions(root: &Path) -> Result<Vec<PolicyDocument>, Error> {
+    let walked = walk(root, |c| {
+        let text = match fs_err::read_to_string(&c.path) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(Error::Io(e))),
+        };
+        if !reflector::may_define(&text) {
+            return None;
+        }
+        let origin = c.path.display().to_string();
+        let dir = c.path.parent().map(Path::to_path_buf);
+        Some(
+            yaml::parse_documents(&text)
+                .map_err(|e| {
+                    Error::invalid(vec![
+                        Diagnostic::error(format!("not valid YAML: {}", e.message))
+                            .at(Location::new(origin.clone(), e.position)),
+                    ])
+                })
+                .map(|documents| {
+                    documents
+                        .into_iter()
+                        .map(|document| PolicyDocument {
+                            document,
+                            origin: origin.clone(),
+                            positions: true,
+                            dir: dir.clone(),
+                            supplies: false,
+                        })
+                        .collect::<Vec<_>>()
+                }),
+        )
+    })?;
+    let mut out = Vec::new();
+    for (_, result) in walked.results {
+        out.extend(result?);
+    }
+    Ok(out)
+}
