@@ -37,7 +37,7 @@ fn main() -> Result<(), String> {
         None,
         &list,
     )?;
-    let size = std::fs::metadata(&list).map_err(|e| e.to_string())?.len();
+    let size = fs_err::metadata(&list).map_err(|e| e.to_string())?.len();
     println!(
         "kpt fn source:    {:>6.2} s, peak RSS {:>7.1} MB   (list: {:.1} MB)",
         source.seconds,
@@ -47,7 +47,7 @@ fn main() -> Result<(), String> {
 
     let out = tmp.path().join("out.yaml");
     let run = measure(Command::new(BIN).arg("fn"), Some(&list), &out)?;
-    let results = std::fs::read_to_string(&out).map_err(|e| e.to_string())?;
+    let results = fs_err::read_to_string(&out).map_err(|e| e.to_string())?;
     let summary = results
         .lines()
         .find(|l| l.starts_with("- message: updated"))
@@ -98,10 +98,18 @@ fn measure(cmd: &mut Command, input: Option<&Path>, output: &Path) -> Result<Mea
         .arg(cmd.get_program())
         .args(cmd.get_args());
     let stdin = match input {
-        Some(path) => Stdio::from(std::fs::File::open(path).map_err(|e| e.to_string())?),
+        Some(path) => Stdio::from(
+            fs_err::File::open(path)
+                .map_err(|e| e.to_string())?
+                .into_parts()
+                .0,
+        ),
         None => Stdio::null(),
     };
-    let stdout = std::fs::File::create(output).map_err(|e| e.to_string())?;
+    let stdout = fs_err::File::create(output)
+        .map_err(|e| e.to_string())?
+        .into_parts()
+        .0;
     let start = Instant::now();
     let status = wrapped
         .stdin(stdin)
@@ -110,7 +118,7 @@ fn measure(cmd: &mut Command, input: Option<&Path>, output: &Path) -> Result<Mea
         .status()
         .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
     let seconds = start.elapsed().as_secs_f64();
-    let text = std::fs::read_to_string(&report).map_err(|e| e.to_string())?;
+    let text = fs_err::read_to_string(&report).map_err(|e| e.to_string())?;
     let max_rss_kb = text
         .lines()
         .find_map(|l| {
@@ -131,9 +139,9 @@ fn generate(pkg: &Path) -> Result<usize, String> {
     let write = |rel: &str, text: &str| -> Result<(), String> {
         let path = pkg.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            fs_err::create_dir_all(parent).map_err(|e| e.to_string())?;
         }
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+        fs_err::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
     };
     write(
         "Kptfile",

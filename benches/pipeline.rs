@@ -131,7 +131,7 @@ fn crd_bundle(r: &mut Rng, i: usize) -> String {
 /// Generate the repository; returns (root, policies file).
 fn generate(dir: &Path, files: usize) -> PathBuf {
     if dir.exists() {
-        std::fs::remove_dir_all(dir).unwrap();
+        fs_err::remove_dir_all(dir).unwrap();
     }
     let mut r = Rng(42);
     for i in 0..files {
@@ -153,8 +153,8 @@ fn generate(dir: &Path, files: usize) -> PathBuf {
             _ => ("crds.yaml".to_owned(), crd_bundle(&mut r, i)),
         };
         let path = dir.join(&group).join(format!("{i}-{name}"));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, text).unwrap();
     }
     let mut policies = String::from("apiVersion: v1\nkind: List\nitems:\n");
     for p in 0..POLICIES {
@@ -164,7 +164,7 @@ fn generate(dir: &Path, files: usize) -> PathBuf {
         );
     }
     let file = dir.parent().unwrap().join("policies.yaml");
-    std::fs::write(&file, policies).unwrap();
+    fs_err::write(&file, policies).unwrap();
     file
 }
 
@@ -219,7 +219,7 @@ fn main() {
     let mut bytes = 0u64;
     let mut marked_texts = Vec::new();
     for entry in walk(&repo) {
-        let text = std::fs::read_to_string(&entry).unwrap();
+        let text = fs_err::read_to_string(&entry).unwrap();
         bytes += text.len() as u64;
         if text.contains("\"$imagepolicy\"") {
             marked_texts.push(text);
@@ -255,7 +255,7 @@ fn main() {
         let mut times = Vec::new();
         for _ in 0..runs.min(5) {
             if scratch.exists() {
-                std::fs::remove_dir_all(&scratch).unwrap();
+                fs_err::remove_dir_all(&scratch).unwrap();
             }
             copy_tree(&repo, &scratch);
             // Write the copy back first, so its dirty pages are not counted.
@@ -349,7 +349,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
+        for e in fs_err::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);

@@ -35,6 +35,7 @@ pub mod input;
 pub mod krm;
 pub mod operation;
 pub mod policies;
+pub mod pool;
 pub mod reflector;
 pub mod text;
 pub mod updater;

@@ -28,8 +28,8 @@ fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
         let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, text).unwrap();
     }
     dir
 }
@@ -60,7 +60,7 @@ fn diff_goes_to_stdout_and_nothing_is_written_in_dry_run() {
         "--- a/a.yaml\n+++ b/a.yaml\n@@ -1,2 +1,2 @@\n kind: Pod\n-image: nginx:1.25.0 # {\"$imagepolicy\": \"ns:p\"}\n+image: nginx:1.27.1 # {\"$imagepolicy\": \"ns:p\"}\n"
     );
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("a.yaml")).unwrap(),
         POD
     );
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -133,7 +133,7 @@ fn policies_from_stdin() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        std::fs::read_to_string(dir.path().join("a.yaml"))
+        fs_err::read_to_string(dir.path().join("a.yaml"))
             .unwrap()
             .contains("nginx:1.27.1")
     );
@@ -160,7 +160,7 @@ fn usage_errors_exit_2() {
         );
     }
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("a.yaml")).unwrap(),
         POD
     );
 }
@@ -169,7 +169,7 @@ fn usage_errors_exit_2() {
 fn errors_exit_1_and_write_nothing() {
     let dir = tree(&[("a.yaml", POD), ("b.yaml", POD)]);
     let policies = dir.path().join("policies.yaml");
-    std::fs::write(
+    fs_err::write(
         &policies,
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p, namespace: ns}\nstatus: {latestRef: {name: nginx, tag: 1.26.0}}\n",
     )
@@ -193,16 +193,16 @@ fn errors_exit_1_and_write_nothing() {
         "{stderr}"
     );
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("a.yaml")).unwrap(),
         POD
     );
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("b.yaml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("b.yaml")).unwrap(),
         POD
     );
 
     // A policies file that is not YAML names its position.
-    std::fs::write(&policies, "a: [\n").unwrap();
+    fs_err::write(&policies, "a: [\n").unwrap();
     let out = run(
         &[
             "update",
@@ -251,16 +251,16 @@ fn symlinks_to_files_outside_the_tree_are_not_written() {
     );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
-        std::fs::read_to_string(outside.path().join("target.yaml")).unwrap(),
+        fs_err::read_to_string(outside.path().join("target.yaml")).unwrap(),
         POD
     );
     assert!(
-        std::fs::read_to_string(dir.path().join("inside.yaml"))
+        fs_err::read_to_string(dir.path().join("inside.yaml"))
             .unwrap()
             .contains("1.27.1")
     );
     assert!(
-        std::fs::symlink_metadata(dir.path().join("link.yaml"))
+        fs_err::symlink_metadata(dir.path().join("link.yaml"))
             .unwrap()
             .file_type()
             .is_symlink()
@@ -280,7 +280,7 @@ fn non_utf8_files_are_skipped_with_a_position() {
     let dir = tree(&[("ok.yaml", POD)]);
     let bytes =
         b"kind: Pod\n# caf\xe9\nimage: nginx:1.25.0 # {\"$imagepolicy\": \"ns:p\"}\n".to_vec();
-    std::fs::write(dir.path().join("latin1.yaml"), &bytes).unwrap();
+    fs_err::write(dir.path().join("latin1.yaml"), &bytes).unwrap();
     let out = run(
         &["update", s(dir.path()), "--policy", "ns:p=nginx:1.27.1"],
         None,
@@ -292,7 +292,7 @@ fn non_utf8_files_are_skipped_with_a_position() {
         "{stderr}"
     );
     assert!(
-        std::fs::read_to_string(dir.path().join("ok.yaml"))
+        fs_err::read_to_string(dir.path().join("ok.yaml"))
             .unwrap()
             .contains("1.27.1")
     );
@@ -320,10 +320,10 @@ fn a_report_that_cannot_be_written_leaves_every_file_untouched() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("a.yaml")).unwrap(),
         POD
     );
-    let names: Vec<_> = std::fs::read_dir(dir.path())
+    let names: Vec<_> = fs_err::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
@@ -351,17 +351,17 @@ fn new_output_files_are_world_readable_and_replaced_ones_keep_their_mode() {
         report.to_str().unwrap(),
     ];
     assert_eq!(run(&args, None).status.code(), Some(0));
-    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let mode = |p: &Path| fs_err::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(
         mode(&report),
         0o644,
         "a report is written under --dry-run too, readable like any new file"
     );
-    std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o600)).unwrap();
+    fs_err::set_permissions(&report, std::fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(run(&args, None).status.code(), Some(0));
     assert_eq!(mode(&report), 0o600);
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        fs_err::read_to_string(dir.path().join("a.yaml")).unwrap(),
         POD,
         "--dry-run changes nothing under PATH"
     );

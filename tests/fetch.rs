@@ -40,13 +40,13 @@ fn stdout(o: &Output) -> String {
 
 fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
     let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, text).unwrap();
+    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+    fs_err::write(&path, text).unwrap();
     path
 }
 
 fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap()
+    fs_err::read_to_string(path).unwrap()
 }
 
 /// Push one tiny image and re-tag its manifest; returns its digest.
@@ -417,7 +417,7 @@ fn update_fetch_conflicts_with_supplied_result() {
     assert!(read(&deploy).contains("team/app:v1.2.0 #"));
 
     // Without --fetch the definitions are not used.
-    std::fs::write(&deploy, &text).unwrap();
+    fs_err::write(&deploy, &text).unwrap();
     let out = run(cmd(dir.path()).arg("update").arg(&root));
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(read(&deploy), text);
@@ -714,7 +714,7 @@ fn update_fetch_invalid_definitions_name_the_file() {
         "{}",
         stderr(&out)
     );
-    std::fs::remove_file(&broken).unwrap();
+    fs_err::remove_file(&broken).unwrap();
 
     let defs = write(
         &root,

@@ -57,7 +57,7 @@ fn main() {
     let args = Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/cases");
     let mut trials = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+    let mut dirs: Vec<PathBuf> = fs_err::read_dir(&root)
         .expect("testdata/cases")
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir())
@@ -75,7 +75,7 @@ fn updating() -> bool {
 }
 
 fn run_case(dir: &Path) -> Result<(), Failed> {
-    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+    for entry in fs_err::read_dir(dir).map_err(|e| e.to_string())? {
         let name = entry
             .map_err(|e| e.to_string())?
             .file_name()
@@ -89,7 +89,7 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
         return Err("UPDATE_EXPECT is refused when CI is set".into());
     }
     let case: Case = serde_saphyr::from_str(
-        &std::fs::read_to_string(dir.join("case.yaml")).map_err(|e| e.to_string())?,
+        &fs_err::read_to_string(dir.join("case.yaml")).map_err(|e| e.to_string())?,
     )
     .map_err(|e| format!("case.yaml: {e}"))?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -123,20 +123,20 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
         .replace(&tmp.path().display().to_string(), "[ROOT]")
         .replace(&dir.display().to_string(), "[CASE]");
     let code = output.status.code().unwrap_or(-1);
-    let report = std::fs::read_to_string(&report_path).unwrap_or_default();
+    let report = fs_err::read_to_string(&report_path).unwrap_or_default();
     let produced = if case.output_dir { &outdir } else { &work };
 
     if updating() {
         let out = dir.join("out");
         if out.exists() {
-            std::fs::remove_dir_all(&out).map_err(|e| e.to_string())?;
+            fs_err::remove_dir_all(&out).map_err(|e| e.to_string())?;
         }
-        std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+        fs_err::create_dir_all(&out).map_err(|e| e.to_string())?;
         if produced.exists() {
             copy_tree(produced, &out)?;
         }
-        std::fs::write(dir.join("report.json"), &report).map_err(|e| e.to_string())?;
-        std::fs::write(dir.join("stderr.txt"), &stderr).map_err(|e| e.to_string())?;
+        fs_err::write(dir.join("report.json"), &report).map_err(|e| e.to_string())?;
+        fs_err::write(dir.join("stderr.txt"), &stderr).map_err(|e| e.to_string())?;
         eprintln!("updated {}", dir.display());
     }
 
@@ -154,12 +154,12 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
     }
     expect_text(
         "report.json",
-        &std::fs::read_to_string(dir.join("report.json")).unwrap_or_default(),
+        &fs_err::read_to_string(dir.join("report.json")).unwrap_or_default(),
         &report,
     )?;
     expect_text(
         "stderr.txt",
-        &std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
+        &fs_err::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
         &stderr,
     )?;
     if code == 0 || code == 3 {
@@ -189,7 +189,7 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
             .into());
         }
         let again: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&second).map_err(|e| e.to_string())?)
+            serde_json::from_str(&fs_err::read_to_string(&second).map_err(|e| e.to_string())?)
                 .map_err(|e| e.to_string())?;
         if again["fileChanges"] != serde_json::json!({}) {
             return Err(format!("second run is not idempotent: {}", again["fileChanges"]).into());
@@ -221,21 +221,21 @@ fn snapshot(root: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
     }
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(|e| e.to_string())? {
+        for entry in fs_err::read_dir(&dir).map_err(|e| e.to_string())? {
             let path = entry.map_err(|e| e.to_string())?.path();
             let rel = path
                 .strip_prefix(root)
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
-            let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
+            let meta = fs_err::symlink_metadata(&path).map_err(|e| e.to_string())?;
             if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).map_err(|e| e.to_string())?;
+                let target = fs_err::read_link(&path).map_err(|e| e.to_string())?;
                 out.insert(rel, format!("-> {}", target.display()).into_bytes());
             } else if meta.is_dir() {
                 stack.push(path);
             } else {
-                out.insert(rel, std::fs::read(&path).map_err(|e| e.to_string())?);
+                out.insert(rel, fs_err::read(&path).map_err(|e| e.to_string())?);
             }
         }
     }
@@ -320,19 +320,19 @@ fn only_reported_lines_changed(
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<(), Failed> {
-    std::fs::create_dir_all(to).map_err(|e| e.to_string())?;
-    for entry in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+    fs_err::create_dir_all(to).map_err(|e| e.to_string())?;
+    for entry in fs_err::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
         let path = entry.map_err(|e| e.to_string())?.path();
         let dest = to.join(path.file_name().unwrap());
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
+        let meta = fs_err::symlink_metadata(&path).map_err(|e| e.to_string())?;
         if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&path).map_err(|e| e.to_string())?;
+            let target = fs_err::read_link(&path).map_err(|e| e.to_string())?;
             #[cfg(unix)]
             std::os::unix::fs::symlink(&target, &dest).map_err(|e| e.to_string())?;
         } else if meta.is_dir() {
             copy_tree(&path, &dest)?;
         } else {
-            std::fs::copy(&path, &dest).map_err(|e| e.to_string())?;
+            fs_err::copy(&path, &dest).map_err(|e| e.to_string())?;
         }
     }
     Ok(())

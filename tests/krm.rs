@@ -56,7 +56,7 @@ fn main() {
 
 fn golden_trials() -> Vec<Trial> {
     let dir = root().join("testdata/krm");
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let mut cases: Vec<PathBuf> = fs_err::read_dir(&dir)
         .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
     cases.sort();
@@ -95,29 +95,29 @@ fn run_fn(stdin: &[u8]) -> Result<(Vec<u8>, i32), Failed> {
 }
 
 fn golden(case: &Path) -> Result<(), Failed> {
-    for entry in std::fs::read_dir(case).map_err(|e| e.to_string())? {
+    for entry in fs_err::read_dir(case).map_err(|e| e.to_string())? {
         let name = entry.map_err(|e| e.to_string())?.file_name();
         let name = name.to_string_lossy();
         if !matches!(name.as_ref(), "stdin.yaml" | "stdout.yaml" | "exit-code") {
             return Err(format!("{}: unknown file {name}", case.display()).into());
         }
     }
-    let stdin = std::fs::read(case.join("stdin.yaml")).map_err(|e| format!("stdin.yaml: {e}"))?;
+    let stdin = fs_err::read(case.join("stdin.yaml")).map_err(|e| format!("stdin.yaml: {e}"))?;
     let (stdout, code) = run_fn(&stdin)?;
     let expected_path = case.join("stdout.yaml");
     let code_path = case.join("exit-code");
     if updating()? {
-        std::fs::write(&expected_path, &stdout).map_err(|e| e.to_string())?;
+        fs_err::write(&expected_path, &stdout).map_err(|e| e.to_string())?;
         if code == 0 {
-            let _ = std::fs::remove_file(&code_path);
+            let _ = fs_err::remove_file(&code_path);
         } else {
-            std::fs::write(&code_path, format!("{code}\n")).map_err(|e| e.to_string())?;
+            fs_err::write(&code_path, format!("{code}\n")).map_err(|e| e.to_string())?;
         }
         eprintln!("updated {}", expected_path.display());
     } else {
-        let expected = std::fs::read(&expected_path)
+        let expected = fs_err::read(&expected_path)
             .map_err(|e| format!("stdout.yaml: {e} (run with UPDATE_EXPECT=1 to create it)"))?;
-        let expected_code: i32 = match std::fs::read_to_string(&code_path) {
+        let expected_code: i32 = match fs_err::read_to_string(&code_path) {
             Ok(s) => s.trim().parse().map_err(|e| format!("exit-code: {e}"))?,
             Err(_) => 0,
         };
@@ -189,7 +189,7 @@ fn kpt_trials() -> Vec<Trial> {
             "note: kpt is not on PATH: the kpt tests are skipped (ignored); install kpt to run them"
         );
     }
-    let mut examples: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+    let mut examples: Vec<PathBuf> = fs_err::read_dir(root().join("examples"))
         .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
     examples.sort();
@@ -232,14 +232,14 @@ fn kpt_trials() -> Vec<Trial> {
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<(), Failed> {
-    std::fs::create_dir_all(to).map_err(|e| e.to_string())?;
-    for entry in std::fs::read_dir(from).map_err(|e| e.to_string())? {
+    fs_err::create_dir_all(to).map_err(|e| e.to_string())?;
+    for entry in fs_err::read_dir(from).map_err(|e| e.to_string())? {
         let entry = entry.map_err(|e| e.to_string())?;
         let target = to.join(entry.file_name());
         if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
             copy_tree(&entry.path(), &target)?;
         } else {
-            std::fs::copy(entry.path(), &target).map_err(|e| e.to_string())?;
+            fs_err::copy(entry.path(), &target).map_err(|e| e.to_string())?;
         }
     }
     Ok(())
@@ -249,7 +249,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), Failed> {
 /// its bytes.
 fn files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
     fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<(), Failed> {
-        for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        for entry in fs_err::read_dir(dir).map_err(|e| e.to_string())? {
             let path = entry.map_err(|e| e.to_string())?.path();
             if path.file_name().is_some_and(|n| n == ".expected") {
                 continue;
@@ -259,7 +259,7 @@ fn files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
             } else {
                 let rel = path.strip_prefix(base).map_err(|e| e.to_string())?;
                 let rel = rel.to_string_lossy().replace('\\', "/");
-                out.insert(rel, std::fs::read(&path).map_err(|e| e.to_string())?);
+                out.insert(rel, fs_err::read(&path).map_err(|e| e.to_string())?);
             }
         }
         Ok(())
@@ -318,7 +318,7 @@ fn run_kpt(pkg: &Path, config: &Value, results_dir: &Path) -> Result<(i32, Strin
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let results = match std::fs::read(results_dir.join("results.yaml")) {
+    let results = match fs_err::read(results_dir.join("results.yaml")) {
         Ok(bytes) => {
             let mut docs = yaml_value("results.yaml", &bytes)?;
             let mut doc = docs.pop().ok_or("empty results.yaml")?;
@@ -336,8 +336,7 @@ fn run_kpt(pkg: &Path, config: &Value, results_dir: &Path) -> Result<(i32, Strin
 
 fn kpt_example(example: &Path) -> Result<(), Failed> {
     let expected_dir = example.join(".expected");
-    let config_bytes =
-        std::fs::read(expected_dir.join("config.yaml")).map_err(|e| e.to_string())?;
+    let config_bytes = fs_err::read(expected_dir.join("config.yaml")).map_err(|e| e.to_string())?;
     let config = yaml_value("config.yaml", &config_bytes)?
         .pop()
         .ok_or("empty config.yaml")?;
@@ -354,16 +353,16 @@ fn kpt_example(example: &Path) -> Result<(), Failed> {
     let out_dir = expected_dir.join("out");
     let results_file = expected_dir.join("results.yaml");
     if updating()? {
-        let _ = std::fs::remove_dir_all(&out_dir);
+        let _ = fs_err::remove_dir_all(&out_dir);
         for (rel, bytes) in after.iter().filter(|(rel, _)| is_expected_output(rel)) {
             let target = out_dir.join(rel);
             if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+                fs_err::create_dir_all(parent).map_err(|e| e.to_string())?;
             }
-            std::fs::write(&target, bytes).map_err(|e| e.to_string())?;
+            fs_err::write(&target, bytes).map_err(|e| e.to_string())?;
         }
         let text = serde_saphyr::to_string(&results).map_err(|e| e.to_string())?;
-        std::fs::write(&results_file, text).map_err(|e| e.to_string())?;
+        fs_err::write(&results_file, text).map_err(|e| e.to_string())?;
         eprintln!("updated {}", expected_dir.display());
         return Ok(());
     }
@@ -399,7 +398,7 @@ fn kpt_example(example: &Path) -> Result<(), Failed> {
     }
     let expected_results = yaml_value(
         "results.yaml",
-        &std::fs::read(&results_file).map_err(|e| format!("results.yaml: {e}"))?,
+        &fs_err::read(&results_file).map_err(|e| format!("results.yaml: {e}"))?,
     )?
     .pop()
     .ok_or("empty results.yaml")?;
@@ -472,7 +471,7 @@ fn fn_doc_help() -> Result<(), Failed> {
 /// function, and every example package it lists exists with its
 /// expectations.
 fn kpt_fn_yaml() -> Result<(), Failed> {
-    let bytes = std::fs::read(root().join("kpt-fn.yaml")).map_err(|e| e.to_string())?;
+    let bytes = fs_err::read(root().join("kpt-fn.yaml")).map_err(|e| e.to_string())?;
     let meta = yaml_value("kpt-fn.yaml", &bytes)?
         .pop()
         .ok_or("empty kpt-fn.yaml")?;
@@ -517,7 +516,7 @@ fn kpt_fn_yaml() -> Result<(), Failed> {
 /// on stdin must answer exactly as `fn` does.
 fn no_arguments_act_as_fn() -> Result<(), Failed> {
     use std::io::Write;
-    let stdin = std::fs::read(root().join("testdata/krm/kpt-eval-configmap/stdin.yaml"))
+    let stdin = fs_err::read(root().join("testdata/krm/kpt-eval-configmap/stdin.yaml"))
         .map_err(|e| e.to_string())?;
     let (expected, expected_code) = run_fn(&stdin)?;
     let mut child = Command::new(BIN)

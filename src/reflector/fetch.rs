@@ -223,7 +223,7 @@ fn credential(source: &CredentialSource, repository: &Repository) -> Result<Cred
             config_json,
         } => (config_json.clone(), origin.clone()),
         CredentialSource::File(path) => (
-            std::fs::read_to_string(path)
+            fs_err::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
             path.display().to_string(),
         ),
@@ -367,24 +367,11 @@ fn created_many(
     tags: &[&str],
     platforms: &[Platform],
 ) -> std::collections::HashMap<String, CreatedResult> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let next = AtomicUsize::new(0);
-    let out = Mutex::new(std::collections::HashMap::with_capacity(tags.len()));
-    std::thread::scope(|scope| {
-        for _ in 0..CREATED_IN_FLIGHT.min(tags.len()) {
-            scope.spawn(|| {
-                while let Some(tag) = tags.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let result = created(client, repo, tag, platforms);
-                    if let Ok(mut map) = out.lock() {
-                        map.insert((*tag).to_owned(), result);
-                    }
-                }
-            });
-        }
-    });
-    out.into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    crate::pool::map(tags, CREATED_IN_FLIGHT, |tag| {
+        ((*tag).to_owned(), created(client, repo, tag, platforms))
+    })
+    .into_iter()
+    .collect()
 }
 
 /// The creation time of `tag` for newest-build: the first of `platforms`

@@ -45,7 +45,7 @@ impl TagCache {
     /// The cached tags of `canonical`, if present, valid and younger than the TTL.
     pub(crate) fn get(&self, canonical: &str) -> Option<Vec<String>> {
         let path = self.path_for(canonical);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match fs_err::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => {
@@ -79,7 +79,7 @@ impl TagCache {
     }
 
     fn try_put(&self, canonical: &str, tags: &[String]) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
+        fs_err::create_dir_all(&self.dir)?;
         let entry = Entry {
             version: VERSION,
             repository: canonical.to_owned(),
@@ -121,14 +121,12 @@ mod tests {
         let expired = TagCache::new(dir.path(), Duration::ZERO);
         assert_eq!(expired.get("r.io/a"), None);
         // corrupt
-        std::fs::write(cache.path_for("r.io/a"), b"{not json").unwrap();
+        fs_err::write(cache.path_for("r.io/a"), b"{not json").unwrap();
         assert_eq!(cache.get("r.io/a"), None);
         cache.put("r.io/a", &["v3".to_owned()]);
         assert_eq!(cache.get("r.io/a"), Some(vec!["v3".to_owned()]));
         // no temp files left behind
-        let names: Vec<_> = std::fs::read_dir(dir.path().join("tags"))
-            .unwrap()
-            .collect();
+        let names: Vec<_> = fs_err::read_dir(dir.path().join("tags")).unwrap().collect();
         assert_eq!(names.len(), 1);
     }
 
@@ -136,7 +134,7 @@ mod tests {
     fn unwritable_dir_is_not_fatal() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("file");
-        std::fs::write(&file, b"x").unwrap();
+        fs_err::write(&file, b"x").unwrap();
         let cache = TagCache::new(&file, Duration::from_secs(60));
         cache.put("r.io/a", &["v1".to_owned()]);
         assert_eq!(cache.get("r.io/a"), None);

@@ -507,7 +507,7 @@ impl AuthEntry {
 }
 
 fn read_config(path: &Path, host: &str) -> Result<Option<ConfigFile>> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match fs_err::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
@@ -599,7 +599,7 @@ mod tests {
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
+        fs_err::write(&p, text).unwrap();
         p
     }
 
@@ -783,7 +783,7 @@ mod tests {
         let store = CredentialStore::from_vars([("DOCKER_CONFIG", dir.path().to_str().unwrap())]);
         assert_eq!(store.lookup("x.io", "a/b").unwrap(), basic("u", "p"));
         let home = tempfile::tempdir().unwrap();
-        std::fs::create_dir(home.path().join(".docker")).unwrap();
+        fs_err::create_dir(home.path().join(".docker")).unwrap();
         write(
             &home.path().join(".docker"),
             "config.json",
@@ -821,8 +821,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let helper = |name: &str, body: &str| {
             let p = dir.path().join(format!("docker-credential-{name}"));
-            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            fs_err::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            fs_err::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         };
         // Echo the server URL back as the username so the test sees what was sent.
         helper(

@@ -120,7 +120,7 @@ impl SettingsFile {
     }
 
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Settings {
+        let text = fs_err::read_to_string(path).map_err(|e| Error::Settings {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
@@ -489,10 +489,10 @@ exclusion_list: ['^.*\.sig$', '^sha256-']
     fn load_from_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("registries.yaml");
-        std::fs::write(&path, "registries:\n  ghcr.io:\n    page_size: 50\n").unwrap();
+        fs_err::write(&path, "registries:\n  ghcr.io:\n    page_size: 50\n").unwrap();
         let s = ClientSettings::from_env_and_file(Some(&path)).unwrap();
         assert_eq!(s.host("ghcr.io").page_size, 50);
-        std::fs::write(&path, "registries: [").unwrap();
+        fs_err::write(&path, "registries: [").unwrap();
         let err = ClientSettings::from_env_and_file(Some(&path))
             .unwrap_err()
             .to_string();

@@ -145,7 +145,7 @@ impl Transport {
         let mut tls = ureq::tls::TlsConfig::builder();
         let mut roots: Vec<ureq::tls::Certificate<'static>> = base_roots().to_vec();
         if let Some(ca_file) = &hs.ca_file {
-            let pem = std::fs::read(ca_file).map_err(|e| Error::Settings {
+            let pem = fs_err::read(ca_file).map_err(|e| Error::Settings {
                 path: ca_file.clone(),
                 message: format!("cannot read CA file: {e}"),
             })?;

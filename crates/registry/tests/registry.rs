@@ -237,7 +237,7 @@ fn real_tls_with_ca_file() {
     );
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
+    fs_err::write(&ca_file, &ca.ca_pem).unwrap();
     let r = repo(&reg.authority(), "secure/app");
 
     // A loopback host marked secure: HTTPS, trusting the CA file on top of the bundled roots.
@@ -269,7 +269,7 @@ fn real_tls_with_ca_file() {
     // `SSL_CERT_FILE` (a process-wide setting, hence a subprocess) is trusted
     // without a `ca_file`.
     let settings_file = dir.path().join("registries.yaml");
-    std::fs::write(
+    fs_err::write(
         &settings_file,
         format!(
             "registries:\n  {}:\n    insecure: false\nretry:\n  max_retries: 0\n",
@@ -320,7 +320,7 @@ fn real_tls_with_ca_file() {
 
     // A CA file without certificates is a settings error.
     let empty = dir.path().join("empty.pem");
-    std::fs::write(&empty, "not a certificate").unwrap();
+    fs_err::write(&empty, "not a certificate").unwrap();
     let mut settings = fast_settings();
     settings.set_host(
         &reg.authority(),
@@ -420,7 +420,7 @@ fn real_docker_config_credentials() {
         &ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z"),
     );
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    fs_err::write(
         dir.path().join("config.json"),
         format!(
             r#"{{"auths": {{"http://{}": {{"auth": "{}"}}}}}}"#,
@@ -615,12 +615,12 @@ fn real_tag_cache() {
     // Fresh cache: the new tag is not seen.
     assert_eq!(client(settings.clone()).list_tags(&r).unwrap(), vec!["v1"]);
     // Corrupt cache: ignored, refetched, rewritten.
-    let files: Vec<_> = std::fs::read_dir(dir.path().join("tags"))
+    let files: Vec<_> = fs_err::read_dir(dir.path().join("tags"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(files.len(), 1);
-    std::fs::write(&files[0], b"\0garbage").unwrap();
+    fs_err::write(&files[0], b"\0garbage").unwrap();
     let mut tags = client(settings.clone()).list_tags(&r).unwrap();
     tags.sort();
     assert_eq!(tags, vec!["v1", "v2"]);
@@ -1284,7 +1284,7 @@ fn fake_settings_file_drives_the_client() {
     });
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("registries.yaml");
-    std::fs::write(
+    fs_err::write(
         &path,
         format!(
             "registries:\n  {}:\n    page_size: 7\n    timeout: 5s\nretry:\n  max_retries: 1\n  initial_backoff: 1ms\nexclusion_list: ['^drop-', '\\.sig$']\n",

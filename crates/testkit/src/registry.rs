@@ -609,7 +609,7 @@ impl Registry {
             Auth::Htpasswd { user, password } => {
                 let hash = bcrypt::hash(password, 4).unwrap();
                 let path = dir.path().join("htpasswd");
-                std::fs::write(&path, format!("{user}:{hash}\n")).unwrap();
+                fs_err::write(&path, format!("{user}:{hash}\n")).unwrap();
                 format!(
                     "auth:\n  htpasswd:\n    realm: image-update-test\n    path: {}\n",
                     path.display()
@@ -617,7 +617,7 @@ impl Registry {
             }
             Auth::Token(issuer, realm) => {
                 let path = dir.path().join("token-root.pem");
-                std::fs::write(&path, &issuer.cert_pem).unwrap();
+                fs_err::write(&path, &issuer.cert_pem).unwrap();
                 format!(
                     "auth:\n  token:\n    realm: {realm}\n    service: {}\n    issuer: {}\n    rootcertbundle: {}\n",
                     issuer.service,
@@ -630,8 +630,8 @@ impl Registry {
             Some(ca) => {
                 let cert = dir.path().join("server.pem");
                 let key = dir.path().join("server-key.pem");
-                std::fs::write(&cert, &ca.cert_pem).unwrap();
-                std::fs::write(&key, &ca.key_pem).unwrap();
+                fs_err::write(&cert, &ca.cert_pem).unwrap();
+                fs_err::write(&key, &ca.key_pem).unwrap();
                 format!(
                     "  tls:\n    certificate: {}\n    key: {}\n",
                     cert.display(),
@@ -666,8 +666,8 @@ impl Registry {
                 dir.path().join("data").display()
             );
             let config_path = dir.path().join("config.yml");
-            std::fs::write(&config_path, config).unwrap();
-            let log = std::fs::File::create(&log_path).unwrap();
+            fs_err::write(&config_path, config).unwrap();
+            let log = fs_err::File::create(&log_path).unwrap().into_parts().0;
             let mut child = Command::new(&bin)
                 .arg("serve")
                 .arg(&config_path)
@@ -701,7 +701,7 @@ impl Registry {
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
+        fs_err::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
     }
 
     pub fn authority(&self) -> String {
@@ -875,7 +875,7 @@ fn wait_ready(
     log: &Path,
 ) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
-    let read_log = || std::fs::read_to_string(log).unwrap_or_default();
+    let read_log = || fs_err::read_to_string(log).unwrap_or_default();
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!(

@@ -69,45 +69,15 @@ fn new_file_permissions(file: &std::fs::File) -> Result<std::fs::Permissions, st
 /// flushes overlap.
 const WRITERS: usize = 8;
 
-/// Run `f` over `items` on up to [`WRITERS`] scoped threads; results keep
-/// the input order. The first error is returned after every thread stops.
+/// Run `f` over `items` on up to [`WRITERS`] threads; results keep the
+/// input order. The first error is returned after every item ran.
 fn in_parallel<T, R, F>(items: impl IntoIterator<Item = T>, f: F) -> Result<Vec<R>, std::io::Error>
 where
     T: Send,
     R: Send,
     F: Fn(T) -> Result<R, std::io::Error> + Sync,
 {
-    let items: Vec<T> = items.into_iter().collect();
-    if items.len() < 2 {
-        return items.into_iter().map(f).collect();
-    }
-    let per_thread = items.len().div_ceil(WRITERS);
-    let mut chunks: Vec<Vec<T>> = Vec::new();
-    let mut rest = items.into_iter().peekable();
-    while rest.peek().is_some() {
-        chunks.push(rest.by_ref().take(per_thread).collect());
-    }
-    let f = &f;
-    let results: Vec<Result<Vec<R>, std::io::Error>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
-                scope.spawn(move || chunk.into_iter().map(f).collect::<Result<Vec<R>, _>>())
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a writer thread panicked")))
-            })
-            .collect()
-    });
-    let mut out = Vec::new();
-    for r in results {
-        out.extend(r?);
-    }
-    Ok(out)
+    crate::pool::map(items, WRITERS, f).into_iter().collect()
 }
 
 fn stage(w: &FileWrite<'_>) -> Result<tempfile::NamedTempFile, std::io::Error> {
@@ -116,7 +86,7 @@ fn stage(w: &FileWrite<'_>) -> Result<tempfile::NamedTempFile, std::io::Error> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| context(w.target, "cannot create directory", &e))?;
+    fs_err::create_dir_all(dir).map_err(|e| context(w.target, "cannot create directory", &e))?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".image-update-")
         .suffix(".tmp")
@@ -130,13 +100,13 @@ fn stage(w: &FileWrite<'_>) -> Result<tempfile::NamedTempFile, std::io::Error> {
         .permissions_from
         .into_iter()
         .chain([w.target])
-        .find_map(|p| std::fs::metadata(p).ok())
+        .find_map(|p| fs_err::metadata(p).ok())
         .map(|m| m.permissions());
     let permissions = match permissions {
         Some(p) => p,
         None => new_file_permissions(tmp.as_file())?,
     };
-    std::fs::set_permissions(tmp.path(), permissions)
+    fs_err::set_permissions(tmp.path(), permissions)
         .map_err(|e| context(w.target, "cannot set permissions", &e))?;
     Ok(tmp)
 }
@@ -151,30 +121,30 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a.yaml");
-        std::fs::write(&file, "old").unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        fs_err::write(&file, "old").unwrap();
+        fs_err::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
         write_all(&[FileWrite {
             target: &file,
             bytes: b"new",
             permissions_from: None,
         }])
         .unwrap();
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        assert_eq!(fs_err::read_to_string(&file).unwrap(), "new");
         assert_eq!(
-            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            fs_err::metadata(&file).unwrap().permissions().mode() & 0o777,
             0o640
         );
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
     fn a_failure_while_staging_renames_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let good = dir.path().join("good.yaml");
-        std::fs::write(&good, "old").unwrap();
+        fs_err::write(&good, "old").unwrap();
         // A regular file where a directory is needed makes staging fail.
         let blocker = dir.path().join("blocker");
-        std::fs::write(&blocker, "").unwrap();
+        fs_err::write(&blocker, "").unwrap();
         let bad = blocker.join("bad.yaml");
         let err = write_all(&[
             FileWrite {
@@ -190,9 +160,9 @@ mod tests {
         ])
         .unwrap_err();
         assert!(err.to_string().contains("bad.yaml"), "{err}");
-        assert_eq!(std::fs::read_to_string(&good).unwrap(), "old");
+        assert_eq!(fs_err::read_to_string(&good).unwrap(), "old");
         assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
+            fs_err::read_dir(dir.path()).unwrap().count(),
             2,
             "no temporary file is left behind"
         );

@@ -84,12 +84,12 @@ where
     T: Send,
     F: Fn(&Candidate) -> Option<T> + Sync,
 {
-    let meta = std::fs::metadata(root).map_err(|source| WalkError::Io {
+    let meta = fs_err::metadata(root).map_err(|source| WalkError::Io {
         path: root.display().to_string(),
         source,
     })?;
     let base = base_dir(root);
-    let canonical_base = base.canonicalize().map_err(|source| WalkError::Io {
+    let canonical_base = fs_err::canonicalize(&base).map_err(|source| WalkError::Io {
         path: base.display().to_string(),
         source,
     })?;
@@ -133,7 +133,7 @@ where
             let path = entry.path().to_path_buf();
             let rel = relative(&base, &path);
             let write_to = if file_type.is_symlink() {
-                match std::fs::metadata(&path) {
+                match fs_err::metadata(&path) {
                     Err(_) => {
                         push(
                             &skipped,
@@ -154,7 +154,7 @@ where
                         );
                         return WalkState::Continue;
                     }
-                    Ok(_) => match path.canonicalize() {
+                    Ok(_) => match fs_err::canonicalize(&path) {
                         Ok(target) if target.starts_with(&canonical_base) => Ok(target),
                         Ok(target) => Err(format!(
                             "symlink target {} lies outside {}, so it is not written",
