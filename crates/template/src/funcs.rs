@@ -383,7 +383,7 @@ pub fn eq(arg1: &Value, rest: &[Value]) -> Result<bool, String> {
                     if !same_kind {
                         return Err(format!(
                             "non-comparable types {}: {}, {}: {}",
-                            gofmt::sprint_value(&arg1),
+                            gofmt::sprintf("%s", std::slice::from_ref(&arg1)),
                             arg1.type_name(),
                             arg.type_name(),
                             gofmt::sprint_value(&arg)
@@ -395,7 +395,7 @@ pub fn eq(arg1: &Value, rest: &[Value]) -> Result<bool, String> {
                         if matches!(arg.kind(), Kind::Slice | Kind::Map) {
                             return Err(format!(
                                 "non-comparable type {}: {}",
-                                gofmt::sprint_value(&arg),
+                                gofmt::sprintf("%s", std::slice::from_ref(&arg)),
                                 arg.type_name()
                             ));
                         }

@@ -914,17 +914,62 @@ fn go_regex(pattern: &str) -> Result<regex::Regex, String> {
         }
         out.push(c);
     }
-    regex::Regex::new(&out).map_err(|e| {
-        format!(
-            "error parsing regexp: {}",
-            e.to_string().lines().last().unwrap_or_default().trim()
+    regex::Regex::new(&out).map_err(|e| go_regex_error(pattern, &e.to_string()))
+}
+
+/// Go's wording for the common pattern errors (`error parsing regexp: CODE: `ARG``).
+fn go_regex_error(pattern: &str, err: &str) -> String {
+    let bq = |s: &str| {
+        if gofmt::can_backquote(s) {
+            format!("`{s}`")
+        } else {
+            gofmt::quote(s)
+        }
+    };
+    let (code, arg) = if err.contains("unclosed group") {
+        ("missing closing )", pattern.to_owned())
+    } else if err.contains("unopened group") {
+        ("unexpected )", pattern.to_owned())
+    } else if err.contains("unclosed character class") {
+        (
+            "missing closing ]",
+            pattern
+                .rfind('[')
+                .map_or(pattern, |i| &pattern[i..])
+                .to_owned(),
         )
-    })
+    } else if err.contains("repetition operator missing expression") {
+        let op = pattern
+            .chars()
+            .find(|c| matches!(c, '*' | '+' | '?'))
+            .unwrap_or('*');
+        ("missing argument to repetition operator", op.to_string())
+    } else if err.contains("escape sequence") {
+        let arg = pattern
+            .find('\\')
+            .map_or(String::new(), |i| pattern[i..].chars().take(2).collect());
+        ("invalid escape sequence", arg)
+    } else {
+        let last = err
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim()
+            .trim_start_matches("error: ");
+        return format!("error parsing regexp: {last}: {}", bq(pattern));
+    };
+    format!("error parsing regexp: {code}: {}", bq(&arg))
 }
 
 fn must_compile(pattern: &str) -> Result<regex::Regex, CallError> {
-    go_regex(pattern)
-        .map_err(|e| CallError::Msg(format!("regexp: Compile({}): {e}", gofmt::quote(pattern))))
+    go_regex(pattern).map_err(|e| {
+        let q = if gofmt::can_backquote(pattern) {
+            format!("`{pattern}`")
+        } else {
+            gofmt::quote(pattern)
+        };
+        CallError::Msg(format!("regexp: Compile({q}): {e}"))
+    })
 }
 
 fn find_all(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
