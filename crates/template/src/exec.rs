@@ -10,7 +10,7 @@ use crate::gofmt;
 use crate::parse::{
     self, Arg, BranchNode, CommandNode, ListNode, Node, NumberNode, PipeNode, Tree, VariableNode,
 };
-use crate::value::{Kind, Type, Value, field_at, field_path};
+use crate::value::{Kind, Type, Value, lookup_field};
 
 /// Resource limits for one execution. Go has none of these; they keep arbitrary template text from
 /// running away. Exceeding one is an [`ExecErrorKind::Limit`] error.
@@ -642,13 +642,13 @@ impl<'a> State<'a> {
         let has_args = args.is_some_and(|a| a.len() > 1) || final_.is_some();
         match &receiver {
             Value::Struct(s) => {
-                if let Some(path) = field_path(&s.ty, field) {
+                if let Some(v) = lookup_field(s, field) {
                     if has_args {
                         return Err(self.err(format!(
                             "{field} has arguments but cannot be invoked as function"
                         )));
                     }
-                    return Ok(field_at(s, &path).unwrap_or(Value::Invalid));
+                    return Ok(v);
                 }
             }
             Value::Map(_) | Value::Nil(_) if receiver.kind() == Kind::Map => {

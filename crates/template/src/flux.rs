@@ -11,7 +11,7 @@
 //! Flux leaves the order of `.Changed.Changes` unspecified (Go map iteration); here it walks files and
 //! objects in sorted order, so a message that prints or hashes all changes is reproducible.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::error::{ExecError, ParseError};
@@ -235,14 +235,14 @@ impl TemplateData {
     /// Flux's `Result.Changes()`: every change once (by value), first seen, files and objects in
     /// sorted order.
     pub fn changes(&self) -> Vec<Change> {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen: HashSet<&Change> = HashSet::new();
         let mut out = Vec::new();
         for objects in self.file_changes.values() {
             let mut sorted: Vec<&(ObjectId, Vec<Change>)> = objects.iter().collect();
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
             for (_, changes) in sorted {
                 for c in changes {
-                    if seen.insert(c.clone()) {
+                    if seen.insert(c) {
                         out.push(c.clone());
                     }
                 }
@@ -267,39 +267,58 @@ impl TemplateData {
     /// The data as the Go value a template sees.
     pub fn to_value(&self) -> Value {
         let t = FluxTypes::new();
-        let obj_changes = |entries: Vec<(Value, Value)>| {
-            Value::map(Type::Named(t.object_changes.clone()), entries)
-        };
-        let file_changes = if self.file_changes.is_empty() {
-            Value::Nil(Type::map_of(
-                Type::String,
-                Type::Named(t.object_changes.clone()),
-            ))
+        let oc_type = Type::Named(t.object_changes.clone());
+        let mut id_values: HashMap<&ObjectId, Value> = HashMap::new();
+        let mut objects: BTreeMap<&ObjectId, Vec<Value>> = BTreeMap::new();
+        let mut seen: HashSet<&Change> = HashSet::new();
+        let mut all_changes: Vec<Value> = Vec::new();
+        let mut files: Vec<(Value, Value)> = Vec::with_capacity(self.file_changes.len());
+        // One value per change and per identity, shared by FileChanges, Objects() and Changes().
+        for (file, objs) in &self.file_changes {
+            let mut sorted: Vec<&(ObjectId, Vec<Change>)> = objs.iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut entries = Vec::with_capacity(sorted.len());
+            for (id, changes) in sorted {
+                let idv = id_values
+                    .entry(id)
+                    .or_insert_with(|| t.object_id(id))
+                    .clone();
+                let values: Vec<Value> = changes.iter().map(|c| t.change(c)).collect();
+                for (c, v) in changes.iter().zip(&values) {
+                    if seen.insert(c) {
+                        all_changes.push(v.clone());
+                    }
+                }
+                objects
+                    .entry(id)
+                    .or_default()
+                    .extend(values.iter().cloned());
+                entries.push((idv, Value::slice(t.change_slice(), values)));
+            }
+            files.push((Value::str(file), Value::map(oc_type.clone(), entries)));
+        }
+        let fc_type = Type::map_of(Type::String, oc_type.clone());
+        let file_changes = if files.is_empty() {
+            Value::Nil(fc_type)
         } else {
-            Value::map(
-                Type::map_of(Type::String, Type::Named(t.object_changes.clone())),
-                self.file_changes
-                    .iter()
-                    .map(|(file, objects)| {
-                        let entries = objects
-                            .iter()
-                            .map(|(id, ch)| (t.object_id(id), t.changes(ch)))
-                            .collect();
-                        (Value::str(file), obj_changes(entries))
-                    })
-                    .collect(),
-            )
+            Value::map(fc_type, files)
         };
-        let changes = self.changes();
-        let changes_v = if changes.is_empty() {
+        let changes_v = if all_changes.is_empty() {
             Value::Nil(t.change_slice())
         } else {
-            t.changes(&changes)
+            Value::slice(t.change_slice(), all_changes)
         };
-        let objects_v = obj_changes(
-            self.objects()
-                .iter()
-                .map(|(id, ch)| (t.object_id(id), t.changes(ch)))
+        let objects_v = Value::map(
+            oc_type,
+            objects
+                .into_iter()
+                .map(|(id, v)| {
+                    let idv = id_values
+                        .get(id)
+                        .cloned()
+                        .unwrap_or_else(|| t.object_id(id));
+                    (idv, Value::slice(t.change_slice(), v))
+                })
                 .collect(),
         );
         let result = Value::structure(&t.result, vec![file_changes], vec![changes_v, objects_v]);
@@ -503,23 +522,15 @@ impl FluxTypes {
         Value::structure(&self.object_id, vec![ri], Vec::new())
     }
 
-    fn changes(&self, changes: &[Change]) -> Value {
-        Value::slice(
-            self.change_slice(),
-            changes
-                .iter()
-                .map(|c| {
-                    Value::structure(
-                        &self.change,
-                        vec![
-                            Value::str(&c.old_value),
-                            Value::str(&c.new_value),
-                            Value::str(&c.setter),
-                        ],
-                        Vec::new(),
-                    )
-                })
-                .collect(),
+    fn change(&self, c: &Change) -> Value {
+        Value::structure(
+            &self.change,
+            vec![
+                Value::str(&c.old_value),
+                Value::str(&c.new_value),
+                Value::str(&c.setter),
+            ],
+            Vec::new(),
         )
     }
 }

@@ -91,3 +91,198 @@ pub use flux::{Change, MessageError, ObjectId, ReportError, TemplateData, render
 pub use value::{
     FieldDef, Kind, MapVal, MethodFn, NamedType, SliceVal, StructVal, Type, Underlying, Value,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str, limits: &Limits) -> Result<String, String> {
+        let t = Template::parse("t", text).map_err(|e| e.to_string())?;
+        t.execute_with_limits(&Value::Invalid, limits)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn recursion_stops_at_the_template_depth_limit() {
+        let err = run(
+            r#"{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" . }}"#,
+            &Limits::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.ends_with("exceeded maximum template depth (100)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn output_stops_at_the_output_limit() {
+        let limits = Limits {
+            max_output: 1000,
+            ..Limits::default()
+        };
+        let err = run(r#"{{ range until 100 }}0123456789abcdef{{ end }}"#, &limits).unwrap_err();
+        assert!(
+            err.contains("output exceeds this engine's limit of 1000 bytes"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn repeat_and_indent_stop_at_the_value_limit() {
+        let limits = Limits {
+            max_value_len: 1000,
+            ..Limits::default()
+        };
+        let err = run(r#"{{ repeat 2000 "x" }}"#, &limits).unwrap_err();
+        assert!(
+            err.contains("error calling repeat: result of 2000 bytes or elements exceeds"),
+            "{err}"
+        );
+        let err = run(r#"{{ indent 2000 "x" }}"#, &limits).unwrap_err();
+        assert!(err.contains("error calling indent"), "{err}");
+        assert_eq!(run(r#"{{ repeat 3 "ab" }}"#, &limits).unwrap(), "ababab");
+    }
+
+    #[test]
+    fn doubling_strings_stop_at_the_value_limit() {
+        let err = run(r#"{{ $s := "x" }}{{ range until 40 }}{{ $s = printf "%s%s" $s $s }}{{ end }}{{ len $s }}"#, &Limits::default()).unwrap_err();
+        assert!(err.contains("exceeds this engine's limit"), "{err}");
+    }
+
+    #[test]
+    fn long_loops_stop_at_the_step_limit() {
+        let limits = Limits {
+            max_steps: 10_000,
+            ..Limits::default()
+        };
+        let err = run(r#"{{ range until 1000000 }}{{ end }}"#, &limits).unwrap_err();
+        assert!(err.contains("limit"), "{err}");
+        let err = run(r#"{{ range 100000000 }}{{ end }}"#, &limits).unwrap_err();
+        assert!(
+            err.contains("exceeds this engine's limit of 10000 steps"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_at_parse_time_and_fine_below() {
+        let deep = format!("{{{{ {}1{} }}}}", "(".repeat(300), ")".repeat(300));
+        let err = run(&deep, &Limits::default()).unwrap_err();
+        assert!(
+            err.contains("exceeded maximum nesting depth (200)"),
+            "{err}"
+        );
+        let ok = format!("{{{{ {}1{} }}}}", "(".repeat(150), ")".repeat(150));
+        assert_eq!(run(&ok, &Limits::default()).unwrap(), "1");
+        let ifs = format!("{}x{}", "{{ if 1 }}".repeat(150), "{{ end }}".repeat(150));
+        assert_eq!(run(&ifs, &Limits::default()).unwrap(), "x");
+    }
+
+    #[test]
+    fn a_map_containing_itself_neither_hangs_nor_overflows() {
+        let out = run(
+            r#"{{ $d := dict }}{{ $_ := set $d "self" $d }}{{ len (printf "%v" $d) }} {{ has $d (list $d) }} {{ toJson $d }}"#,
+            &Limits::default(),
+        );
+        assert!(out.is_ok(), "{out:?}");
+        let err = run(
+            r#"{{ $d := dict }}{{ $_ := set $d "self" $d }}{{ deepCopy $d }}"#,
+            &Limits::default(),
+        )
+        .unwrap_err();
+        assert!(err.contains("nested deeper"), "{err}");
+    }
+
+    #[test]
+    fn unsupported_sprig_functions_parse_and_fail_when_run() {
+        let err = run(
+            r#"{{ if false }}{{ semver "1.0.0" }}{{ end }}ok"#,
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(err, "ok");
+        let t = Template::parse("t", r#"{{ randInt 1 2 }}"#).unwrap();
+        let e = t.execute(&Value::Invalid).unwrap_err();
+        assert_eq!(e.kind, ExecErrorKind::Unsupported);
+    }
+
+    #[test]
+    fn flux_default_message_and_error_wrapping() {
+        let data = TemplateData::new("ns", "auto");
+        assert_eq!(
+            render_commit_message(None, &data).unwrap(),
+            flux::DEFAULT_MESSAGE
+        );
+        assert_eq!(
+            render_commit_message(Some(""), &data).unwrap(),
+            flux::DEFAULT_MESSAGE
+        );
+        let e = render_commit_message(Some("{{ nope }}"), &data).unwrap_err();
+        assert!(matches!(e, MessageError::Parse(_)));
+        let e = render_commit_message(Some("{{ .Updated.Files }}"), &data).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MessageError::RemovedField {
+                    field: ".Updated",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = render_commit_message(Some("{{ .Changed.ImageResult }}"), &data).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MessageError::RemovedField {
+                    field: ".Changed.ImageResult",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = render_commit_message(Some("{{ .Nope }}"), &data).unwrap_err();
+        assert!(matches!(e, MessageError::Execute(_)));
+    }
+
+    #[test]
+    fn plain_constructors_match_the_report_reader() {
+        let mut data = TemplateData::new("flux-system", "auto");
+        let id = ObjectId {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "web".into(),
+            namespace: "shop".into(),
+        };
+        data.add_change(
+            "a.yaml",
+            id.clone(),
+            [Change {
+                old_value: "1".into(),
+                new_value: "2".into(),
+                setter: "s".into(),
+            }],
+        );
+        data.set_value("k", "v");
+        let json = serde_json::json!({
+            "automationObject": {"namespace": "flux-system", "name": "auto"},
+            "values": {"k": "v"},
+            "fileChanges": {"a.yaml": [{"object": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "shop"},
+                "changes": [{"oldValue": "1", "newValue": "2", "setter": "s", "extra": 1}]}]}
+        });
+        let read = TemplateData::from_report_json(&json).unwrap();
+        let t = "{{ . }}";
+        assert_eq!(
+            render_commit_message(Some(t), &data).unwrap(),
+            render_commit_message(Some(t), &read).unwrap()
+        );
+        let bad = serde_json::json!({"fileChanges": {"a.yaml": [{"object": 3}]}});
+        let e = TemplateData::from_report_json(&bad).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "report field fileChanges[\"a.yaml\"][0].object: expected an object"
+        );
+    }
+}

@@ -1176,19 +1176,27 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn deep_copy(v: &Value) -> Value {
-    match v {
-        Value::Slice(s) => Value::slice(s.ty.clone(), s.items.iter().map(deep_copy).collect()),
-        Value::Map(m) => Value::map(
-            m.ty.clone(),
-            m.entries
-                .borrow()
-                .iter()
-                .map(|(k, v)| (k.clone(), deep_copy(v)))
-                .collect(),
-        ),
-        v => v.clone(),
+fn deep_copy(v: &Value, depth: usize) -> Result<Value, CallError> {
+    if depth > 100 {
+        return Err(CallError::Limit(
+            "value nested deeper than this engine's limit of 100 levels".to_owned(),
+        ));
     }
+    Ok(match v {
+        Value::Slice(s) => {
+            let items: Result<Vec<Value>, CallError> =
+                s.items.iter().map(|x| deep_copy(x, depth + 1)).collect();
+            Value::slice(s.ty.clone(), items?)
+        }
+        Value::Map(m) => {
+            let mut entries = Vec::new();
+            for (k, x) in m.entries.borrow().iter() {
+                entries.push((k.clone(), deep_copy(x, depth + 1)?));
+            }
+            Value::map(m.ty.clone(), entries)
+        }
+        v => v.clone(),
+    })
 }
 
 fn dict_get(d: &Value, key: &str) -> Option<Value> {
@@ -1703,10 +1711,8 @@ pub fn register(f: &mut HashMap<&'static str, FuncDef>) {
             a[1].clone()
         })
     });
-    add("deepCopy", vec![a()], false, |_, a| Ok(deep_copy(&a[0])));
-    add("mustDeepCopy", vec![a()], false, |_, a| {
-        Ok(deep_copy(&a[0]))
-    });
+    add("deepCopy", vec![a()], false, |_, a| deep_copy(&a[0], 0));
+    add("mustDeepCopy", vec![a()], false, |_, a| deep_copy(&a[0], 0));
     add("typeOf", vec![a()], false, |_, a| {
         Ok(Value::string(
             a[0].clone().unwrap_nil_interface().type_name(),

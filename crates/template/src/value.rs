@@ -509,8 +509,17 @@ impl Value {
         }
     }
 
-    /// Go's `reflect.DeepEqual` for the values templates build.
+    /// Go's `reflect.DeepEqual` for the values templates build (values nested deeper than 100 levels,
+    /// which only a map containing itself reaches, compare unequal).
     pub fn deep_equal(&self, other: &Value) -> bool {
+        self.deep_equal_at(other, 0)
+    }
+
+    fn deep_equal_at(&self, other: &Value, depth: usize) -> bool {
+        if depth > 100 {
+            return false;
+        }
+        let d = depth + 1;
         match (self, other) {
             (Value::Invalid, Value::Invalid) => true,
             (Value::Nil(a), Value::Nil(b)) => a.same(b),
@@ -522,7 +531,10 @@ impl Value {
             (Value::Slice(a), Value::Slice(b)) => {
                 a.ty.same(&b.ty)
                     && a.items.len() == b.items.len()
-                    && a.items.iter().zip(&b.items).all(|(x, y)| x.deep_equal(y))
+                    && a.items
+                        .iter()
+                        .zip(&b.items)
+                        .all(|(x, y)| x.deep_equal_at(y, d))
             }
             (Value::Map(a), Value::Map(b)) => {
                 if !a.ty.same(&b.ty) {
@@ -533,12 +545,15 @@ impl Value {
                     && ea
                         .iter()
                         .zip(eb.iter())
-                        .all(|(x, y)| x.0.deep_equal(&y.0) && x.1.deep_equal(&y.1))
+                        .all(|(x, y)| x.0.deep_equal_at(&y.0, d) && x.1.deep_equal_at(&y.1, d))
             }
             (Value::Struct(a), Value::Struct(b)) => {
                 a.ty.name == b.ty.name
                     && a.fields.len() == b.fields.len()
-                    && a.fields.iter().zip(&b.fields).all(|(x, y)| x.deep_equal(y))
+                    && a.fields
+                        .iter()
+                        .zip(&b.fields)
+                        .all(|(x, y)| x.deep_equal_at(y, d))
             }
             _ => false,
         }
@@ -591,6 +606,10 @@ pub fn field_path(ty: &NamedType, name: &str) -> Option<Vec<usize>> {
     let Underlying::Struct(fields) = &ty.underlying else {
         return None;
     };
+    // Field names are unique at the top level, so a direct field needs no search.
+    if let Some(i) = fields.iter().position(|f| f.name == name) {
+        return Some(vec![i]);
+    }
     let mut level: Vec<(Vec<usize>, &[FieldDef])> = vec![(Vec::new(), fields.as_slice())];
     for _depth in 0..16 {
         let mut found: Option<Vec<usize>> = None;
@@ -622,6 +641,17 @@ pub fn field_path(ty: &NamedType, name: &str) -> Option<Vec<usize>> {
         level = next;
     }
     None
+}
+
+/// The value of the field `name` of a struct (promoted fields included), if it has one.
+pub fn lookup_field(v: &StructVal, name: &str) -> Option<Value> {
+    if let Underlying::Struct(fields) = &v.ty.underlying {
+        if let Some(i) = fields.iter().position(|f| f.name == name) {
+            return v.fields.get(i).cloned();
+        }
+    }
+    let path = field_path(&v.ty, name)?;
+    field_at(v, &path)
 }
 
 /// Follow a field path through nested structs.
