@@ -138,7 +138,6 @@ impl At<'_> {
                 | Node::Break { pos }
                 | Node::Continue { pos } => *pos,
                 Node::If(b) | Node::Range(b) | Node::With(b) => b.pos,
-                Node::Comment => 0,
             },
             At::List(l) => l.pos,
             At::Pipe(p) => p.pos,
@@ -291,7 +290,6 @@ impl<'a> State<'a> {
             }
             Node::Break { .. } => Err(Flow::Break),
             Node::Continue { .. } => Err(Flow::Continue),
-            Node::Comment => Ok(()),
             Node::If(b) => self.walk_if_or_with(false, dot, b),
             Node::With(b) => self.walk_if_or_with(true, dot, b),
             Node::Range(b) => self.walk_range(dot, node, b),
@@ -633,11 +631,11 @@ impl<'a> State<'a> {
         if let Value::Nil(Type::Any) = receiver {
             return Err(self.err(format!("nil pointer evaluating {typ}.{field}")));
         }
-        if let Value::Struct(s) = &receiver {
-            if let Some((_, _, m)) = s.ty.methods.iter().find(|(n, _, _)| n == field) {
-                let result = m(&receiver);
-                return self.eval_call(dot, Callee::Method(result), node, field, args, final_);
-            }
+        if let Value::Struct(s) = &receiver
+            && let Some((_, _, m)) = s.ty.methods.iter().find(|(n, _, _)| n == field)
+        {
+            let result = m(&receiver);
+            return self.eval_call(dot, Callee::Method(result), node, field, args, final_);
         }
         let has_args = args.is_some_and(|a| a.len() > 1) || final_.is_some();
         match &receiver {

@@ -206,7 +206,7 @@ fn builtin_printf(c: &mut CallCtx, a: Vec<Value>) -> Result<Value, CallError> {
 fn builtin_len(_: &mut CallCtx, a: Vec<Value>) -> Result<Value, CallError> {
     match &a[0] {
         Value::Nil(t) if t.kind() == Kind::Interface => Err("len of nil pointer".to_owned().into()),
-        v => match v.len() {
+        v => match v.go_len() {
             Some(n) => Ok(Value::int(n as i64)),
             None => Err(format!("len of type {}", v.type_name()).into()),
         },
@@ -246,10 +246,11 @@ fn prepare_arg(value: &Value, ty: &Type) -> Result<Value, String> {
         return Ok(value);
     }
     let int_like = |k: Kind| matches!(k, Kind::Int | Kind::Int64 | Kind::Int32 | Kind::Uint8);
-    if int_like(vt.kind()) && int_like(ty.kind()) {
-        if let Value::Int(i, _) = value {
-            return Ok(Value::Int(i, ty.clone()));
-        }
+    if int_like(vt.kind())
+        && int_like(ty.kind())
+        && let Value::Int(i, _) = value
+    {
+        return Ok(Value::Int(i, ty.clone()));
     }
     Err(format!("value has type {vt}; should be {ty}"))
 }
@@ -269,7 +270,7 @@ fn builtin_index(_: &mut CallCtx, a: Vec<Value>) -> Result<Value, CallError> {
                 let x = index_arg(&index, s.len())?;
                 match s.as_bytes().get(x) {
                     Some(b) => Value::Int(i64::from(*b), Type::Uint8),
-                    None => return Err(format!("reflect: string index out of range").into()),
+                    None => return Err("reflect: string index out of range".to_string().into()),
                 }
             }
             Value::Slice(_) | Value::Nil(Type::Slice(_)) => {

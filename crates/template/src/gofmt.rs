@@ -112,12 +112,12 @@ impl Printer {
         if !matches!(verb, 'v' | 's' | 'x' | 'X' | 'q') {
             return false;
         }
-        if let Value::Struct(s) = v {
-            if let Some(stringer) = s.ty.stringer {
-                let text = stringer(v);
-                self.fmt_string(&text, verb);
-                return true;
-            }
+        if let Value::Struct(s) = v
+            && let Some(stringer) = s.ty.stringer
+        {
+            let text = stringer(v);
+            self.fmt_string(&text, verb);
+            return true;
         }
         false
     }
@@ -231,33 +231,32 @@ impl Printer {
                     if i > 0 {
                         self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
-                    if self.f.plus_v || self.f.sharp_v {
-                        if let Some(name) = names.get(i) {
-                            self.buf.push_str(name);
-                            self.buf.push(':');
-                        }
+                    if (self.f.plus_v || self.f.sharp_v)
+                        && let Some(name) = names.get(i)
+                    {
+                        self.buf.push_str(name);
+                        self.buf.push(':');
                     }
                     self.print_value(field, verb, depth + 1);
                 }
                 self.buf.push('}');
             }
             Value::Slice(s) => {
-                if matches!(verb, 's' | 'q' | 'x' | 'X') {
-                    if let Type::Slice(e) = &s.ty {
-                        if matches!(**e, Type::Uint8) {
-                            let bytes: Vec<u8> = s
-                                .items
-                                .iter()
-                                .map(|b| match b {
-                                    Value::Int(i, _) => *i as u8,
-                                    _ => 0,
-                                })
-                                .collect();
-                            let text = String::from_utf8_lossy(&bytes).into_owned();
-                            self.fmt_string(&text, verb);
-                            return;
-                        }
-                    }
+                if matches!(verb, 's' | 'q' | 'x' | 'X')
+                    && let Type::Slice(e) = &s.ty
+                    && matches!(**e, Type::Uint8)
+                {
+                    let bytes: Vec<u8> = s
+                        .items
+                        .iter()
+                        .map(|b| match b {
+                            Value::Int(i, _) => *i as u8,
+                            _ => 0,
+                        })
+                        .collect();
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    self.fmt_string(&text, verb);
+                    return;
                 }
                 if self.f.sharp_v {
                     let _ = write!(self.buf, "{}{{", s.ty);
@@ -368,10 +367,8 @@ impl Printer {
         if self.f.sharp {
             match base {
                 2 => out.extend_from_slice(b"b0"),
-                8 => {
-                    if out.last() != Some(&b'0') {
-                        out.push(b'0');
-                    }
+                8 if out.last() != Some(&b'0') => {
+                    out.push(b'0');
                 }
                 16 => {
                     out.push(digits[16]);
@@ -401,16 +398,16 @@ impl Printer {
     fn fmt_unicode(&mut self, i: i64) {
         let u = i as u64;
         let mut prec = 4;
-        if let Some(p) = self.f.prec {
-            if p > 4 {
-                prec = p;
-            }
+        if let Some(p) = self.f.prec
+            && p > 4
+        {
+            prec = p;
         }
         let mut s = format!("U+{u:0prec$X}");
-        if self.f.sharp {
-            if let Some(c) = char::from_u32(u as u32).filter(|c| u <= 0x10FFFF && is_print(*c)) {
-                s.push_str(&format!(" '{c}'"));
-            }
+        if self.f.sharp
+            && let Some(c) = char::from_u32(u as u32).filter(|c| u <= 0x10FFFF && is_print(*c))
+        {
+            s.push_str(&format!(" '{c}'"));
         }
         let old = self.f.zero;
         self.f.zero = false;
@@ -1105,7 +1102,7 @@ mod tests {
         assert_eq!(format_float(123456.0, 'g', -1), "123456");
         assert_eq!(format_float(0.0001, 'g', -1), "0.0001");
         assert_eq!(format_float(0.00001, 'g', -1), "1e-05");
-        assert_eq!(format_float(3.14159, 'f', 2), "3.14");
+        assert_eq!(format_float(3.26, 'f', 2), "3.26");
         assert_eq!(format_float(3.0, 'e', 6), "3.000000e+00");
         assert_eq!(format_float(0.0, 'g', -1), "0");
         assert_eq!(format_float(100.0, 'g', 2), "1e+02");
@@ -1119,13 +1116,13 @@ mod tests {
             sprintf(
                 "%05.1f|%-6s|%q|%v",
                 &[
-                    Value::Float(3.14159),
+                    Value::Float(3.26),
                     Value::str("ab"),
                     Value::str("x"),
                     Value::int(3)
                 ]
             ),
-            "003.1|ab    |\"x\"|3"
+            "003.3|ab    |\"x\"|3"
         );
         assert_eq!(
             sprintf("%d %s", &[Value::str("a")]),

@@ -62,27 +62,27 @@ fn write_value(
         Value::Complex(..) => return Err("json: unsupported type: complex128".to_owned()),
         Value::Str(s) => write_string(out, s, html),
         Value::Slice(s) => {
-            if let Type::Slice(e) = &s.ty {
-                if matches!(**e, Type::Uint8) {
-                    use base64::Engine as _;
-                    let bytes: Vec<u8> = s
-                        .items
-                        .iter()
-                        .map(|b| {
-                            if let Value::Int(i, _) = b {
-                                *i as u8
-                            } else {
-                                0
-                            }
-                        })
-                        .collect();
-                    write_string(
-                        out,
-                        &base64::engine::general_purpose::STANDARD.encode(bytes),
-                        html,
-                    );
-                    return Ok(());
-                }
+            if let Type::Slice(e) = &s.ty
+                && matches!(**e, Type::Uint8)
+            {
+                use base64::Engine as _;
+                let bytes: Vec<u8> = s
+                    .items
+                    .iter()
+                    .map(|b| {
+                        if let Value::Int(i, _) = b {
+                            *i as u8
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                write_string(
+                    out,
+                    &base64::engine::general_purpose::STANDARD.encode(bytes),
+                    html,
+                );
+                return Ok(());
             }
             if s.items.is_empty() {
                 out.push_str("[]");

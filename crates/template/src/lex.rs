@@ -10,7 +10,6 @@ pub enum ItemType {
     Bool,
     Char,
     CharConstant,
-    Comment,
     Complex,
     Assign,
     Declare,
@@ -190,12 +189,13 @@ impl Lexer<'_> {
     }
 
     fn backup(&mut self) {
-        if !self.at_eof && self.pos > 0 {
-            if let Some(c) = self.input[..self.pos].chars().next_back() {
-                self.pos -= c.len_utf8();
-                if c == '\n' {
-                    self.line -= 1;
-                }
+        if !self.at_eof
+            && self.pos > 0
+            && let Some(c) = self.input[..self.pos].chars().next_back()
+        {
+            self.pos -= c.len_utf8();
+            if c == '\n' {
+                self.line -= 1;
             }
         }
     }

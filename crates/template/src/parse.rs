@@ -31,7 +31,6 @@ pub enum Node {
         pos: usize,
         pipe: PipeNode,
     },
-    Comment,
     If(Box<BranchNode>),
     Range(Box<BranchNode>),
     With(Box<BranchNode>),
@@ -238,7 +237,6 @@ impl fmt::Display for Node {
         match self {
             Node::Text { text, .. } => f.write_str(text),
             Node::Action { pipe, .. } => write!(f, "{{{{{pipe}}}}}"),
-            Node::Comment => Ok(()),
             Node::If(b) => write_branch(f, "if", b),
             Node::Range(b) => write_branch(f, "range", b),
             Node::With(b) => write_branch(f, "with", b),
@@ -266,13 +264,11 @@ fn write_branch(f: &mut fmt::Formatter<'_>, name: &str, b: &BranchNode) -> fmt::
 /// A parsed template tree.
 #[derive(Debug)]
 pub struct Tree {
-    pub name: String,
     pub root: ListNode,
 }
 
 fn is_empty_list(l: &ListNode) -> bool {
     l.nodes.iter().all(|n| match n {
-        Node::Comment => true,
         Node::Text { text, .. } => text
             .trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0B}')
             .is_empty(),
@@ -469,7 +465,7 @@ impl Parser<'_> {
                 Ok(())
             }
             _ => {
-                self.trees.insert(name.clone(), Tree { name, root });
+                self.trees.insert(name, Tree { root });
                 Ok(())
             }
         }
@@ -549,7 +545,6 @@ impl Parser<'_> {
                 self.st.action_line = 0;
                 r
             }
-            ItemType::Comment => Ok(Parsed::Node(Node::Comment)),
             _ => self.unexpected(&token, "input"),
         }
     }
@@ -777,10 +772,7 @@ impl Parser<'_> {
         let r = self.item_list();
         let block_state = std::mem::replace(&mut self.st, saved);
         self.leave();
-        let (list, end) = match r {
-            Ok(x) => x,
-            Err(e) => return Err(e),
-        };
+        let (list, end) = r?;
         drop(block_state);
         if let Ender::Else { .. } = end {
             return self.errorf(format!("unexpected {{{{else}}}} in {context}"));
@@ -1257,13 +1249,13 @@ pub fn new_number(pos: usize, text: &str, typ: ItemType) -> Result<NumberNode, S
         }
         _ => {}
     }
-    if let Some(body) = text.strip_suffix('i') {
-        if let Some(f) = parse_float(body) {
-            n.is_complex = true;
-            n.complex = (0.0, f);
-            simplify_complex(&mut n);
-            return Ok(n);
-        }
+    if let Some(body) = text.strip_suffix('i')
+        && let Some(f) = parse_float(body)
+    {
+        n.is_complex = true;
+        n.complex = (0.0, f);
+        simplify_complex(&mut n);
+        return Ok(n);
     }
     let u = parse_uint0(text);
     if let Some(u) = u {
@@ -1290,7 +1282,7 @@ pub fn new_number(pos: usize, text: &str, typ: ItemType) -> Result<NumberNode, S
         }
         n.is_float = true;
         n.float64 = f;
-        if f.fract() == 0.0 && f >= -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
+        if f.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
             n.is_int = true;
             n.int64 = f as i64;
         }

@@ -306,7 +306,7 @@ pub fn to_int64(v: &Value) -> i64 {
 }
 
 fn float_to_int(f: f64) -> i64 {
-    if f.is_nan() || f >= 9.223_372_036_854_776e18 || f < -9.223_372_036_854_776e18 {
+    if f.is_nan() || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
         return i64::MIN;
     }
     f as i64
@@ -1114,7 +1114,7 @@ fn b32enc(s: &str) -> String {
 fn b32dec(s: &str) -> String {
     const ALPHA: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     let clean: Vec<u8> = s.bytes().filter(|c| *c != b'\n' && *c != b'\r').collect();
-    if clean.len() % 8 != 0 {
+    if !clean.len().is_multiple_of(8) {
         return format!("illegal base32 data at input byte {}", clean.len() / 8 * 8);
     }
     let mut out = Vec::new();

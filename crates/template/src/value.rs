@@ -444,8 +444,8 @@ impl Value {
         matches!(self, Value::Invalid | Value::Nil(_))
     }
 
-    /// Length of a string (bytes), slice or map.
-    pub fn len(&self) -> Option<usize> {
+    /// Go's `len` of a string (bytes), slice or map.
+    pub fn go_len(&self) -> Option<usize> {
         match self {
             Value::Str(s) => Some(s.len()),
             Value::Slice(s) => Some(s.items.len()),
@@ -623,12 +623,11 @@ pub fn field_path(ty: &NamedType, name: &str) -> Option<Vec<usize>> {
                     count += 1;
                     found = Some(p.clone());
                 }
-                if f.embedded {
-                    if let Type::Named(n) = &f.ty {
-                        if let Underlying::Struct(sub) = &n.underlying {
-                            next.push((p, sub.as_slice()));
-                        }
-                    }
+                if f.embedded
+                    && let Type::Named(n) = &f.ty
+                    && let Underlying::Struct(sub) = &n.underlying
+                {
+                    next.push((p, sub.as_slice()));
                 }
             }
         }
@@ -645,10 +644,10 @@ pub fn field_path(ty: &NamedType, name: &str) -> Option<Vec<usize>> {
 
 /// The value of the field `name` of a struct (promoted fields included), if it has one.
 pub fn lookup_field(v: &StructVal, name: &str) -> Option<Value> {
-    if let Underlying::Struct(fields) = &v.ty.underlying {
-        if let Some(i) = fields.iter().position(|f| f.name == name) {
-            return v.fields.get(i).cloned();
-        }
+    if let Underlying::Struct(fields) = &v.ty.underlying
+        && let Some(i) = fields.iter().position(|f| f.name == name)
+    {
+        return v.fields.get(i).cloned();
     }
     let path = field_path(&v.ty, name)?;
     field_at(v, &path)

@@ -8,6 +8,9 @@
 //! installed, so a stale expectation cannot hide; it is ignored, with the reason, when they are not,
 //! and fails when `CI` is set.
 
+// Test support code: a broken fixture directory should stop the run loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,9 @@
 //! Property: rendering arbitrary template text against the suite's reports never panics and always
 //! finishes quickly, whether the text is random or a mutation of a real case.
 
+// Test support code: a broken fixture directory should stop the run loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
