@@ -876,6 +876,10 @@ impl<'a> State<'a> {
 
     fn print_value(&mut self, node: &'a Node, v: &Value) -> R<()> {
         self.at(At::Node(node));
+        if let Value::Str(text) = v {
+            // fmt.Fprint of a lone string is the string itself.
+            return self.write(text.as_bytes());
+        }
         let text = match v {
             Value::Invalid => "<no value>".to_owned(),
             v => gofmt::sprint(std::slice::from_ref(v)),
