@@ -1,0 +1,122 @@
+// Command template-oracle renders commit message templates with real Go text/template and Sprig,
+// over Flux's types, to produce the expectations of crates/template's differential suite.
+//
+// Usage: template-oracle CASES_DIR REPORTS_DIR OUT_DIR [CASE...]
+// For every case CASE.tmpl and report NAME.json it writes OUT_DIR/CASE__NAME.out (the message) or
+// OUT_DIR/CASE__NAME.err (Flux's error text). With CASE arguments, only those cases are rendered.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"oracle/source"
+	"oracle/types"
+	"oracle/update"
+	"oracle/yaml"
+)
+
+type report struct {
+	AutomationObject struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"automationObject"`
+	Values      map[string]string `json:"values"`
+	FileChanges map[string][]struct {
+		Object struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Name       string `json:"name"`
+			Namespace  string `json:"namespace"`
+		} `json:"object"`
+		Changes []struct {
+			OldValue string `json:"oldValue"`
+			NewValue string `json:"newValue"`
+			Setter   string `json:"setter"`
+		} `json:"changes"`
+	} `json:"fileChanges"`
+}
+
+func load(path string) (source.TemplateData, error) {
+	var r report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return source.TemplateData{}, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return source.TemplateData{}, fmt.Errorf("%s: %w", path, err)
+	}
+	data := source.TemplateData{
+		AutomationObject: types.NamespacedName{Namespace: r.AutomationObject.Namespace, Name: r.AutomationObject.Name},
+		Values:           r.Values,
+	}
+	files := make([]string, 0, len(r.FileChanges))
+	for f := range r.FileChanges {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		for _, e := range r.FileChanges[f] {
+			id := update.ObjectIdentifier{ResourceIdentifier: yaml.ResourceIdentifier{
+				TypeMeta: yaml.TypeMeta{APIVersion: e.Object.APIVersion, Kind: e.Object.Kind},
+				NameMeta: yaml.NameMeta{Name: e.Object.Name, Namespace: e.Object.Namespace},
+			}}
+			var changes []update.Change
+			for _, c := range e.Changes {
+				changes = append(changes, update.Change{OldValue: c.OldValue, NewValue: c.NewValue, Setter: c.Setter})
+			}
+			data.Changed.AddChange(f, id, changes...)
+		}
+	}
+	return data, nil
+}
+
+func main() {
+	if len(os.Args) < 4 {
+		fmt.Fprintln(os.Stderr, "usage: template-oracle CASES_DIR REPORTS_DIR OUT_DIR [CASE...]")
+		os.Exit(2)
+	}
+	casesDir, reportsDir, outDir := os.Args[1], os.Args[2], os.Args[3]
+	only := map[string]bool{}
+	for _, c := range os.Args[4:] {
+		only[c] = true
+	}
+	cases, _ := filepath.Glob(filepath.Join(casesDir, "*.tmpl"))
+	reports, _ := filepath.Glob(filepath.Join(reportsDir, "*.json"))
+	sort.Strings(cases)
+	sort.Strings(reports)
+	for _, c := range cases {
+		name := strings.TrimSuffix(filepath.Base(c), ".tmpl")
+		if len(only) > 0 && !only[name] {
+			continue
+		}
+		text, err := os.ReadFile(c)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for _, r := range reports {
+			rname := strings.TrimSuffix(filepath.Base(r), ".json")
+			data, err := load(r)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			out, err := source.Render(string(text), data)
+			base := filepath.Join(outDir, name+"__"+rname)
+			if err != nil {
+				err = os.WriteFile(base+".err", []byte(err.Error()), 0o644)
+			} else {
+				err = os.WriteFile(base+".out", []byte(out), 0o644)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+	}
+}
