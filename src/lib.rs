@@ -33,6 +33,7 @@ pub mod diagnostic;
 pub mod error;
 pub mod input;
 pub mod krm;
+pub mod message;
 pub mod operation;
 pub mod policies;
 pub mod pool;

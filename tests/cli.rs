@@ -394,3 +394,117 @@ fn only_one_output_may_use_stdout() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("all write to stdout"));
     }
 }
+
+/// `message` renders a commit message from a saved report: the same text
+/// `update --commit-message-file` writes, from a file or stdin, with values
+/// and the automation object from flags.
+#[test]
+fn message_from_a_saved_report() {
+    let dir = tree(&[("apps/a.yaml", POD)]);
+    let report = dir.path().join("report.json");
+    let template = dir.path().join("msg.tmpl");
+    fs_err::write(
+        &template,
+        "{{ .AutomationObject }} ({{ .Values.env }}):{{ range .Changed.Changes }} {{ .OldValue }} -> {{ .NewValue }}{{ end }}\n",
+    )
+    .unwrap();
+    let written = dir.path().join("commit.txt");
+    let out = run(
+        &[
+            "update",
+            s(&dir.path().join("apps")),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--dry-run",
+            "--report",
+            report.to_str().unwrap(),
+            "--commit-template",
+            template.to_str().unwrap(),
+            "--commit-value",
+            "env=prod",
+            "--automation-object",
+            "flux-system/apps",
+            "--commit-message-file",
+            written.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let expected = "flux-system/apps (prod): nginx:1.25.0 -> nginx:1.27.1\n";
+    assert_eq!(fs_err::read_to_string(&written).unwrap(), expected);
+
+    let args = [
+        "message",
+        "--template",
+        template.to_str().unwrap(),
+        "--value",
+        "env=prod",
+        "--automation-object",
+        "flux-system/apps",
+        "--report",
+    ];
+    let mut from_file = args.to_vec();
+    from_file.push(report.to_str().unwrap());
+    let out = run(&from_file, None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+    let mut from_stdin = args.to_vec();
+    from_stdin.push("-");
+    let json = fs_err::read_to_string(&report).unwrap();
+    let out = run(&from_stdin, Some(&json));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+
+    // No template: Flux's default message, with no trailing newline.
+    let out = run(&["message", "--report", report.to_str().unwrap()], None);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "Update from image update automation"
+    );
+
+    // Flux's guidance for removed fields; a template that does not parse
+    // fails `update` before anything is written.
+    fs_err::write(&template, "{{ range .Updated.Files }}x{{ end }}").unwrap();
+    let out = run(
+        &[
+            "message",
+            "--report",
+            report.to_str().unwrap(),
+            "--template",
+            template.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with(
+            "error: template uses removed '.Updated' field. Please use '.Changed' instead."
+        ),
+        "{stderr}"
+    );
+    fs_err::write(&template, "{{ if }}").unwrap();
+    let out = run(
+        &[
+            "update",
+            s(&dir.path().join("apps")),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--commit-template",
+            template.to_str().unwrap(),
+            "--commit-message-file",
+            written.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with("error: unable to create commit message template from spec: template: commit message:1: missing value for if"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs_err::read_to_string(dir.path().join("apps/a.yaml")).unwrap(),
+        POD,
+        "nothing written"
+    );
+}

@@ -8,8 +8,12 @@
 //! `out/` (the complete expected tree, compared byte for byte, symlinks
 //! included), `report.json` (the expected `--report`) and `stderr.txt` (the
 //! expected stderr, the temporary directory shown as `[ROOT]`, the case
-//! directory as `[CASE]`) and, when
-//! its args name it, `policies.yaml` (ImagePolicy objects).
+//! directory as `[CASE]`) and, when its args name them, `policies.yaml`
+//! (ImagePolicy objects), `automation.yaml` (an ImageUpdateAutomation) and
+//! `template.tmpl` (a commit template). With `commit_message: true` the
+//! run also writes `--commit-message-file`, compared with `commit.txt`;
+//! `report_root` names the directory report paths are relative to when it
+//! is an automation's `spec.update.path`.
 //!
 //! Every case also checks that
 //! * a second run over the output changes nothing (idempotence), and
@@ -39,18 +43,29 @@ struct Case {
     exit: i32,
     #[serde(default)]
     output_dir: bool,
+    /// The directory, relative to the input tree, that report paths are
+    /// relative to when it is not `path` (an automation's update path).
+    #[serde(default)]
+    report_root: Option<String>,
+    /// Also render the commit message (`--commit-message-file`) and compare
+    /// it with `commit.txt`.
+    #[serde(default)]
+    commit_message: bool,
     #[serde(default)]
     #[allow(dead_code)]
     description: String,
 }
 
-const KNOWN: [&str; 6] = [
+const KNOWN: [&str; 9] = [
     "case.yaml",
     "in",
     "out",
     "report.json",
     "stderr.txt",
     "policies.yaml",
+    "automation.yaml",
+    "template.tmpl",
+    "commit.txt",
 ];
 
 fn main() {
@@ -106,6 +121,8 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
         .iter()
         .map(|a| a.replace("{case}", &dir.display().to_string()))
         .collect();
+    let wants_message = case.commit_message;
+    let message_path = tmp.path().join("commit.txt");
     let run = |report: &Path| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_image-update"));
         cmd.arg("update")
@@ -113,6 +130,9 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
             .args(&extra)
             .arg("--report")
             .arg(report);
+        if wants_message && report == report_path {
+            cmd.arg("--commit-message-file").arg(&message_path);
+        }
         if case.output_dir {
             cmd.arg("--output-dir").arg(&outdir);
         }
@@ -137,6 +157,14 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
         }
         fs_err::write(dir.join("report.json"), &report).map_err(|e| e.to_string())?;
         fs_err::write(dir.join("stderr.txt"), &stderr).map_err(|e| e.to_string())?;
+        match fs_err::read_to_string(&message_path) {
+            Ok(message) if !message.is_empty() => {
+                fs_err::write(dir.join("commit.txt"), message).map_err(|e| e.to_string())?;
+            }
+            _ => {
+                let _ = fs_err::remove_file(dir.join("commit.txt"));
+            }
+        }
         eprintln!("updated {}", dir.display());
     }
 
@@ -162,10 +190,17 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
         &fs_err::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
         &stderr,
     )?;
+    if case.commit_message {
+        expect_text(
+            "commit.txt",
+            &fs_err::read_to_string(dir.join("commit.txt")).unwrap_or_default(),
+            &fs_err::read_to_string(&message_path).unwrap_or_default(),
+        )?;
+    }
     if code == 0 || code == 3 {
         // Report paths are relative to the updated directory (or to the
-        // directory of the updated file).
-        let prefix = match &case.path {
+        // directory of the updated file, or to the automation's path).
+        let prefix = match case.report_root.as_ref().or(case.path.as_ref()) {
             Some(p) if work.join(p).is_file() => Path::new(p)
                 .parent()
                 .map(Path::to_path_buf)

@@ -15,6 +15,7 @@
 use std::path::PathBuf;
 
 pub mod krm;
+pub mod message;
 pub mod policy;
 mod policy_args;
 mod policy_offline;
@@ -51,6 +52,8 @@ pub enum Command {
     /// Choose the latest tag of IMAGE with a policy (from a registry, or
     /// offline with --tags-file).
     Policy(PolicyCommandArgs),
+    /// Render a commit message (Flux's messageTemplate) from a saved report.
+    Message(MessageCommandArgs),
 }
 
 /// Registry client options (`update --fetch`, `policy`).
@@ -212,6 +215,59 @@ pub struct UpdateArgs {
 
     #[command(flatten)]
     pub registry: RegistryArgs,
+
+    #[command(flatten)]
+    pub message: MessageArgs,
+
+    /// Write the rendered commit message to FILE (`-` for stdout; empty
+    /// when nothing changed).
+    #[arg(long, value_name = "FILE|-", help_heading = "Commit message")]
+    pub commit_message_file: Option<PathBuf>,
+}
+
+/// What a commit message is made of (`update`, `message`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct MessageArgs {
+    /// Go text/template for the commit message, as Flux's
+    /// spec.git.commit.messageTemplate (`-` reads stdin); default: the
+    /// automation's template, else Flux's default message.
+    #[arg(
+        long = "commit-template",
+        visible_alias = "template",
+        value_name = "FILE|-",
+        help_heading = "Commit message"
+    )]
+    pub template: Option<PathBuf>,
+
+    /// A `.Values` entry, KEY=VALUE (repeatable; added to, or replacing,
+    /// the automation's messageTemplateValues).
+    #[arg(
+        long = "commit-value",
+        visible_alias = "value",
+        value_name = "KEY=VALUE",
+        help_heading = "Commit message"
+    )]
+    pub values: Vec<String>,
+
+    /// `.AutomationObject` when no --automation gives it: NAMESPACE/NAME.
+    #[arg(long, value_name = "NAMESPACE/NAME", help_heading = "Commit message")]
+    pub automation_object: Option<String>,
+}
+
+/// `image-update message`.
+#[derive(Debug, Args)]
+pub struct MessageCommandArgs {
+    /// A report saved by `update --report` (JSON or YAML; `-` reads stdin).
+    #[arg(long, value_name = "FILE|-")]
+    pub report: PathBuf,
+
+    /// The ImageUpdateAutomation whose template, values and name are used
+    /// (flags override them).
+    #[arg(long, value_name = "FILE")]
+    pub automation: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub message: MessageArgs,
 }
 
 /// Formats of the change report on the command line.
@@ -270,6 +326,7 @@ pub fn run() -> Result<Exit, Error> {
         Some(Command::Update(args)) => update::run(&args),
         Some(Command::Fn(_)) => krm::run(),
         Some(Command::Policy(args)) => policy::run(&args),
+        Some(Command::Message(args)) => message::run(&args),
         None => Err(Error::Usage(
             "no command given; try `image-update --help`".to_owned(),
         )),
@@ -303,10 +360,16 @@ pub fn print_error(error: &Error) {
             }
         }
         other => {
-            out.push_str(&format!("error: {other}\n"));
+            let mut last = other.to_string();
+            out.push_str(&format!("error: {last}\n"));
             let mut next = std::error::Error::source(other);
             while let Some(cause) = next {
-                out.push_str(&format!("  caused by: {cause}\n"));
+                let text = cause.to_string();
+                // A message that already quotes its cause adds no line.
+                if !last.ends_with(&text) {
+                    out.push_str(&format!("  caused by: {text}\n"));
+                }
+                last = text;
                 next = cause.source();
             }
         }

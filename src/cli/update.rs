@@ -64,6 +64,15 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
             args.emit_policies.as_deref() == Some(stdout),
             "--emit-policies -",
         ),
+        (
+            args.commit_message_file.as_deref() == Some(stdout),
+            "--commit-message-file -",
+        ),
+        (
+            args.message.template.as_deref() == Some(stdout)
+                && args.policy_files.iter().any(|f| f == stdout),
+            "--commit-template - and --policies -",
+        ),
     ]
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
@@ -95,6 +104,7 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
                 .clone()
                 .map(|path| (path, args.report_format.into())),
             emit_policies: args.emit_policies.clone(),
+            commit_message: args.commit_message_file.clone(),
             output_dir: args.output_dir.clone(),
             keep_old_text: args.diff,
         },
@@ -110,6 +120,12 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
     }
     if let Some(file) = &args.automation {
         config = config.with_automation(read_automation(file)?);
+    }
+    if args.commit_message_file.is_some() {
+        config.message = Some(super::message::message_config(
+            &args.message,
+            config.automation.as_ref(),
+        )?);
     }
     Ok(config)
 }

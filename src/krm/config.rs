@@ -64,7 +64,13 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
         _ if is_flux_kind(value, "ImageUpdateAutomation") => {
             let doc = crate::yaml::Document::from_value(value.clone());
             match automation::read(&doc, "", false) {
-                Ok(a) => reader.config = reader.config.with_automation(a),
+                Ok(a) => {
+                    // The summary result carries the commit message the
+                    // automation would make.
+                    let message = crate::message::MessageConfig::from_automation(&a);
+                    reader.config = reader.config.with_automation(a);
+                    reader.config.message = Some(message);
+                }
                 Err(errors) => {
                     reader
                         .errors

@@ -244,12 +244,16 @@ fn kpt_results(outcome: &Outcome) -> Vec<KptResult> {
     } else {
         "would update"
     };
-    let summary = format!(
+    let mut summary = format!(
         "{verb} {} in {}; {}",
         plural(outcome.changes.len(), "field", "fields"),
         plural(resources.len(), "resource", "resources"),
         plural(warnings.len(), "warning", "warnings"),
     );
+    if let Some(message) = &outcome.commit_message {
+        summary.push_str("\n\ncommit message:\n");
+        summary.push_str(message);
+    }
     let pending_is_error = outcome.mode == Mode::Check && outcome.has_changes();
     let change_severity = if pending_is_error {
         Severity::Error

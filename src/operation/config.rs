@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::automation::Automation;
+use crate::message::MessageConfig;
 use crate::policies::{ImageRef, PolicyKey, Scope, ScopeNamespace};
 use crate::updater::report::Format;
 
@@ -30,6 +31,8 @@ pub struct UpdateConfig {
     pub automation: Option<Automation>,
     /// Compute policy results from registries.
     pub fetch: Option<FetchSettings>,
+    /// Render a commit message for the changes (when there are some).
+    pub message: Option<MessageConfig>,
     pub mode: Mode,
     pub outputs: Outputs,
 }
@@ -110,6 +113,8 @@ pub struct Outputs {
     pub report: Option<(PathBuf, Format)>,
     /// The fetched policies as ImagePolicy objects with their status.
     pub emit_policies: Option<PathBuf>,
+    /// The rendered commit message (empty when nothing changed).
+    pub commit_message: Option<PathBuf>,
     /// Write changed files under this directory (same relative paths)
     /// instead of in place.
     pub output_dir: Option<PathBuf>,

@@ -74,6 +74,9 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
             documents.extend(list_documents(text, layout)?);
         }
     }
+    if let Some(message) = &config.message {
+        message.check().map_err(|e| Error::Other(Box::new(e)))?;
+    }
     let gathered = policies::gather(config, &documents)?;
     let mut outcome = Outcome {
         mode: config.mode,
@@ -105,6 +108,15 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
         }
     }
     report.sort();
+    if let Some(message) = &config.message
+        && !report.file_changes.is_empty()
+    {
+        outcome.commit_message = Some(
+            message
+                .render(&report)
+                .map_err(|e| Error::Other(Box::new(e)))?,
+        );
+    }
     let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
     outcome.report = report;
     write(config, rendered, &mut outcome)?;
@@ -364,6 +376,13 @@ fn render_outputs(
             what: "--emit-policies",
             path: path.clone(),
             text,
+        });
+    }
+    if let Some(path) = &config.outputs.commit_message {
+        out.push(Rendered {
+            what: "--commit-message-file",
+            path: path.clone(),
+            text: outcome.commit_message.clone().unwrap_or_default(),
         });
     }
     if let Some((path, format)) = &config.outputs.report {

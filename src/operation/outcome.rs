@@ -74,6 +74,9 @@ pub struct Outcome {
     pub list_edits: Vec<Edit>,
     /// The policies fetched from registries.
     pub fetched: Vec<Resolved>,
+    /// The rendered commit message, when one was asked for and a field
+    /// changed.
+    pub commit_message: Option<String>,
     /// Outputs asked for on stdout, in the order they were asked for.
     pub stdout: Vec<StdoutOutput>,
     /// Every file written (changed files and output files).

@@ -27,7 +27,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::policies::{ImageRef, PolicyTable};
 use crate::text::Position;
@@ -35,8 +35,8 @@ use crate::updater::plan::{FieldChange, Planned};
 use crate::updater::scan::ObjectId;
 
 /// One changed field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Change {
     pub old_value: String,
     pub new_value: String,
@@ -47,14 +47,14 @@ pub struct Change {
 }
 
 /// The changes of one object in one file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectChanges {
     pub object: ObjectId,
     pub changes: Vec<Change>,
 }
 
 /// A warning with its place.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ReportWarning {
     pub file: String,
     pub line: usize,
@@ -63,8 +63,8 @@ pub struct ReportWarning {
 }
 
 /// The whole report of a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Report {
     pub file_changes: BTreeMap<String, Vec<ObjectChanges>>,
     pub observed_policies: BTreeMap<String, ImageRef>,

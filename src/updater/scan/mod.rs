@@ -39,7 +39,19 @@ pub enum Layout {
 
 /// `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` of the
 /// object around a marker; `""` where absent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(default)]
 pub struct ObjectId {
     #[serde(rename = "apiVersion")]
     pub api_version: String,
