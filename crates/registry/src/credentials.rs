@@ -56,15 +56,73 @@ pub enum Credential {
 }
 
 impl Credential {
+    /// True for [`Credential::Anonymous`].
     pub fn is_anonymous(&self) -> bool {
         matches!(self, Credential::Anonymous)
+    }
+
+    /// What kind of secret this is, for messages: `username/password`,
+    /// `identity token`, `registry token`, or `no credentials`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Credential::Anonymous => "no credentials",
+            Credential::Basic { .. } => "username/password",
+            Credential::IdentityToken { .. } => "identity token",
+            Credential::RegistryToken(_) => "registry token",
+        }
+    }
+}
+
+/// Where a credential came from, for error messages (never the secret).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CredentialSource {
+    /// No source had credentials for the registry.
+    #[default]
+    Anonymous,
+    /// Given by the program ([`CredentialStore::with_credential_from`]):
+    /// the description it passed, e.g. `Secret flux-system/regcred`.
+    Given(String),
+    /// The environment variables holding the username and the password.
+    Environment { username: String, password: String },
+    /// A podman/skopeo auth file (`REGISTRY_AUTH_FILE`) and the key of the
+    /// `auths` entry used.
+    AuthFile { path: PathBuf, key: String },
+    /// A Docker config file and the key of the `auths` entry used.
+    DockerConfig { path: PathBuf, key: String },
+    /// A credential helper (`docker-credential-NAME`) named by a config file.
+    Helper { program: String, config: PathBuf },
+}
+
+impl std::fmt::Display for CredentialSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CredentialSource::Anonymous => f.write_str("anonymous (no credentials found)"),
+            CredentialSource::Given(description) => f.write_str(description),
+            CredentialSource::Environment { username, password } => {
+                write!(f, "environment variables {username} and {password}")
+            }
+            CredentialSource::AuthFile { path, key } => write!(
+                f,
+                "auth file {} (REGISTRY_AUTH_FILE), auths key {key:?}",
+                path.display()
+            ),
+            CredentialSource::DockerConfig { path, key } => {
+                write!(f, "Docker config {}, auths key {key:?}", path.display())
+            }
+            CredentialSource::Helper { program, config } => write!(
+                f,
+                "credential helper {program} (named in {})",
+                config.display()
+            ),
+        }
     }
 }
 
 /// Credential lookup configuration.
 #[derive(Debug, Clone, Default)]
 pub struct CredentialStore {
-    explicit: BTreeMap<String, Credential>,
+    explicit: BTreeMap<String, (Credential, CredentialSource)>,
     docker_config: Option<PathBuf>,
     auth_file: Option<PathBuf>,
     helper_dirs: Option<Vec<PathBuf>>,
@@ -110,10 +168,16 @@ impl CredentialStore {
             if let Some(pw) = vars.get(&pw_key) {
                 store.explicit.insert(
                     format!("env:{host_key}"),
-                    Credential::Basic {
-                        username: user.clone(),
-                        password: Secret::new(pw.clone()),
-                    },
+                    (
+                        Credential::Basic {
+                            username: user.clone(),
+                            password: Secret::new(pw.clone()),
+                        },
+                        CredentialSource::Environment {
+                            username: key.clone(),
+                            password: pw_key.clone(),
+                        },
+                    ),
                 );
             } else {
                 tracing::warn!("{key} is set but {pw_key} is not; ignoring it");
@@ -128,10 +192,16 @@ impl CredentialStore {
                 for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
                     store.explicit.insert(
                         crate::settings::normalise_host_key(host),
-                        Credential::Basic {
-                            username: u.clone(),
-                            password: Secret::new(p.clone()),
-                        },
+                        (
+                            Credential::Basic {
+                                username: u.clone(),
+                                password: Secret::new(p.clone()),
+                            },
+                            CredentialSource::Environment {
+                                username: format!("{ENV_PREFIX}USERNAME"),
+                                password: format!("{ENV_PREFIX}PASSWORD"),
+                            },
+                        ),
                     );
                 }
             }
@@ -153,11 +223,35 @@ impl CredentialStore {
         store
     }
 
-    /// Use this credential for `host` (highest precedence).
-    pub fn with_credential(mut self, host: &str, credential: Credential) -> Self {
-        self.explicit
-            .insert(crate::settings::normalise_host_key(host), credential);
+    /// Use this credential for `host` (highest precedence). Errors name it
+    /// "credentials given for HOST"; [`with_credential_from`](Self::with_credential_from)
+    /// says where it came from instead.
+    pub fn with_credential(self, host: &str, credential: Credential) -> Self {
+        let description = format!("credentials given for {host}");
+        self.with_credential_from(host, credential, description)
+    }
+
+    /// Use this credential for `host` (highest precedence); `description`
+    /// says where it came from in error messages, e.g.
+    /// `Secret flux-system/regcred` for a credential built with
+    /// [`credential_from_config_json`]. It must not contain the secret.
+    pub fn with_credential_from(
+        mut self,
+        host: &str,
+        credential: Credential,
+        description: impl Into<String>,
+    ) -> Self {
+        self.explicit.insert(
+            crate::settings::normalise_host_key(host),
+            (credential, CredentialSource::Given(description.into())),
+        );
         self
+    }
+
+    /// Every credential set in code or by the environment, whatever its host
+    /// (the client registers their secrets for redaction up front).
+    pub(crate) fn explicit_credentials(&self) -> impl Iterator<Item = &Credential> {
+        self.explicit.values().map(|(c, _)| c)
     }
 
     /// Read this Docker `config.json` (replaces the default location).
@@ -187,6 +281,16 @@ impl CredentialStore {
     /// The credential for `repository` on `registry` (canonical host, e.g.
     /// `index.docker.io` or `localhost:5000`).
     pub fn lookup(&self, registry: &str, repository: &str) -> Result<Credential> {
+        self.lookup_with_source(registry, repository)
+            .map(|(c, _)| c)
+    }
+
+    /// [`lookup`](Self::lookup), with where the credential came from.
+    pub fn lookup_with_source(
+        &self,
+        registry: &str,
+        repository: &str,
+    ) -> Result<(Credential, CredentialSource)> {
         let host = crate::settings::normalise_host_key(registry);
         let host = if host == DOCKER_HUB_API {
             DOCKER_HUB.to_owned()
@@ -203,17 +307,37 @@ impl CredentialStore {
         }
         if let Some(path) = &self.auth_file
             && let Some(file) = read_config(path, &host)?
-            && let Some(c) = self.lookup_in_file(&file, path, &host, repository)?
+            && let Some((c, key)) = self.lookup_in_file(&file, path, &host, repository)?
         {
-            return Ok(c);
+            let source = match key {
+                Found::Auths(key) => CredentialSource::AuthFile {
+                    path: path.clone(),
+                    key,
+                },
+                Found::Helper(program) => CredentialSource::Helper {
+                    program,
+                    config: path.clone(),
+                },
+            };
+            return Ok((c, source));
         }
         if let Some(path) = &self.docker_config
             && let Some(file) = read_config(path, &host)?
-            && let Some(c) = self.lookup_in_file(&file, path, &host, repository)?
+            && let Some((c, key)) = self.lookup_in_file(&file, path, &host, repository)?
         {
-            return Ok(c);
+            let source = match key {
+                Found::Auths(key) => CredentialSource::DockerConfig {
+                    path: path.clone(),
+                    key,
+                },
+                Found::Helper(program) => CredentialSource::Helper {
+                    program,
+                    config: path.clone(),
+                },
+            };
+            return Ok((c, source));
         }
-        Ok(Credential::Anonymous)
+        Ok((Credential::Anonymous, CredentialSource::Anonymous))
     }
 
     fn lookup_in_file(
@@ -222,7 +346,7 @@ impl CredentialStore {
         path: &Path,
         host: &str,
         repository: &str,
-    ) -> Result<Option<Credential>> {
+    ) -> Result<Option<(Credential, Found)>> {
         if let Some(helper) = file
             .cred_helpers
             .iter()
@@ -230,21 +354,23 @@ impl CredentialStore {
             .map(|(_, v)| v)
             && let Some(c) = self.run_helper(helper, host)?
         {
-            return Ok(Some(c));
+            return Ok(Some((c, Found::Helper(helper_program(helper)))));
         }
         if let Some(store) = file.creds_store.as_deref().filter(|s| !s.is_empty())
             && let Some(c) = self.run_helper(store, host)?
         {
-            return Ok(Some(c));
+            return Ok(Some((c, Found::Helper(helper_program(store)))));
         }
         match file.best_auth(host, repository) {
-            Some(entry) => entry.credential(host, path),
+            Some((key, entry)) => Ok(entry
+                .credential(host, path)?
+                .map(|c| (c, Found::Auths(key.to_owned())))),
             None => Ok(None),
         }
     }
 
     fn run_helper(&self, name: &str, host: &str) -> Result<Option<Credential>> {
-        let program = format!("docker-credential-{name}");
+        let program = helper_program(name);
         let exe = match &self.helper_dirs {
             Some(dirs) => match dirs.iter().map(|d| d.join(&program)).find(|p| p.is_file()) {
                 Some(p) => p,
@@ -340,6 +466,18 @@ impl CredentialStore {
     }
 }
 
+/// Which entry of a config file gave a credential.
+enum Found {
+    /// The key of the `auths` entry.
+    Auths(String),
+    /// The helper program.
+    Helper(String),
+}
+
+fn helper_program(name: &str) -> String {
+    format!("docker-credential-{name}")
+}
+
 /// The credential for `repository` on `registry` in a Docker `config.json`
 /// text (a `kubernetes.io/dockerconfigjson` Secret's payload): only its
 /// `auths` entries are read (no credential helpers), with the same
@@ -365,9 +503,26 @@ pub fn credential_from_config_json(
         message: format!("invalid JSON in {origin}: {}", describe_json_error(&e)),
     })?;
     match file.best_auth(&host, repository) {
-        Some(entry) => entry.credential(&host, Path::new(origin)),
+        Some((_, entry)) => entry.credential(&host, Path::new(origin)),
         None => Ok(None),
     }
+}
+
+/// What to do when a registry refuses an anonymous request: where
+/// credentials for `registry` (a canonical host) can be put.
+pub(crate) fn missing_credentials_hint(registry: &str) -> String {
+    let host = crate::settings::normalise_host_key(registry);
+    let host = if host == DOCKER_HUB_API {
+        DOCKER_HUB.to_owned()
+    } else {
+        host
+    };
+    let key = env_host_keys(&host).into_iter().next().unwrap_or_default();
+    format!(
+        "no credentials were found for {host}; set {ENV_PREFIX}{key}_USERNAME and \
+         {ENV_PREFIX}{key}_PASSWORD, or log in with `docker login {host}` (Docker config) \
+         or add it to the auth file named by REGISTRY_AUTH_FILE"
+    )
 }
 
 /// Environment-variable spellings of a host.
@@ -426,10 +581,10 @@ struct ConfigFile {
 }
 
 impl ConfigFile {
-    /// The `auths` entry for `host` whose path is the longest prefix of
-    /// `repository` (a host-only key matches every repository).
-    fn best_auth(&self, host: &str, repository: &str) -> Option<&AuthEntry> {
-        let mut best: Option<(usize, &AuthEntry)> = None;
+    /// The `auths` key and entry for `host` whose path is the longest
+    /// prefix of `repository` (a host-only key matches every repository).
+    fn best_auth(&self, host: &str, repository: &str) -> Option<(&str, &AuthEntry)> {
+        let mut best: Option<(usize, &str, &AuthEntry)> = None;
         for (key, entry) in &self.auths {
             let (key_host, key_path) = key_host_and_path(key);
             if key_host != host {
@@ -438,11 +593,11 @@ impl ConfigFile {
             let path_ok = key_path.is_empty()
                 || repository == key_path
                 || repository.starts_with(&format!("{key_path}/"));
-            if path_ok && best.is_none_or(|(len, _)| key_path.len() > len) {
-                best = Some((key_path.len(), entry));
+            if path_ok && best.is_none_or(|(len, _, _)| key_path.len() > len) {
+                best = Some((key_path.len(), key.as_str(), entry));
             }
         }
-        best.map(|(_, entry)| entry)
+        best.map(|(_, key, entry)| (key, entry))
     }
 }
 
@@ -814,6 +969,109 @@ mod tests {
         assert!(store.lookup("x.io", "a").is_err());
     }
 
+    #[test]
+    fn sources_are_named_without_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let docker = write(
+            dir.path(),
+            "config.json",
+            &format!(
+                r#"{{"auths": {{"https://index.docker.io/v1/": {{"auth": "{}"}}, "tok.io": {{"identitytoken": "refresh-secret"}}}}}}"#,
+                b64("hub:hub-secret")
+            ),
+        );
+        let auth = write(
+            dir.path(),
+            "auth.json",
+            &format!(
+                r#"{{"auths": {{"reg.io/team": {{"auth": "{}"}}}}}}"#,
+                b64("team:team-secret")
+            ),
+        );
+        let store = CredentialStore::from_vars([
+            ("IMAGE_UPDATE_REGISTRY_GHCR_IO_USERNAME", "gh"),
+            ("IMAGE_UPDATE_REGISTRY_GHCR_IO_PASSWORD", "gh-secret"),
+            ("IMAGE_UPDATE_REGISTRY_USERNAME", "any"),
+            ("IMAGE_UPDATE_REGISTRY_PASSWORD", "any-secret"),
+            ("IMAGE_UPDATE_REGISTRY_HOST", "quay.io"),
+            ("REGISTRY_AUTH_FILE", auth.to_str().unwrap()),
+            ("DOCKER_CONFIG", dir.path().to_str().unwrap()),
+        ])
+        .with_credential_from(
+            "given.io",
+            basic("s", "given-secret"),
+            "Secret flux-system/regcred",
+        )
+        .with_credential("plain.io", basic("p", "plain-secret"));
+        let source = |registry: &str, repo: &str| {
+            let (c, s) = store.lookup_with_source(registry, repo).unwrap();
+            (c.kind(), s.to_string())
+        };
+        assert_eq!(
+            source("ghcr.io", "a/b"),
+            (
+                "username/password",
+                "environment variables IMAGE_UPDATE_REGISTRY_GHCR_IO_USERNAME and IMAGE_UPDATE_REGISTRY_GHCR_IO_PASSWORD".to_owned()
+            )
+        );
+        assert_eq!(
+            source("quay.io", "a/b").1,
+            "environment variables IMAGE_UPDATE_REGISTRY_USERNAME and IMAGE_UPDATE_REGISTRY_PASSWORD"
+        );
+        assert_eq!(
+            source("reg.io", "team/app").1,
+            format!(
+                "auth file {} (REGISTRY_AUTH_FILE), auths key \"reg.io/team\"",
+                auth.display()
+            )
+        );
+        assert_eq!(
+            source("index.docker.io", "library/nginx").1,
+            format!(
+                "Docker config {}, auths key \"https://index.docker.io/v1/\"",
+                docker.display()
+            )
+        );
+        assert_eq!(source("tok.io", "x").0, "identity token");
+        assert_eq!(source("given.io", "x").1, "Secret flux-system/regcred");
+        assert_eq!(source("plain.io", "x").1, "credentials given for plain.io");
+        assert_eq!(
+            source("other.io", "x"),
+            (
+                "no credentials",
+                "anonymous (no credentials found)".to_owned()
+            )
+        );
+        for secret in ["secret", "c2Vj"] {
+            for (registry, repo) in [
+                ("ghcr.io", "a"),
+                ("quay.io", "a"),
+                ("reg.io", "team/a"),
+                ("index.docker.io", "a"),
+                ("tok.io", "a"),
+                ("given.io", "a"),
+            ] {
+                let text = source(registry, repo).1;
+                assert!(!text.contains(secret), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn missing_credentials_hint_names_the_variables() {
+        let hint = missing_credentials_hint("localhost:5000");
+        assert!(
+            hint.contains("no credentials were found for localhost:5000")
+                && hint.contains("IMAGE_UPDATE_REGISTRY_LOCALHOST_5000_USERNAME")
+                && hint.contains("IMAGE_UPDATE_REGISTRY_LOCALHOST_5000_PASSWORD"),
+            "{hint}"
+        );
+        assert!(
+            missing_credentials_hint("registry-1.docker.io")
+                .contains("IMAGE_UPDATE_REGISTRY_INDEX_DOCKER_IO_USERNAME")
+        );
+    }
+
     #[cfg(unix)]
     #[test]
     fn credential_helpers() {
@@ -855,6 +1113,24 @@ mod tests {
         assert_eq!(
             store.lookup("helper.io", "a/b").unwrap(),
             basic("helper.io", "s3cret")
+        );
+        assert_eq!(
+            store.lookup_with_source("helper.io", "a/b").unwrap().1,
+            CredentialSource::Helper {
+                program: "docker-credential-echo".to_owned(),
+                config: cfg.clone(),
+            }
+        );
+        assert_eq!(
+            store
+                .lookup_with_source("helper.io", "a/b")
+                .unwrap()
+                .1
+                .to_string(),
+            format!(
+                "credential helper docker-credential-echo (named in {})",
+                cfg.display()
+            )
         );
         assert_eq!(
             store.lookup("index.docker.io", "library/a").unwrap(),

@@ -10,19 +10,47 @@
 //!   across repositories;
 //! * [`credentials`]: Docker/podman config files, credential helpers and
 //!   environment variables;
-//! * [`settings`]: the per-registry settings file.
+//! * [`settings`]: the per-registry settings file;
+//! * [`observe`]: progress events for a caller that shows progress.
 //!
 //! Security rules: credentials (Basic, Bearer, refresh tokens) are only sent
 //! over HTTPS, or over plain HTTP to hosts marked insecure (loopback hosts are
 //! insecure by default); `Authorization` is dropped when a redirect or a
 //! pagination link leaves the registry's origin; secrets are held in
-//! [`Secret`], whose `Debug` is redacted, and never appear in errors or logs.
+//! [`Secret`], whose `Debug` is redacted. Registries are not trusted to keep
+//! secrets out of their answers: every text derived from a response that
+//! ends in an error or a log line has the secrets the client knows replaced
+//! by `<redacted>` (`redact`), at one point for errors (the public methods
+//! of [`RegistryClient`]) and one for log lines (the `scrubbed!` macro).
+//!
+//! Limits: tag listing stops after `max_pages` pages or `max_tags` tags; one
+//! attempt of a request may take the host's `timeout` (connection, headers
+//! and the whole body); the client as a whole stops at its `deadline`.
+
+/// A `tracing` event whose message is formatted, then scrubbed of every
+/// secret the client knows: the only way this crate logs text that may come
+/// from a registry (URLs it redirected to, messages about its answers).
+/// Optional structured fields go in braces before the format string; they
+/// must not hold response-derived text.
+macro_rules! scrubbed {
+    ($secrets:expr, $level:ident, { $($field:tt)* }, $($arg:tt)+) => {
+        if tracing::enabled!(tracing::Level::$level) {
+            let message = $secrets.scrub(&format!($($arg)+));
+            tracing::event!(tracing::Level::$level, $($field)* "{}", message);
+        }
+    };
+    ($secrets:expr, $level:ident, $($arg:tt)+) => {
+        scrubbed!($secrets, $level, {}, $($arg)+)
+    };
+}
 
 mod auth;
 mod cache;
 pub mod credentials;
 mod error;
 mod manifest;
+pub mod observe;
+mod redact;
 pub mod reference;
 mod secret;
 pub mod settings;
@@ -41,19 +69,21 @@ use regex::Regex;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use auth::{Challenge, TokenResponse, choose_challenge};
+use auth::{Challenge, TokenResponse, choose_challenge, parse_www_authenticate};
 use cache::TagCache;
 use manifest::{ConfigDoc, MANIFEST_ACCEPT, ManifestDoc, select_child};
+use redact::Secrets;
 use transport::{Request, Response, Transport, lock};
 use url::Url;
 
 pub use crate::time::Timestamp;
-pub use credentials::{Credential, CredentialStore};
-pub use error::{Context, Error, Result};
+pub use credentials::{Credential, CredentialSource, CredentialStore};
+pub use error::{Attempts, Context, Error, Refusal, Result, TimeLimit};
 pub use manifest::{
     DOCKER_LIST, DOCKER_MANIFEST, ManifestKind, OCI_INDEX, OCI_MANIFEST, Platform, PlatformError,
     default_platform,
 };
+pub use observe::{Event, Observer};
 pub use reference::{Reference, ReferenceError, Repository, validate_reference};
 pub use secret::Secret;
 pub use settings::{ClientSettings, HostConfig, HostSettings, RetryPolicy, SettingsFile};
@@ -64,6 +94,9 @@ const MAX_DOCUMENT: u64 = 32 * 1024 * 1024;
 const MAX_CONFIG: u64 = 16 * 1024 * 1024;
 /// Largest error or token body the client reads.
 const MAX_SMALL: u64 = 1024 * 1024;
+/// Most of an error body kept before redaction; what is quoted is cut
+/// further (512 bytes) after redaction.
+const MAX_DETAIL: usize = 64 * 1024;
 
 /// A manifest as served by the registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,11 +120,13 @@ struct CachedToken {
 pub struct RegistryClient {
     settings: Arc<ClientSettings>,
     transport: Transport,
+    /// Every secret this client has seen, for redaction.
+    secrets: Arc<Secrets>,
     exclusion: Vec<Regex>,
     cache: Option<TagCache>,
     challenges: Mutex<HashMap<String, Challenge>>,
     tokens: Mutex<HashMap<(String, String), CachedToken>>,
-    credentials: Mutex<HashMap<(String, String), Credential>>,
+    credentials: Mutex<HashMap<(String, String), (Credential, CredentialSource)>>,
     token_requests: AtomicUsize,
 }
 
@@ -104,7 +139,8 @@ impl std::fmt::Debug for RegistryClient {
 }
 
 impl RegistryClient {
-    /// Build a client. Fails on an invalid exclusion regex.
+    /// Build a client. Fails on an invalid exclusion regex. The client's
+    /// deadline (`settings.deadline`) counts from here.
     pub fn new(settings: ClientSettings) -> Result<Self> {
         let exclusion = settings
             .exclusion_list
@@ -118,9 +154,14 @@ impl RegistryClient {
             .cache_dir
             .as_deref()
             .map(|d| TagCache::new(d, settings.cache_ttl));
+        let secrets = Arc::new(Secrets::default());
+        for credential in settings.credentials.explicit_credentials() {
+            secrets.add_credential(credential);
+        }
         let settings = Arc::new(settings);
         Ok(Self {
-            transport: Transport::new(Arc::clone(&settings)),
+            transport: Transport::new(Arc::clone(&settings), Arc::clone(&secrets)),
+            secrets,
             settings,
             exclusion,
             cache,
@@ -131,8 +172,38 @@ impl RegistryClient {
         })
     }
 
+    /// The settings the client was built with.
     pub fn settings(&self) -> &ClientSettings {
         &self.settings
+    }
+
+    /// Run one public operation on `repo`: its error leaves redacted (the
+    /// one place errors are cleaned of secrets), and the observer hears of
+    /// the failure.
+    fn boundary<T>(
+        &self,
+        repo: &Repository,
+        listing: bool,
+        operation: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        operation().map_err(|e| {
+            let e = e.redact(&self.secrets);
+            if let Some(observer) = &self.settings.observer {
+                observer.event(&Event::RequestFailed {
+                    repository: repo,
+                    listing,
+                    error: &e,
+                });
+            }
+            e
+        })
+    }
+
+    /// Call `f` with the observer, if there is one (events are built only then).
+    fn observe(&self, f: impl FnOnce(&dyn Observer)) {
+        if let Some(observer) = &self.settings.observer {
+            f(observer.as_ref());
+        }
     }
 
     /// Number of token requests made so far (all registries).
@@ -143,18 +214,35 @@ impl RegistryClient {
     /// All tags of `repo`, minus the excluded ones, in registry order. Served
     /// from the on-disk cache when a fresh entry exists.
     pub fn list_tags(&self, repo: &Repository) -> Result<Vec<String>> {
-        let canonical = repo.canonical_name();
-        if let Some(cache) = &self.cache
-            && let Some(tags) = cache.get(&canonical)
-        {
-            tracing::debug!("{canonical}: {} tags from cache", tags.len());
-            return Ok(self.exclude(tags));
-        }
-        let tags = self.fetch_tags(repo)?;
-        if let Some(cache) = &self.cache {
-            cache.put(&canonical, &tags);
-        }
-        Ok(self.exclude(tags))
+        self.boundary(repo, true, || {
+            self.observe(|o| o.event(&Event::ListingStarted { repository: repo }));
+            let canonical = repo.canonical_name();
+            if let Some(cache) = &self.cache
+                && let Some(tags) = cache.get(&canonical)
+            {
+                tracing::debug!("{canonical}: {} tags from cache", tags.len());
+                self.observe(|o| {
+                    o.event(&Event::ListingDone {
+                        repository: repo,
+                        tags: tags.len(),
+                        cached: true,
+                    });
+                });
+                return Ok(self.exclude(tags));
+            }
+            let tags = self.fetch_tags_inner(repo)?;
+            self.observe(|o| {
+                o.event(&Event::ListingDone {
+                    repository: repo,
+                    tags: tags.len(),
+                    cached: false,
+                });
+            });
+            if let Some(cache) = &self.cache {
+                cache.put(&canonical, &tags);
+            }
+            Ok(self.exclude(tags))
+        })
     }
 
     /// Drop tags matching any exclusion pattern.
@@ -171,6 +259,11 @@ impl RegistryClient {
         repositories: &[Repository],
         max_in_flight: usize,
     ) -> Vec<Result<Vec<String>>> {
+        self.observe(|o| {
+            o.event(&Event::ListingQueued {
+                repositories: repositories.len(),
+            });
+        });
         let workers = max_in_flight.max(1).min(repositories.len());
         let next = AtomicUsize::new(0);
         let results: Mutex<Vec<Option<Result<Vec<String>>>>> =
@@ -205,8 +298,24 @@ impl RegistryClient {
     }
 
     /// Every tag of `repo` straight from the registry (no cache, no
-    /// exclusion), following `Link: <...>; rel="next"` pagination.
+    /// exclusion), following `Link: <...>; rel="next"` pagination, up to
+    /// the host's `max_pages` pages and `max_tags` tags.
     pub fn fetch_tags(&self, repo: &Repository) -> Result<Vec<String>> {
+        self.boundary(repo, true, || {
+            self.observe(|o| o.event(&Event::ListingStarted { repository: repo }));
+            let tags = self.fetch_tags_inner(repo)?;
+            self.observe(|o| {
+                o.event(&Event::ListingDone {
+                    repository: repo,
+                    tags: tags.len(),
+                    cached: false,
+                });
+            });
+            Ok(tags)
+        })
+    }
+
+    fn fetch_tags_inner(&self, repo: &Repository) -> Result<Vec<String>> {
         let ctx = context(repo);
         let host = self.transport.host_settings(repo.api_host());
         let mut url = self
@@ -214,10 +323,21 @@ impl RegistryClient {
             .with_query("n", &host.page_size.to_string());
         let mut seen = HashSet::new();
         let mut tags = Vec::new();
+        let mut pages: u32 = 0;
+        let limit = |what: &'static str, key: &'static str, limit: u64| Error::ListLimit {
+            context: Box::new(ctx.clone()),
+            what,
+            key,
+            limit,
+            registry: repo.registry().to_owned(),
+        };
         loop {
+            if pages >= host.max_pages {
+                return Err(limit("pages", "max_pages", u64::from(host.max_pages)));
+            }
             if !seen.insert(url.to_string()) {
                 return Err(Error::InvalidResponse {
-                    context: ctx,
+                    context: Box::new(ctx),
                     url: url.to_string(),
                     message: "pagination loops back to a page already read".to_owned(),
                 });
@@ -230,7 +350,7 @@ impl RegistryClient {
                 MAX_DOCUMENT,
             )?;
             if resp.status != 200 {
-                return Err(status_error(&ctx, "GET", &resp));
+                return Err(self.status_error(repo, "GET", &resp));
             }
             #[derive(Deserialize)]
             struct TagList {
@@ -239,15 +359,26 @@ impl RegistryClient {
             }
             let page: TagList =
                 serde_json::from_slice(&resp.body).map_err(|e| Error::InvalidResponse {
-                    context: ctx.clone(),
+                    context: Box::new(ctx.clone()),
                     url: resp.url.to_string(),
                     message: format!("malformed tag list: {e}"),
                 })?;
             tags.extend(page.tags.unwrap_or_default());
+            pages += 1;
+            self.observe(|o| {
+                o.event(&Event::PageFetched {
+                    repository: repo,
+                    page: pages,
+                    tags: tags.len(),
+                });
+            });
+            if tags.len() > host.max_tags {
+                return Err(limit("tags", "max_tags", host.max_tags as u64));
+            }
             match next_link(&resp) {
                 Some(link) => {
                     url = resp.url.join(&link).ok_or_else(|| Error::InvalidResponse {
-                        context: ctx.clone(),
+                        context: Box::new(ctx.clone()),
                         url: resp.url.to_string(),
                         message: format!("invalid Link header target {link:?}"),
                     })?;
@@ -271,6 +402,15 @@ impl RegistryClient {
         tag: &str,
         platform: Option<&Platform>,
     ) -> Result<String> {
+        self.boundary(repo, false, || self.digest_inner(repo, tag, platform))
+    }
+
+    fn digest_inner(
+        &self,
+        repo: &Repository,
+        tag: &str,
+        platform: Option<&Platform>,
+    ) -> Result<String> {
         let ctx = context(repo);
         let Some(platform) = platform else {
             let url = self.manifest_url(repo, tag);
@@ -286,12 +426,12 @@ impl RegistryClient {
                     }
                     tracing::debug!("{repo}:{tag}: HEAD gave no digest, using GET");
                 }
-                404 => return Err(status_error(&ctx, "HEAD", &resp)),
+                404 => return Err(self.status_error(repo, "HEAD", &resp)),
                 s => tracing::debug!("{repo}:{tag}: HEAD answered {s}, using GET"),
             }
-            return Ok(self.manifest(repo, tag)?.digest);
+            return Ok(self.manifest_inner(repo, tag)?.digest);
         };
-        let m = self.manifest(repo, tag)?;
+        let m = self.manifest_inner(repo, tag)?;
         match m.kind {
             ManifestKind::Index => {
                 let doc = parse_doc(&ctx, &m, tag)?;
@@ -299,7 +439,7 @@ impl RegistryClient {
                 select_child(&children, Some(platform))
                     .map(|d| d.digest.clone())
                     .ok_or_else(|| Error::PlatformNotFound {
-                        context: ctx,
+                        context: Box::new(ctx),
                         reference: tag.to_owned(),
                         platform: platform.to_string(),
                     })
@@ -322,8 +462,17 @@ impl RegistryClient {
         tag: &str,
         platform: Option<&Platform>,
     ) -> Result<Option<Timestamp>> {
+        self.boundary(repo, false, || self.created_inner(repo, tag, platform))
+    }
+
+    fn created_inner(
+        &self,
+        repo: &Repository,
+        tag: &str,
+        platform: Option<&Platform>,
+    ) -> Result<Option<Timestamp>> {
         let ctx = context(repo);
-        let top = self.manifest(repo, tag)?;
+        let top = self.manifest_inner(repo, tag)?;
         // The platform of an index entry is taken from the index; only a
         // single-platform image is checked against its config.
         let from_index = top.kind == ManifestKind::Index;
@@ -334,14 +483,14 @@ impl RegistryClient {
                 let children = doc.manifests.unwrap_or_default();
                 let child =
                     select_child(&children, platform).ok_or_else(|| Error::PlatformNotFound {
-                        context: ctx.clone(),
+                        context: Box::new(ctx.clone()),
                         reference: tag.to_owned(),
                         platform: platform.map_or_else(|| "any".to_owned(), ToString::to_string),
                     })?;
-                let m = self.manifest(repo, &child.digest)?;
+                let m = self.manifest_inner(repo, &child.digest)?;
                 if m.kind != ManifestKind::Image {
                     return Err(Error::UnsupportedMediaType {
-                        context: ctx,
+                        context: Box::new(ctx),
                         reference: child.digest.clone(),
                         media_type: m.media_type,
                     });
@@ -360,7 +509,7 @@ impl RegistryClient {
             Some(s) => Timestamp::parse_rfc3339(s)
                 .map(Some)
                 .map_err(|_| Error::InvalidResponse {
-                    context: ctx,
+                    context: Box::new(ctx),
                     url: self.manifest_url(repo, tag).to_string(),
                     message: format!("image config of {tag} has an invalid created time {s:?}"),
                 }),
@@ -370,11 +519,15 @@ impl RegistryClient {
     /// GET a manifest by tag or digest. The digest is computed from the bytes
     /// and, when `reference` is a digest, checked against it.
     pub fn manifest(&self, repo: &Repository, reference: &str) -> Result<Manifest> {
+        self.boundary(repo, false, || self.manifest_inner(repo, reference))
+    }
+
+    fn manifest_inner(&self, repo: &Repository, reference: &str) -> Result<Manifest> {
         let ctx = context(repo);
         let url = self.manifest_url(repo, reference);
         let resp = self.send_authed(repo, "GET", url, Some(MANIFEST_ACCEPT), MAX_DOCUMENT)?;
         if resp.status != 200 {
-            return Err(status_error(&ctx, "GET", &resp));
+            return Err(self.status_error(repo, "GET", &resp));
         }
         let content_type = resp.header("content-type").unwrap_or_default().to_owned();
         let (media_type, kind) = match ManifestKind::from_media_type(&content_type) {
@@ -396,7 +549,7 @@ impl RegistryClient {
                     Some(k) => (declared.unwrap_or_default(), k),
                     None => {
                         return Err(Error::UnsupportedMediaType {
-                            context: ctx,
+                            context: Box::new(ctx),
                             reference: reference.to_owned(),
                             media_type: declared.unwrap_or(content_type),
                         });
@@ -410,7 +563,7 @@ impl RegistryClient {
             && reference != digest
         {
             return Err(Error::DigestMismatch {
-                context: ctx,
+                context: Box::new(ctx),
                 reference: reference.to_owned(),
                 actual: digest,
             });
@@ -425,17 +578,21 @@ impl RegistryClient {
 
     /// GET a blob (content checked against its sha256 digest).
     pub fn blob(&self, repo: &Repository, digest: &str, max_size: u64) -> Result<Vec<u8>> {
+        self.boundary(repo, false, || self.blob_inner(repo, digest, max_size))
+    }
+
+    fn blob_inner(&self, repo: &Repository, digest: &str, max_size: u64) -> Result<Vec<u8>> {
         let ctx = context(repo);
         let url = self.registry_url(repo, &format!("/v2/{}/blobs/{digest}", repo.repository()));
         let resp = self.send_authed(repo, "GET", url, None, max_size)?;
         if resp.status != 200 {
-            return Err(status_error(&ctx, "GET", &resp));
+            return Err(self.status_error(repo, "GET", &resp));
         }
         if digest.starts_with("sha256:") {
             let actual = sha256_digest(&resp.body);
             if actual != digest {
                 return Err(Error::DigestMismatch {
-                    context: ctx,
+                    context: Box::new(ctx),
                     reference: digest.to_owned(),
                     actual,
                 });
@@ -448,13 +605,13 @@ impl RegistryClient {
         let ctx = context(repo);
         let doc = parse_doc(&ctx, m, tag)?;
         let config = doc.config.ok_or_else(|| Error::InvalidResponse {
-            context: ctx.clone(),
+            context: Box::new(ctx.clone()),
             url: self.manifest_url(repo, tag).to_string(),
             message: format!("manifest {} has no config descriptor", m.digest),
         })?;
-        let bytes = self.blob(repo, &config.digest, MAX_CONFIG)?;
+        let bytes = self.blob_inner(repo, &config.digest, MAX_CONFIG)?;
         serde_json::from_slice(&bytes).map_err(|e| Error::InvalidResponse {
-            context: ctx,
+            context: Box::new(ctx),
             url: self
                 .registry_url(
                     repo,
@@ -556,25 +713,66 @@ impl RegistryClient {
         ))
     }
 
-    fn credential(&self, repo: &Repository) -> Result<Credential> {
+    /// The credential for `repo` and where it came from, looked up once;
+    /// its secrets are registered for redaction before anything is sent.
+    fn credential(&self, repo: &Repository) -> Result<(Credential, CredentialSource)> {
         let key = (repo.registry().to_owned(), repo.repository().to_owned());
         if let Some(c) = lock(&self.credentials).get(&key) {
             return Ok(c.clone());
         }
-        let c = self
+        let found = self
             .settings
             .credentials
-            .lookup(repo.registry(), repo.repository())?;
-        lock(&self.credentials).insert(key, c.clone());
-        Ok(c)
+            .lookup_with_source(repo.registry(), repo.repository())?;
+        self.secrets.add_credential(&found.0);
+        lock(&self.credentials).insert(key, found.clone());
+        Ok(found)
+    }
+
+    /// Which credentials a 401 or 403 answer for `repo` refused, and what
+    /// to check. A 401 whose challenge says `insufficient_scope` is a
+    /// permission problem like a 403.
+    fn refusal(&self, repo: &Repository, resp: &Response) -> Option<Box<Refusal>> {
+        if resp.status != 401 && resp.status != 403 {
+            return None;
+        }
+        let insufficient_scope = parse_www_authenticate(&resp.headers_all("www-authenticate"))
+            .iter()
+            .any(|(_, params)| {
+                params
+                    .get("error")
+                    .is_some_and(|e| e.eq_ignore_ascii_case("insufficient_scope"))
+            });
+        let key = (repo.registry().to_owned(), repo.repository().to_owned());
+        let (credential, source) = lock(&self.credentials)
+            .get(&key)
+            .cloned()
+            .unwrap_or_default();
+        Some(Box::new(refusal(
+            repo,
+            &credential,
+            source,
+            resp.status == 403 || insufficient_scope,
+        )))
+    }
+
+    /// A `Status` error for `resp`, naming the credentials on 401 and 403.
+    fn status_error(&self, repo: &Repository, method: &'static str, resp: &Response) -> Error {
+        let mut e = status_error(&context(repo), method, resp);
+        if let Error::Status { refusal, .. } = &mut e {
+            *refusal = self.refusal(repo, resp);
+        }
+        e
     }
 
     /// The `Authorization` header value for `scope` on the registry of `repo`.
     fn authorization(&self, repo: &Repository, scope: &str) -> Result<Option<Secret>> {
         let ctx = context(repo);
         let host = repo.api_host().to_owned();
+        // The credential first: its secrets are then known to the redaction
+        // before any answer is read.
+        let (credential, source) = self.credential(repo)?;
         let challenge = self.challenge(repo)?;
-        let credential = self.credential(repo)?;
         match challenge {
             Challenge::Anonymous => Ok(None),
             Challenge::Basic => match credential {
@@ -586,10 +784,12 @@ impl RegistryClient {
                     Ok(Some(Secret::new(format!("Bearer {}", t.expose()))))
                 }
                 Credential::IdentityToken { .. } => Err(Error::Auth {
-                    context: ctx,
-                    message:
-                        "the registry wants Basic auth but the credential is an identity token"
-                            .to_owned(),
+                    context: Box::new(ctx),
+                    message: format!(
+                        "the registry wants Basic auth but the credential from {source} is an identity token"
+                    ),
+                    detail: String::new(),
+                    refusal: None,
                 }),
             },
             Challenge::Bearer { realm, service } => {
@@ -603,7 +803,7 @@ impl RegistryClient {
                     return Ok(Some(t.header.clone()));
                 }
                 let (token, lifetime) =
-                    self.fetch_token(&ctx, &realm, service.as_deref(), scope, &credential)?;
+                    self.fetch_token(repo, &realm, service.as_deref(), scope, &credential, source)?;
                 let header = Secret::new(format!("Bearer {}", token.expose()));
                 // Refresh a little early so a token does not expire in flight.
                 let expires = Instant::now() + lifetime.saturating_sub(Duration::from_secs(10));
@@ -644,11 +844,13 @@ impl RegistryClient {
             200..=299 => Challenge::Anonymous,
             401 => choose_challenge(&resp.headers_all("www-authenticate")).ok_or_else(|| {
                 Error::Auth {
-                    context: ctx.clone(),
+                    context: Box::new(ctx.clone()),
                     message: format!(
                         "{} answered 401 without a Basic or Bearer challenge",
                         resp.url
                     ),
+                    detail: String::new(),
+                    refusal: None,
                 }
             })?,
             _ => return Err(status_error(&ctx, "GET", &resp)),
@@ -659,15 +861,19 @@ impl RegistryClient {
 
     fn fetch_token(
         &self,
-        ctx: &Context,
+        repo: &Repository,
         realm: &str,
         service: Option<&str>,
         scope: &str,
         credential: &Credential,
+        source: CredentialSource,
     ) -> Result<(Secret, Duration)> {
+        let ctx = &context(repo);
         let auth_err = |message: String| Error::Auth {
-            context: ctx.clone(),
+            context: Box::new(ctx.clone()),
             message,
+            detail: String::new(),
+            refusal: None,
         };
         let realm_url =
             Url::parse(realm).ok_or_else(|| auth_err(format!("invalid token realm {realm:?}")))?;
@@ -721,14 +927,19 @@ impl RegistryClient {
             }
         };
         if resp.status != 200 {
-            return Err(auth_err(format!(
-                "token request to {} answered HTTP {}{}",
-                strip_query(&resp.url),
-                resp.status,
-                error_detail(&resp.body)
-                    .map(|d| format!(": {d}"))
-                    .unwrap_or_default()
-            )));
+            let refused = resp.status == 401 || resp.status == 403;
+            return Err(Error::Auth {
+                context: Box::new(ctx.clone()),
+                message: format!(
+                    "token request to {} answered HTTP {}{}",
+                    strip_query(&resp.url),
+                    resp.status,
+                    resp.attempts
+                ),
+                detail: error_detail(&resp.body).unwrap_or_default(),
+                refusal: refused
+                    .then(|| Box::new(refusal(repo, credential, source, resp.status == 403))),
+            });
         }
         let parsed: TokenResponse = serde_json::from_slice(&resp.body).map_err(|e| {
             auth_err(format!(
@@ -743,7 +954,45 @@ impl RegistryClient {
                 strip_query(&resp.url)
             ))
         })?;
+        self.secrets.add(&token);
         Ok((Secret::new(token), lifetime))
+    }
+}
+
+/// What a refused request (401, 403) tells the user: where the credentials
+/// came from and what to check. `not_allowed`: a 403 (or a 401 with
+/// `insufficient_scope`): the credentials were accepted but do not allow
+/// pulling.
+fn refusal(
+    repo: &Repository,
+    credential: &Credential,
+    source: CredentialSource,
+    not_allowed: bool,
+) -> Refusal {
+    let hint = match credential {
+        Credential::Anonymous => {
+            let missing = credentials::missing_credentials_hint(repo.registry());
+            if not_allowed {
+                format!("anonymous access to {repo} is not allowed; {missing}")
+            } else {
+                missing
+            }
+        }
+        _ if not_allowed => format!(
+            "the {} from {source} was accepted but does not allow pulling {repo}; check the account's permissions on the repository and the token's scopes",
+            credential.kind()
+        ),
+        Credential::Basic { .. } => format!("check the username/password in {source}"),
+        Credential::IdentityToken { .. } => {
+            format!("check the identity token in {source}; it may have expired (log in again)")
+        }
+        Credential::RegistryToken(_) => {
+            format!("check the registry token in {source}; it may have expired")
+        }
+    };
+    Refusal {
+        credentials: source,
+        hint,
     }
 }
 
@@ -780,7 +1029,7 @@ fn strip_query(url: &Url) -> String {
 
 fn parse_doc(ctx: &Context, m: &Manifest, reference: &str) -> Result<ManifestDoc> {
     serde_json::from_slice(&m.bytes).map_err(|e| Error::InvalidResponse {
-        context: ctx.clone(),
+        context: Box::new(ctx.clone()),
         url: reference.to_owned(),
         message: format!("malformed manifest JSON: {e}"),
     })
@@ -793,7 +1042,7 @@ fn check_platform(ctx: &Context, tag: &str, platform: &Platform, cfg: &ConfigDoc
         Ok(())
     } else {
         Err(Error::PlatformNotFound {
-            context: ctx.clone(),
+            context: Box::new(ctx.clone()),
             reference: tag.to_owned(),
             platform: platform.to_string(),
         })
@@ -825,8 +1074,20 @@ fn next_link(resp: &Response) -> Option<String> {
     None
 }
 
-/// Registry error codes and messages from an error body, shortened.
+/// Registry error codes and messages from an error body, else the body
+/// itself (its first 64 KiB, cut further when the error is redacted).
 fn error_detail(body: &[u8]) -> Option<String> {
+    if let Some(detail) = error_codes(body) {
+        return Some(detail);
+    }
+    let head = &body[..body.len().min(MAX_DETAIL)];
+    let text = String::from_utf8_lossy(head);
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// `CODE message; CODE message` from a distribution error body.
+fn error_codes(body: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct Errors {
         errors: Vec<ErrorItem>,
@@ -845,17 +1106,18 @@ fn error_detail(body: &[u8]) -> Option<String> {
         .map(|e| format!("{} {}", e.code, e.message).trim().to_owned())
         .collect::<Vec<_>>()
         .join("; ");
-    let text: String = text.chars().take(300).collect();
     (!text.is_empty()).then_some(text)
 }
 
 fn status_error(ctx: &Context, method: &'static str, resp: &Response) -> Error {
     Error::Status {
-        context: ctx.clone(),
+        context: Box::new(ctx.clone()),
         method,
         url: resp.url.to_string(),
         status: resp.status,
         detail: error_detail(&resp.body).unwrap_or_default(),
+        refusal: None,
+        attempts: resp.attempts,
     }
 }
 
@@ -873,6 +1135,7 @@ mod tests {
             headers,
             body: Vec::new(),
             url: Url::parse("http://h/v2/x/tags/list").unwrap(),
+            attempts: Attempts::default(),
         }
     }
 
@@ -903,7 +1166,8 @@ mod tests {
             error_detail(body).as_deref(),
             Some("NAME_UNKNOWN repository name not known to registry")
         );
-        assert_eq!(error_detail(b"<html>"), None);
+        assert_eq!(error_detail(b"<html>").as_deref(), Some("<html>"));
+        assert_eq!(error_detail(b"  \n"), None);
     }
 
     #[test]

@@ -14,6 +14,9 @@
 //!     concurrency: 2
 //!     requests_per_second: 5
 //!     timeout: 10s
+//!     max_pages: 100        # tag-list pages per repository
+//!     max_tags: 100000      # tags per repository
+//! deadline: 5m              # for the whole run; 0 = none
 //! retry:
 //!   max_retries: 4
 //!   initial_backoff: 500ms
@@ -30,6 +33,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -37,6 +41,7 @@ use serde::de::{self, Deserializer, Visitor};
 
 use super::credentials::CredentialStore;
 use super::error::{Error, Result};
+use super::observe::Observer;
 use super::reference::{DOCKER_HUB, DOCKER_HUB_API};
 use super::url::is_loopback;
 
@@ -48,6 +53,12 @@ pub const DEFAULT_CONCURRENCY: usize = 4;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default requests per second for Docker Hub (other registries: unlimited).
 pub const DOCKER_HUB_RPS: f64 = 10.0;
+/// Default limit of tag-list pages read for one repository.
+pub const DEFAULT_MAX_PAGES: u32 = 1000;
+/// Default limit of tags read for one repository.
+pub const DEFAULT_MAX_TAGS: usize = 1_000_000;
+/// Default deadline of one client (one run), from its creation.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
 /// Default tag exclusion pattern (cosign signature tags).
 pub const DEFAULT_EXCLUSION: &str = r"^.*\.sig$";
 
@@ -71,6 +82,10 @@ pub struct HostConfig {
     /// Per-request timeout (connect, send and whole response).
     #[serde(default, deserialize_with = "de_opt_duration")]
     pub timeout: Option<Duration>,
+    /// Most tag-list pages read for one repository.
+    pub max_pages: Option<u32>,
+    /// Most tags read for one repository.
+    pub max_tags: Option<usize>,
 }
 
 /// Retry settings as written in the file.
@@ -109,6 +124,9 @@ pub struct SettingsFile {
     pub cache: CacheConfig,
     #[serde(default)]
     pub exclusion_list: Option<Vec<String>>,
+    /// Deadline of one run (one client); `0` means none.
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub deadline: Option<Duration>,
 }
 
 impl SettingsFile {
@@ -156,7 +174,7 @@ impl Default for RetryPolicy {
 }
 
 /// Everything [`RegistryClient::new`](super::RegistryClient::new) needs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientSettings {
     /// Settings applying to every host unless overridden.
     pub defaults: HostConfig,
@@ -174,6 +192,31 @@ pub struct ClientSettings {
     pub user_agent: String,
     /// Redirects followed per request.
     pub max_redirects: u32,
+    /// Time limit of the client as a whole (one run), counted from
+    /// [`RegistryClient::new`](super::RegistryClient::new): no request is
+    /// started or retried after it, and a request in flight is cut off at
+    /// it. `None`: no limit. Default [`DEFAULT_DEADLINE`].
+    pub deadline: Option<Duration>,
+    /// Receives progress events ([`crate::observe`]); none by default.
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+impl fmt::Debug for ClientSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientSettings")
+            .field("defaults", &self.defaults)
+            .field("registries", &self.registries)
+            .field("retry", &self.retry)
+            .field("cache_dir", &self.cache_dir)
+            .field("cache_ttl", &self.cache_ttl)
+            .field("exclusion_list", &self.exclusion_list)
+            .field("credentials", &self.credentials)
+            .field("user_agent", &self.user_agent)
+            .field("max_redirects", &self.max_redirects)
+            .field("deadline", &self.deadline)
+            .field("observer", &self.observer.as_ref().map(|_| "<observer>"))
+            .finish()
+    }
 }
 
 impl Default for ClientSettings {
@@ -188,6 +231,8 @@ impl Default for ClientSettings {
             credentials: CredentialStore::anonymous(),
             user_agent: format!("image-update/{}", env!("CARGO_PKG_VERSION")),
             max_redirects: 5,
+            deadline: Some(DEFAULT_DEADLINE),
+            observer: None,
         }
     }
 }
@@ -231,6 +276,9 @@ impl ClientSettings {
         }
         if let Some(ttl) = file.cache.ttl {
             self.cache_ttl = ttl;
+        }
+        if let Some(deadline) = file.deadline {
+            self.deadline = (!deadline.is_zero()).then_some(deadline);
         }
         if let Some(list) = file.exclusion_list {
             // An empty list means the default, as in Flux.
@@ -286,6 +334,12 @@ impl ClientSettings {
                 .max(1),
             requests_per_second: rps,
             timeout: own.timeout.or(d.timeout).unwrap_or(DEFAULT_TIMEOUT),
+            max_pages: own
+                .max_pages
+                .or(d.max_pages)
+                .unwrap_or(DEFAULT_MAX_PAGES)
+                .max(1),
+            max_tags: own.max_tags.or(d.max_tags).unwrap_or(DEFAULT_MAX_TAGS),
         }
     }
 }
@@ -299,6 +353,10 @@ pub struct HostSettings {
     pub concurrency: usize,
     pub requests_per_second: Option<f64>,
     pub timeout: Duration,
+    /// Most tag-list pages read for one repository.
+    pub max_pages: u32,
+    /// Most tags read for one repository.
+    pub max_tags: usize,
 }
 
 /// Lowercase, scheme and path stripped, `docker.io` → `index.docker.io`.
@@ -425,9 +483,13 @@ registries:
     timeout: 10
   docker.io:
     requests_per_second: 2.5
+  max.example:
+    max_pages: 3
+    max_tags: 50
 retry:
   max_retries: 2
   initial_backoff: 10ms
+deadline: 90s
 cache:
   dir: /tmp/cache
   ttl: 1m
@@ -459,6 +521,16 @@ exclusion_list: ['^.*\.sig$', '^sha256-']
         assert_eq!(s.cache_dir.as_deref(), Some(Path::new("/tmp/cache")));
         assert_eq!(s.cache_ttl, Duration::from_secs(60));
         assert_eq!(s.exclusion_list.len(), 2);
+        assert_eq!(s.deadline, Some(Duration::from_secs(90)));
+        let m = s.host("max.example");
+        assert_eq!((m.max_pages, m.max_tags), (3, 50));
+        assert_eq!(
+            (local.max_pages, local.max_tags),
+            (DEFAULT_MAX_PAGES, DEFAULT_MAX_TAGS)
+        );
+        // A zero deadline means none.
+        s.apply_file(SettingsFile::parse("deadline: 0\n").unwrap());
+        assert_eq!(s.deadline, None);
     }
 
     #[test]
@@ -475,6 +547,10 @@ exclusion_list: ['^.*\.sig$', '^sha256-']
             Some(DOCKER_HUB_RPS)
         );
         assert_eq!(s.exclusion_list, vec![DEFAULT_EXCLUSION.to_owned()]);
+        assert_eq!(s.deadline, Some(DEFAULT_DEADLINE));
+        assert_eq!((h.max_pages, h.max_tags), (1000, 1_000_000));
+        assert!(s.observer.is_none());
+        assert!(format!("{s:?}").contains("observer: None"));
     }
 
     #[test]

@@ -10,11 +10,18 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ureq::http;
 
-use super::error::{Context, Error, Result};
+use super::error::{Attempts, Context, Error, Result, TimeLimit, human_duration};
+use super::observe::Event;
+use super::redact::Secrets;
 use super::secret::Secret;
 use super::settings::{ClientSettings, HostSettings};
 use super::url::Url;
 use crate::time::Timestamp;
+
+/// Retries after a timeout, at most (within `max_retries`): each timed-out
+/// attempt has already cost a whole `timeout`, and a registry too slow once
+/// is likely to be too slow again.
+pub(crate) const MAX_TIMEOUT_RETRIES: u32 = 1;
 
 /// Lock a mutex, ignoring poisoning: the protected data (caches, counters)
 /// stays consistent even if a holder panicked.
@@ -42,9 +49,16 @@ pub(crate) struct Response {
     pub body: Vec<u8>,
     /// The URL that produced this response (after redirects).
     pub url: Url,
+    /// The attempts it took.
+    pub attempts: Attempts,
 }
 
 impl Response {
+    fn with_attempts(mut self, attempts: Attempts) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
@@ -115,18 +129,26 @@ struct HostState {
 
 pub(crate) struct Transport {
     settings: Arc<ClientSettings>,
+    secrets: Arc<Secrets>,
+    /// When the client's deadline passes.
+    deadline: Option<Instant>,
     hosts: Mutex<HashMap<String, Arc<HostState>>>,
     rng: AtomicU64,
 }
 
 impl Transport {
-    pub(crate) fn new(settings: Arc<ClientSettings>) -> Self {
+    pub(crate) fn new(settings: Arc<ClientSettings>, secrets: Arc<Secrets>) -> Self {
         let seed = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0x9E37_79B9_7F4A_7C15);
+        let deadline = settings
+            .deadline
+            .and_then(|d| Instant::now().checked_add(d));
         Self {
             settings,
+            secrets,
+            deadline,
             hosts: Mutex::new(HashMap::new()),
             rng: AtomicU64::new(seed | 1),
         }
@@ -196,49 +218,135 @@ impl Transport {
         Ok(Arc::clone(entry))
     }
 
-    /// Send with retries (429, 408, 5xx except 501/505, transport errors).
+    /// Send with retries: 429, 408 and 5xx except 501/505, connection
+    /// errors and bodies cut short are retried up to `max_retries` times, a
+    /// timeout only [`MAX_TIMEOUT_RETRIES`] times; a host name that does not
+    /// resolve is not retried. Each retry and its wait is logged at `info`
+    /// and reported to the observer. Nothing is started or waited for past
+    /// the client's deadline.
     pub(crate) fn send(&self, req: &Request<'_>) -> Result<Response> {
         let policy = &self.settings.retry;
-        let mut attempt: u32 = 0;
+        let started = Instant::now();
+        let attempts = |count: u32| Attempts {
+            count,
+            elapsed: started.elapsed(),
+        };
+        let mut made: u32 = 0;
+        let mut timeouts: u32 = 0;
+        let mut last_failure = String::new();
         loop {
+            if self.deadline_passed() {
+                return Err(self.deadline_error(req, &req.url, last_failure, attempts(made)));
+            }
             let result = self.send_following_redirects(req);
-            let can_retry = attempt < policy.max_retries;
-            match result {
+            made += 1;
+            let retries_left = made <= policy.max_retries;
+            let (reason, url, wait) = match result {
                 Ok(resp) if retryable_status(resp.status) => {
                     let retry_after = retry_after(&resp);
                     if let Some(wait) = retry_after
                         && wait > policy.max_retry_after
                     {
                         return Err(Error::RetryAfterTooLong {
-                            context: req.context.clone(),
+                            context: Box::new(req.context.clone()),
                             method: req.method,
                             url: resp.url.to_string(),
                             retry_after: wait,
                             max_wait: policy.max_retry_after,
                         });
                     }
-                    if !can_retry {
-                        return Ok(resp);
+                    if !retries_left {
+                        return Ok(resp.with_attempts(attempts(made)));
                     }
-                    let wait = retry_after.unwrap_or_else(|| self.backoff(attempt));
-                    tracing::debug!(
-                        "{}: {} {} answered {}, retrying in {:?}",
-                        req.context,
-                        req.method,
-                        resp.url,
-                        resp.status,
-                        wait
-                    );
-                    std::thread::sleep(wait);
+                    let wait = retry_after.unwrap_or_else(|| self.backoff(made - 1));
+                    (format!("HTTP {}", resp.status), resp.url, wait)
                 }
-                Err(e @ Error::Transport { .. }) if can_retry => {
-                    let wait = self.backoff(attempt);
-                    tracing::debug!("{e}; retrying in {wait:?}");
-                    std::thread::sleep(wait);
+                Ok(resp) => return Ok(resp.with_attempts(attempts(made))),
+                Err(e) => {
+                    let retry = match &e {
+                        Error::Transport { .. } => retries_left,
+                        Error::Timeout {
+                            which: TimeLimit::Request,
+                            ..
+                        } => {
+                            timeouts += 1;
+                            retries_left && timeouts <= MAX_TIMEOUT_RETRIES
+                        }
+                        _ => false,
+                    };
+                    if !retry {
+                        return Err(e.with_attempts(attempts(made)));
+                    }
+                    (failure_reason(&e), req.url.clone(), self.backoff(made - 1))
                 }
-                other => return other,
+            };
+            if self.deadline_before(wait) {
+                return Err(self.deadline_error(req, &url, reason, attempts(made)));
             }
-            attempt += 1;
+            let registry = url.authority();
+            scrubbed!(
+                self.secrets,
+                INFO,
+                {
+                    registry = %registry,
+                    reason = %reason,
+                    wait_ms = wait.as_millis() as u64,
+                    retry = made,
+                },
+                "{}: {} {}: {}; retry {} of {} in {}",
+                req.context,
+                req.method,
+                url,
+                reason,
+                made,
+                policy.max_retries,
+                human_duration(wait)
+            );
+            if let Some(observer) = &self.settings.observer {
+                observer.event(&Event::RetryWaiting {
+                    registry,
+                    reason: short_reason(&reason),
+                    wait,
+                    retry: made,
+                });
+            }
+            std::thread::sleep(wait);
+            last_failure = reason;
+        }
+    }
+
+    /// The client's deadline has passed.
+    fn deadline_passed(&self) -> bool {
+        self.deadline.is_some_and(|end| Instant::now() >= end)
+    }
+
+    /// The client's deadline passes within `wait`.
+    fn deadline_before(&self, wait: Duration) -> bool {
+        self.deadline
+            .is_some_and(|end| Instant::now() + wait >= end)
+    }
+
+    /// Time left before the client's deadline.
+    fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|end| end.saturating_duration_since(Instant::now()))
+    }
+
+    fn deadline_error(
+        &self,
+        req: &Request<'_>,
+        url: &Url,
+        last_failure: String,
+        attempts: Attempts,
+    ) -> Error {
+        Error::Timeout {
+            context: Box::new(req.context.clone()),
+            method: req.method,
+            url: url.to_string(),
+            which: TimeLimit::Deadline,
+            limit: self.settings.deadline.unwrap_or_default(),
+            last_failure,
+            attempts,
         }
     }
 
@@ -275,7 +383,7 @@ impl Transport {
             let carries_secret = authorization.is_some() || (req.secret_body && body.is_some());
             if carries_secret && !url.is_https() && !self.settings.host(url.authority()).insecure {
                 return Err(Error::InsecureCredentials {
-                    context: req.context.clone(),
+                    context: Box::new(req.context.clone()),
                     url: url.to_string(),
                 });
             }
@@ -290,13 +398,15 @@ impl Transport {
             }
             let Some(next) = location.and_then(|l| url.join(l)) else {
                 return Err(Error::InvalidResponse {
-                    context: req.context.clone(),
+                    context: Box::new(req.context.clone()),
                     url: url.to_string(),
                     message: "redirect with an invalid Location header".to_owned(),
                 });
             };
             if !next.same_origin(&url) && authorization.is_some() {
-                tracing::debug!(
+                scrubbed!(
+                    self.secrets,
+                    DEBUG,
                     "{}: redirect from {} to another origin {}; dropping Authorization",
                     req.context,
                     url,
@@ -311,7 +421,7 @@ impl Transport {
             url = next;
         }
         Err(Error::TooManyRedirects {
-            context: req.context.clone(),
+            context: Box::new(req.context.clone()),
             url: req.url.to_string(),
             max,
         })
@@ -326,25 +436,65 @@ impl Transport {
         body: Option<&(&str, Secret)>,
         req: &Request<'_>,
     ) -> Result<Response> {
-        let transport_err = |message: String, timed_out: bool| Error::Transport {
-            context: req.context.clone(),
+        let transport_err = |message: String| Error::Transport {
+            context: Box::new(req.context.clone()),
             method,
             url: url.to_string(),
             message,
-            timed_out,
+            timed_out: false,
+            attempts: Attempts::default(),
         };
         let host = self.host_state(url.authority())?;
         let _permit = host.permits.acquire();
         if let Some(limiter) = &host.limiter {
             limiter.wait();
         }
+        // One attempt may take the host's `timeout`, and never runs past the
+        // client's deadline.
+        let host_timeout = self.settings.host(url.authority()).timeout;
+        let (limit, which) = match self.remaining() {
+            Some(left) if left < host_timeout => (left, TimeLimit::Deadline),
+            _ => (host_timeout, TimeLimit::Request),
+        };
+        if limit.is_zero() {
+            return Err(self.deadline_error(req, url, String::new(), Attempts::default()));
+        }
+        let ureq_err = |e: ureq::Error, while_reading: bool| match e {
+            ureq::Error::Timeout(_) => Error::Timeout {
+                context: Box::new(req.context.clone()),
+                method,
+                url: url.to_string(),
+                which,
+                limit: match which {
+                    TimeLimit::Request => host_timeout,
+                    TimeLimit::Deadline => self.settings.deadline.unwrap_or_default(),
+                },
+                last_failure: String::new(),
+                attempts: Attempts::default(),
+            },
+            e if is_dns_failure(&e) => Error::UnknownHost {
+                context: Box::new(req.context.clone()),
+                method,
+                url: url.to_string(),
+                host: url.host().to_owned(),
+                message: match &e {
+                    ureq::Error::Io(io) => io.to_string(),
+                    other => other.to_string(),
+                },
+            },
+            e if while_reading => transport_err(format!(
+                "reading response body: {}",
+                describe_ureq_error(&e)
+            )),
+            e => transport_err(describe_ureq_error(&e)),
+        };
         let mut builder = http::Request::builder().method(method).uri(url.to_string());
         if let Some(a) = accept {
             builder = builder.header("Accept", a);
         }
         if let Some(auth) = authorization {
             let mut value = http::HeaderValue::from_str(auth.expose())
-                .map_err(|_| transport_err("invalid characters in credential".to_owned(), false))?;
+                .map_err(|_| transport_err("invalid characters in credential".to_owned()))?;
             value.set_sensitive(true);
             builder = builder.header("Authorization", value);
         }
@@ -357,12 +507,16 @@ impl Transport {
         };
         let request = builder
             .body(payload)
-            .map_err(|e| transport_err(format!("cannot build request: {e}"), false))?;
+            .map_err(|e| transport_err(format!("cannot build request: {e}")))?;
+        // `timeout_global` covers the whole exchange: name resolution,
+        // connecting, sending, the headers and the whole body.
+        let request = host
+            .agent
+            .configure_request(request)
+            .timeout_global(Some(limit))
+            .build();
         let started = Instant::now();
-        let response = host.agent.run(request).map_err(|e| {
-            let timed_out = matches!(e, ureq::Error::Timeout(_));
-            transport_err(describe_ureq_error(&e), timed_out)
-        })?;
+        let response = host.agent.run(request).map_err(|e| ureq_err(e, false))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = if method == "HEAD" || status == 204 || status == 304 {
@@ -373,15 +527,11 @@ impl Transport {
                 .with_config()
                 .limit(req.max_body)
                 .read_to_vec()
-                .map_err(|e| {
-                    let timed_out = matches!(e, ureq::Error::Timeout(_));
-                    transport_err(
-                        format!("reading response body: {}", describe_ureq_error(&e)),
-                        timed_out,
-                    )
-                })?
+                .map_err(|e| ureq_err(e, true))?
         };
-        tracing::trace!(
+        scrubbed!(
+            self.secrets,
+            TRACE,
             "{} {} -> {} ({} bytes, {:?})",
             method,
             url,
@@ -394,7 +544,42 @@ impl Transport {
             headers,
             body,
             url: url.clone(),
+            attempts: Attempts::default(),
         })
+    }
+}
+
+/// A retry's reason for the observer: the status code alone for HTTP
+/// answers (`429`), else the reason as logged up to its first colon
+/// (`connection error`, `timeout`).
+fn short_reason(reason: &str) -> &str {
+    let r = reason.strip_prefix("HTTP ").unwrap_or(reason);
+    r.split(':').next().unwrap_or(r).trim()
+}
+
+/// Why an attempt failed, for the retry log line and the deadline error.
+fn failure_reason(e: &Error) -> String {
+    match e {
+        Error::Transport { message, .. } => message.clone(),
+        Error::Timeout { limit, .. } => format!(
+            "timeout: no complete answer within {}",
+            human_duration(*limit)
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A host name that does not resolve: ureq's own "host not found", or the
+/// resolver's error (std reports every `getaddrinfo` failure as
+/// "failed to lookup address information: ...", the only way to tell it
+/// from other I/O errors).
+fn is_dns_failure(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::HostNotFound => true,
+        ureq::Error::Io(io) => io
+            .to_string()
+            .starts_with("failed to lookup address information"),
+        _ => false,
     }
 }
 
@@ -516,7 +701,7 @@ mod tests {
         let mut s = ClientSettings::default();
         s.retry.initial_backoff = Duration::from_millis(100);
         s.retry.max_backoff = Duration::from_millis(350);
-        let t = Transport::new(Arc::new(s));
+        let t = Transport::new(Arc::new(s), Arc::default());
         for attempt in 0..10 {
             let d = t.backoff(attempt);
             let base = (100u64 << attempt).min(350);

@@ -9,8 +9,8 @@
 use image_update_testkit::registry as harness;
 use image_update_testkit::{self as testkit, trial};
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use harness::{
@@ -1307,6 +1307,907 @@ fn fake_settings_file_drives_the_client() {
     assert_eq!(req.query_value("n").as_deref(), Some("7"));
 }
 
+// ---------------------------------------------------------------------------
+// Secrets echoed by registries never come back out
+
+/// Log lines written while a test runs, at trace level.
+#[derive(Clone, Default)]
+struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogBuffer {
+    type Writer = LogBuffer;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Run `f` with every `tracing` event of this thread, down to `level`,
+/// captured; returns its result and the log text.
+fn with_logs<T>(level: tracing::Level, f: impl FnOnce() -> T) -> (T, String) {
+    let buffer = LogBuffer::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(buffer.clone())
+        .with_max_level(level)
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8_lossy(&buffer.0.lock().unwrap()).into_owned();
+    (out, text)
+}
+
+/// An error's Display, every source's Display, and its Debug.
+fn full_text(e: &Error) -> String {
+    let mut out = format!("{e}");
+    let mut next = std::error::Error::source(e);
+    while let Some(cause) = next {
+        out.push_str(&format!("\ncaused by: {cause}"));
+        next = cause.source();
+    }
+    out.push_str(&format!("\n{e:?}"));
+    out
+}
+
+fn b64(s: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// The forms of `secret` a registry may echo: as is, base64, URL-encoded.
+fn forms(secret: &str) -> Vec<String> {
+    vec![
+        secret.to_owned(),
+        b64(secret),
+        harness::percent_encode(secret),
+    ]
+}
+
+/// The forms of a username/password pair: the password's, the pair's, and
+/// the Basic header value.
+fn basic_forms(user: &str, password: &str) -> Vec<String> {
+    let mut all = forms(password);
+    all.extend(forms(&format!("{user}:{password}")));
+    all
+}
+
+fn assert_clean(what: &str, text: &str, secrets: &[String]) {
+    for s in secrets {
+        assert!(!text.contains(s.as_str()), "{what} leaks {s:?}:\n{text}");
+    }
+}
+
+/// `IMAGE_UPDATE_REGISTRY_<HOST>_` for a registry authority.
+fn host_var(authority: &str) -> String {
+    let key: String = authority
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("IMAGE_UPDATE_REGISTRY_{key}_")
+}
+
+const USER: &str = "leaky-user";
+const PASSWORD: &str = r#"s3cr3t "pa/ss"+w@rd&x=1"#;
+
+/// List every leaking repository of `reg` with `settings`, and check that
+/// no form of `secrets` (nor of any token the token service issued) is in
+/// any error, source chain or trace-level log line, while the echoes did
+/// arrive (as `<redacted>`).
+fn check_no_leaks(reg: &harness::LeakyRegistry, settings: ClientSettings, secrets: &[String]) {
+    let mut kinds = vec!["e401", "e403", "e500", "redirect", "link", "json"];
+    if reg.token_service.is_some() {
+        kinds.push("tokenfail");
+    }
+    let mut settings = settings;
+    settings.retry.max_retries = 1;
+    let c = client(settings);
+    let (texts, logs) = with_logs(tracing::Level::TRACE, || {
+        kinds
+            .iter()
+            .map(|kind| {
+                let err = c
+                    .list_tags(&repo(&reg.authority(), &format!("{kind}/x")))
+                    .unwrap_err();
+                (kind, full_text(&err))
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut all = secrets.to_vec();
+    for token in reg.issued_tokens() {
+        all.extend(forms(&token));
+    }
+    for (kind, text) in &texts {
+        assert_clean(&format!("error for {kind}"), text, &all);
+        assert!(
+            text.contains("<redacted>"),
+            "the registry's echo for {kind} is missing: {text}"
+        );
+    }
+    assert_clean("log", &logs, &all);
+    assert!(logs.contains("leak=<redacted>"), "{logs}");
+    assert!(logs.contains("TRACE"), "{logs}");
+    // Bodies are quoted cut to one bounded line.
+    for (kind, text) in &texts {
+        let first = text.lines().next().unwrap();
+        assert!(first.len() < 1200, "{kind}: {first}");
+    }
+}
+
+fn fake_secrets_redacted_docker_config_auths() {
+    let reg = harness::LeakyRegistry::start(harness::LeakyAuth::Basic);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        serde_json::json!({"auths": {reg.authority(): {"auth": b64(&format!("{USER}:{PASSWORD}"))}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut settings = fast_settings();
+    settings.credentials =
+        CredentialStore::from_vars([("DOCKER_CONFIG", dir.path().to_str().unwrap())]);
+    check_no_leaks(&reg, settings, &basic_forms(USER, PASSWORD));
+}
+
+fn fake_secrets_redacted_env_credentials() {
+    let reg = harness::LeakyRegistry::start(harness::LeakyAuth::Basic);
+    let prefix = host_var(&reg.authority());
+    let mut settings = fast_settings();
+    settings.credentials = CredentialStore::from_vars([
+        (format!("{prefix}USERNAME"), USER.to_owned()),
+        (format!("{prefix}PASSWORD"), PASSWORD.to_owned()),
+    ]);
+    check_no_leaks(&reg, settings, &basic_forms(USER, PASSWORD));
+}
+
+fn fake_secrets_redacted_env_credentials_through_token_service() {
+    let reg = harness::LeakyRegistry::start(harness::LeakyAuth::Bearer);
+    let mut settings = fast_settings();
+    settings.credentials = CredentialStore::from_vars([
+        ("IMAGE_UPDATE_REGISTRY_USERNAME", USER),
+        ("IMAGE_UPDATE_REGISTRY_PASSWORD", PASSWORD),
+        ("IMAGE_UPDATE_REGISTRY_HOST", &reg.authority()),
+    ]);
+    check_no_leaks(&reg, settings, &basic_forms(USER, PASSWORD));
+    assert!(
+        reg.issued_tokens().len() >= 2,
+        "bearer tokens were issued and echoed"
+    );
+}
+
+fn fake_secrets_redacted_auth_file() {
+    let reg = harness::LeakyRegistry::start(harness::LeakyAuth::Basic);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("auth.json");
+    std::fs::write(
+        &path,
+        serde_json::json!({"auths": {reg.authority(): {"auth": b64(&format!("{USER}:{PASSWORD}"))}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut settings = fast_settings();
+    settings.credentials =
+        CredentialStore::from_vars([("REGISTRY_AUTH_FILE", path.to_str().unwrap())]);
+    check_no_leaks(&reg, settings, &basic_forms(USER, PASSWORD));
+}
+
+fn fake_secrets_redacted_config_json_secret() {
+    let reg = harness::LeakyRegistry::start(harness::LeakyAuth::Basic);
+    let text =
+        serde_json::json!({"auths": {reg.authority(): {"username": USER, "password": PASSWORD}}})
+            .to_string();
+    let credential = image_update_registry::credentials::credential_from_config_json(
+        &text,
+        &reg.authority(),
+        "e401/x",
+        "Secret flux-system/regcred",
+    )
+    .unwrap()
+    .unwrap();
+    let mut settings = fast_settings();
+    settings.credentials = CredentialStore::anonymous().with_credential_from(
+        &reg.authority(),
+        credential,
+        "Secret flux-system/regcred",
+    );
+    check_no_leaks(&reg, settings, &basic_forms(USER, PASSWORD));
+}
+
+fn fake_secrets_redacted_identity_token() {
+    let reg = harness::LeakyRegistry::start(harness::LeakyAuth::Bearer);
+    let refresh = "refresh/tok+en=abc&def";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        serde_json::json!({"auths": {reg.authority(): {"identitytoken": refresh}}}).to_string(),
+    )
+    .unwrap();
+    let mut settings = fast_settings();
+    settings.credentials =
+        CredentialStore::from_vars([("DOCKER_CONFIG", dir.path().to_str().unwrap())]);
+    check_no_leaks(&reg, settings, &forms(refresh));
+    let posts = reg
+        .token_service
+        .as_ref()
+        .unwrap()
+        .count(|r| r.method == "POST");
+    assert!(posts >= 1, "the refresh token was sent with POST");
+}
+
+fn fake_secrets_redacted_registry_token() {
+    let reg = harness::LeakyRegistry::start(harness::LeakyAuth::Bearer);
+    let token = "registry.tok/en+xyz=";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        serde_json::json!({"auths": {reg.authority(): {"registrytoken": token}}}).to_string(),
+    )
+    .unwrap();
+    let mut settings = fast_settings();
+    settings.credentials =
+        CredentialStore::from_vars([("DOCKER_CONFIG", dir.path().to_str().unwrap())]);
+    check_no_leaks(&reg, settings, &forms(token));
+    assert!(
+        reg.issued_tokens().is_empty(),
+        "a registry token is used as is"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Refused requests name the credentials' source
+
+/// A registry answering 401 (with Basic or Bearer challenge) for `deny/*`,
+/// 403 for `forbid/*`, and 401 `insufficient_scope` for `scope/*`.
+fn refusing_registry(bearer: bool) -> (FakeServer, Option<FakeServer>) {
+    let token =
+        bearer.then(|| FakeServer::start(|_| Reply::json(200, r#"{"token":"granted-token"}"#)));
+    let challenge = match &token {
+        Some(t) => format!(r#"Bearer realm="{}",service="svc""#, t.url("/token")),
+        None => r#"Basic realm="r""#.to_owned(),
+    };
+    let server = FakeServer::start(move |req| {
+        let first = req
+            .path()
+            .strip_prefix("/v2/")
+            .and_then(|p| p.split('/').next())
+            .unwrap_or_default();
+        match first {
+            "" => Reply::json(401, "{}").with_header("WWW-Authenticate", &challenge),
+            "forbid" => Reply::json(
+                403,
+                r#"{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}"#,
+            ),
+            "scope" => Reply::json(
+                401,
+                r#"{"errors":[{"code":"DENIED","message":"insufficient scope"}]}"#,
+            )
+            .with_header(
+                "WWW-Authenticate",
+                &format!(r#"{challenge},error="insufficient_scope""#),
+            ),
+            _ => Reply::json(
+                401,
+                r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#,
+            )
+            .with_header("WWW-Authenticate", &challenge),
+        }
+    });
+    (server, token)
+}
+
+fn refused(settings: ClientSettings, authority: &str, path: &str) -> String {
+    let err = client(settings)
+        .list_tags(&repo(authority, path))
+        .unwrap_err();
+    full_text(&err)
+}
+
+fn fake_refusals_name_the_credential_source() {
+    let (server, _) = refusing_registry(false);
+    let authority = server.authority();
+    let prefix = host_var(&authority);
+    let dir = tempfile::tempdir().unwrap();
+    let docker_dir = dir.path().join("docker");
+    std::fs::create_dir(&docker_dir).unwrap();
+    std::fs::write(
+        docker_dir.join("config.json"),
+        serde_json::json!({"auths": {format!("http://{authority}"): {"auth": b64("docker-user:docker-pw")}}})
+            .to_string(),
+    )
+    .unwrap();
+    let auth_file = dir.path().join("auth.json");
+    std::fs::write(
+        &auth_file,
+        serde_json::json!({"auths": {format!("{authority}/deny"): {"auth": b64("file-user:file-pw")}, authority.clone(): {"auth": b64("file-user:file-pw")}}})
+            .to_string(),
+    )
+    .unwrap();
+    let helper_dir = dir.path().join("helpers");
+    std::fs::create_dir(&helper_dir).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let helper = helper_dir.join("docker-credential-testhelper");
+        std::fs::write(
+            &helper,
+            "#!/bin/sh\ncat >/dev/null\necho '{\"Username\":\"helper-user\",\"Secret\":\"helper-pw\"}'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let helper_cfg = dir.path().join("helper-config.json");
+    std::fs::write(
+        &helper_cfg,
+        serde_json::json!({"credHelpers": {authority.clone(): "testhelper"}}).to_string(),
+    )
+    .unwrap();
+
+    let with = |store: CredentialStore| {
+        let mut s = fast_settings();
+        s.credentials = store;
+        s
+    };
+    let docker_config = docker_dir.join("config.json");
+    let cases: Vec<(&str, ClientSettings, Vec<String>, Vec<&str>)> = vec![
+        (
+            "anonymous",
+            fast_settings(),
+            vec![],
+            vec!["no credentials were found for", &authority, "_USERNAME"],
+        ),
+        (
+            "environment",
+            with(CredentialStore::from_vars([
+                (format!("{prefix}USERNAME"), "env-user".to_owned()),
+                (format!("{prefix}PASSWORD"), "env-pw".to_owned()),
+            ])),
+            basic_forms("env-user", "env-pw"),
+            vec![
+                "check the username/password in environment variables",
+                "_USERNAME",
+            ],
+        ),
+        (
+            "docker config",
+            with(CredentialStore::anonymous().with_docker_config(&docker_config)),
+            basic_forms("docker-user", "docker-pw"),
+            vec![
+                "check the username/password in Docker config",
+                docker_config.to_str().unwrap(),
+                "auths key \"http://",
+            ],
+        ),
+        (
+            "auth file",
+            with(CredentialStore::anonymous().with_auth_file(&auth_file)),
+            basic_forms("file-user", "file-pw"),
+            vec![
+                "check the username/password in auth file",
+                auth_file.to_str().unwrap(),
+                "/deny\"",
+            ],
+        ),
+        (
+            "credential helper",
+            with(
+                CredentialStore::anonymous()
+                    .with_docker_config(&helper_cfg)
+                    .with_helper_dirs(vec![helper_dir.clone()]),
+            ),
+            basic_forms("helper-user", "helper-pw"),
+            vec!["credential helper docker-credential-testhelper"],
+        ),
+        (
+            "secret",
+            with(CredentialStore::anonymous().with_credential_from(
+                &authority,
+                Credential::Basic {
+                    username: "secret-user".to_owned(),
+                    password: Secret::new("secret-pw"),
+                },
+                "Secret flux-system/regcred",
+            )),
+            basic_forms("secret-user", "secret-pw"),
+            vec!["check the username/password in Secret flux-system/regcred"],
+        ),
+    ];
+    for (name, settings, secrets, wanted) in cases {
+        // 401: wrong or missing credentials.
+        let text = refused(settings.clone(), &authority, "deny/x");
+        assert!(text.contains("HTTP 401"), "{name}: {text}");
+        for w in &wanted {
+            assert!(text.contains(w), "{name}: 401 without {w:?}: {text}");
+        }
+        assert_clean(name, &text, &secrets);
+        // 403: authenticated, not allowed.
+        let text = refused(settings.clone(), &authority, "forbid/x");
+        assert!(text.contains("HTTP 403"), "{name}: {text}");
+        if name == "anonymous" {
+            assert!(text.contains("anonymous access to"), "{text}");
+            assert!(text.contains("no credentials were found for"), "{text}");
+        } else {
+            assert!(
+                text.contains("was accepted but does not allow pulling")
+                    && text.contains("permissions"),
+                "{name}: {text}"
+            );
+            assert!(
+                !text.contains("check the username/password"),
+                "{name}: {text}"
+            );
+        }
+        assert_clean(name, &text, &secrets);
+    }
+}
+
+fn fake_refusals_with_tokens_name_the_source() {
+    // Identity token from the Docker config: the registry refuses the
+    // token it was given (401), or its scope (insufficient_scope).
+    let (server, token) = refusing_registry(true);
+    let authority = server.authority();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.json");
+    std::fs::write(
+        &cfg,
+        serde_json::json!({"auths": {authority.clone(): {"identitytoken": "my-refresh-token"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut settings = fast_settings();
+    settings.credentials = CredentialStore::anonymous().with_docker_config(&cfg);
+    let text = refused(settings.clone(), &authority, "deny/x");
+    assert!(
+        text.contains("check the identity token in Docker config")
+            && text.contains(cfg.to_str().unwrap()),
+        "{text}"
+    );
+    let text = refused(settings.clone(), &authority, "scope/x");
+    assert!(
+        text.contains("the identity token from Docker config")
+            && text.contains("does not allow pulling"),
+        "insufficient_scope is a permission problem: {text}"
+    );
+    assert_clean("identity token", &text, &forms("my-refresh-token"));
+    assert!(token.unwrap().count(|r| r.method == "POST") >= 1);
+
+    // The token service refuses: an authentication error naming the source.
+    let refusing_token = FakeServer::start(|_| {
+        Reply::json(
+            401,
+            r#"{"errors":[{"code":"DENIED","message":"bad refresh token"}]}"#,
+        )
+    });
+    let realm = refusing_token.url("/token");
+    let server = FakeServer::start(move |_| {
+        Reply::json(401, "{}")
+            .with_header("WWW-Authenticate", &format!(r#"Bearer realm="{realm}""#))
+    });
+    let mut settings = fast_settings();
+    settings.credentials = CredentialStore::anonymous().with_credential_from(
+        &server.authority(),
+        Credential::IdentityToken {
+            username: None,
+            token: Secret::new("expired-refresh"),
+        },
+        "Secret ci/registry-login",
+    );
+    let err = client(settings)
+        .list_tags(&repo(&server.authority(), "a/b"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Auth { .. }), "{err}");
+    let text = full_text(&err);
+    assert!(
+        text.contains("check the identity token in Secret ci/registry-login")
+            && text.contains("bad refresh token"),
+        "{text}"
+    );
+    assert_clean("token service", &text, &forms("expired-refresh"));
+    // Anonymous at a token service that wants credentials.
+    let err = client(fast_settings())
+        .list_tags(&repo(&server.authority(), "a/b"))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("no credentials were found for"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Limits: pagination, time
+
+/// Run `f` on a thread; fail if it has not finished within `limit`.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("still running after {limit:?}"))
+}
+
+/// A registry whose tag list never ends: every page links to a new one.
+fn endless_registry(tags_per_page: usize) -> FakeServer {
+    FakeServer::start(move |req| {
+        if req.path() == "/v2/" {
+            return Reply::json(200, "{}");
+        }
+        let n: usize = req
+            .query_value("last")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        let tags: Vec<String> = (0..tags_per_page)
+            .map(|i| format!("t{}", n * tags_per_page + i))
+            .collect();
+        Reply::json(
+            200,
+            serde_json::json!({"name": "r/x", "tags": tags}).to_string(),
+        )
+        .with_header(
+            "Link",
+            &format!(r#"</v2/r/x/tags/list?n=1&last={}>; rel="next""#, n + 1),
+        )
+    })
+}
+
+fn fake_endless_pagination_stops_at_the_default_limit() {
+    let server = endless_registry(1);
+    let authority = server.authority();
+    let err = within(Duration::from_secs(120), move || {
+        client(ClientSettings::default())
+            .list_tags(&repo(&authority, "r/x"))
+            .unwrap_err()
+    });
+    let text = err.to_string();
+    assert!(matches!(err, Error::ListLimit { .. }), "{text}");
+    assert!(
+        text.contains(&format!("{}/r/x", server.authority()))
+            && text.contains("more than 1000 pages")
+            && text.contains("`max_pages`"),
+        "{text}"
+    );
+    assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 1000);
+}
+
+fn fake_pagination_limits_from_the_settings_file() {
+    let server = endless_registry(10);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registries.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "defaults:\n  max_pages: 20\nregistries:\n  {}:\n    max_tags: 25\n",
+            server.authority()
+        ),
+    )
+    .unwrap();
+    let settings = ClientSettings::from_env_and_file(Some(&path)).unwrap();
+    assert_eq!(settings.host("other.example").max_pages, 20);
+    let authority = server.authority();
+    let err = within(Duration::from_secs(60), move || {
+        client(settings)
+            .list_tags(&repo(&authority, "r/x"))
+            .unwrap_err()
+    });
+    let text = err.to_string();
+    assert!(
+        text.contains("more than 25 tags") && text.contains("`max_tags`"),
+        "{text}"
+    );
+    assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 3);
+
+    std::fs::write(&path, "defaults:\n  max_pages: 20\n").unwrap();
+    let settings = ClientSettings::from_env_and_file(Some(&path)).unwrap();
+    let authority = server.authority();
+    let err = within(Duration::from_secs(60), move || {
+        client(settings)
+            .list_tags(&repo(&authority, "r/x"))
+            .unwrap_err()
+    });
+    assert!(err.to_string().contains("more than 20 pages"), "{err}");
+}
+
+/// A tag list whose body trickles in, one byte every 50 ms.
+fn trickling_registry() -> FakeServer {
+    FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::Trickle {
+            status: 200,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: tags_json(&["a"; 100]).into_bytes(),
+            interval: Duration::from_millis(50),
+        },
+    })
+}
+
+fn fake_trickling_body_hits_the_request_timeout() {
+    let server = trickling_registry();
+    let mut settings = fast_settings(); // 3 retries
+    settings.set_host(
+        &server.authority(),
+        HostConfig {
+            timeout: Some(Duration::from_millis(500)),
+            ..HostConfig::default()
+        },
+    );
+    let authority = server.authority();
+    let start = Instant::now();
+    let err = within(Duration::from_secs(60), move || {
+        client(settings)
+            .list_tags(&repo(&authority, "r/x"))
+            .unwrap_err()
+    });
+    let elapsed = start.elapsed();
+    let text = err.to_string();
+    assert!(err.is_timeout(), "{text}");
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                which: image_update_registry::TimeLimit::Request,
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{} gave no complete answer within 500ms",
+            server.authority()
+        )) && text.contains("per-request `timeout`")
+            && text.contains("2 attempts"),
+        "{text}"
+    );
+    // A timed-out request is retried once, however many retries are allowed.
+    assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 2);
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+}
+
+fn fake_run_deadline_stops_slow_and_retrying_registries() {
+    // A body that would take minutes: cut off at the deadline.
+    let server = trickling_registry();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registries.yaml");
+    std::fs::write(&path, "deadline: 1500ms\n").unwrap();
+    let settings = ClientSettings::from_env_and_file(Some(&path)).unwrap();
+    assert_eq!(settings.deadline, Some(Duration::from_millis(1500)));
+    let authority = server.authority();
+    let start = Instant::now();
+    let err = within(Duration::from_secs(60), move || {
+        client(settings)
+            .list_tags(&repo(&authority, "r/x"))
+            .unwrap_err()
+    });
+    let elapsed = start.elapsed();
+    let text = err.to_string();
+    assert!(err.is_timeout(), "{text}");
+    assert!(
+        text.contains("run's deadline of 1.5s") && text.contains(&server.authority()),
+        "{text}"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_millis(3000),
+        "{elapsed:?}"
+    );
+
+    // A registry failing with 503: retries stop when their wait would pass
+    // the deadline, and the error says what the last attempt got.
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::status(503),
+    });
+    let mut settings = fast_settings();
+    settings.retry.max_retries = 10;
+    settings.retry.initial_backoff = Duration::from_millis(400);
+    settings.retry.max_backoff = Duration::from_millis(400);
+    settings.deadline = Some(Duration::from_millis(1000));
+    let c = client(settings);
+    let start = Instant::now();
+    let err = c.list_tags(&repo(&server.authority(), "r/x")).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("deadline of 1s") && text.contains("last attempt: HTTP 503"),
+        "{text}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        start.elapsed()
+    );
+    // Past the deadline nothing is sent at all.
+    std::thread::sleep(Duration::from_millis(200));
+    let before = server.requests().len();
+    let err = c.list_tags(&repo(&server.authority(), "r/y")).unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert_eq!(server.requests().len(), before);
+}
+
+// ---------------------------------------------------------------------------
+// Retries: logged, counted; DNS failures are not retried
+
+fn fake_dns_failure_is_not_retried() {
+    let mut settings = fast_settings();
+    settings.retry.initial_backoff = Duration::from_secs(2);
+    settings.retry.max_backoff = Duration::from_secs(2);
+    let c = client(settings);
+    let start = Instant::now();
+    let (err, logs) = with_logs(tracing::Level::INFO, || {
+        c.list_tags(&repo("image-update-test.invalid", "r/x"))
+            .unwrap_err()
+    });
+    let text = err.to_string();
+    assert!(matches!(err, Error::UnknownHost { .. }), "{text}");
+    assert!(
+        text.contains("the host name image-update-test.invalid does not resolve"),
+        "{text}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_millis(1900),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(!logs.contains("retry"), "{logs}");
+}
+
+fn fake_retries_are_logged_at_info_and_counted() {
+    let server = FakeServer::start(|req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        _ => Reply::json(
+            503,
+            r#"{"errors":[{"code":"UNAVAILABLE","message":"try later"}]}"#,
+        ),
+    });
+    let c = client(fast_settings()); // 3 retries
+    let (err, logs) = with_logs(tracing::Level::INFO, || {
+        c.list_tags(&repo(&server.authority(), "r/x")).unwrap_err()
+    });
+    let text = err.to_string();
+    assert_eq!(err.status(), Some(503), "{text}");
+    assert!(
+        text.contains("gave up after 4 attempts over") && text.contains("UNAVAILABLE"),
+        "{text}"
+    );
+    let lines: Vec<&str> = logs.lines().filter(|l| l.contains(" INFO ")).collect();
+    assert_eq!(lines.len(), 3, "{logs}");
+    for (i, line) in lines.iter().enumerate() {
+        assert!(
+            line.contains(&format!("registry={}", server.authority()))
+                && line.contains("reason=HTTP 503")
+                && line.contains("wait_ms=")
+                && line.contains(&format!("retry {} of 3 in ", i + 1)),
+            "{line}"
+        );
+    }
+
+    // Connection refused: retried, and the final error counts the attempts.
+    let dead = format!("127.0.0.1:{}", harness::free_port());
+    let (err, logs) = with_logs(tracing::Level::INFO, || {
+        client(fast_settings())
+            .list_tags(&repo(&dead, "r/x"))
+            .unwrap_err()
+    });
+    assert!(matches!(err, Error::Transport { .. }), "{err}");
+    assert!(
+        err.to_string().contains("gave up after 4 attempts over"),
+        "{err}"
+    );
+    assert_eq!(logs.matches("reason=connection error").count(), 3, "{logs}");
+}
+
+// ---------------------------------------------------------------------------
+// Progress events
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl image_update_registry::Observer for Recorder {
+    fn event(&self, event: &image_update_registry::Event<'_>) {
+        use image_update_registry::Event;
+        let line = match event {
+            Event::ListingQueued { repositories } => format!("queued {repositories}"),
+            Event::ListingStarted { repository } => format!("started {}", repository.repository()),
+            Event::PageFetched {
+                repository,
+                page,
+                tags,
+            } => format!("page {} {page} {tags}", repository.repository()),
+            Event::ListingDone {
+                repository,
+                tags,
+                cached,
+            } => format!("done {} {tags} {cached}", repository.repository()),
+            Event::RetryWaiting {
+                registry,
+                reason,
+                wait,
+                retry,
+            } => format!(
+                "retry {} {reason} {}ms {retry}",
+                registry.split(':').next().unwrap(),
+                wait.as_millis()
+            ),
+            Event::RequestFailed {
+                repository,
+                listing,
+                error,
+                ..
+            } => format!(
+                "failed {} {listing} {}",
+                repository.repository(),
+                error.status().unwrap_or_default()
+            ),
+            other => format!("{other:?}"),
+        };
+        self.0.lock().unwrap().push(line);
+    }
+}
+
+fn fake_observer_sees_listing_progress() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let k = Arc::clone(&calls);
+    let server =
+        FakeServer::start(
+            move |req| match (req.path(), req.query_value("last").as_deref()) {
+                ("/v2/", _) => Reply::json(200, "{}"),
+                ("/v2/paged/x/tags/list", None) => Reply::json(200, tags_json(&["a", "b"]))
+                    .with_header("Link", r#"</v2/paged/x/tags/list?last=b>; rel="next""#),
+                ("/v2/paged/x/tags/list", Some(_)) => Reply::json(200, tags_json(&["c"])),
+                ("/v2/busy/x/tags/list", _) => {
+                    if k.fetch_add(1, Ordering::SeqCst) == 0 {
+                        Reply::json(429, "{}").with_header("Retry-After", "1")
+                    } else {
+                        Reply::json(200, tags_json(&["v1"]))
+                    }
+                }
+                _ => Reply::status(404),
+            },
+        );
+    let recorder = Arc::new(Recorder::default());
+    let mut settings = fast_settings();
+    settings.observer = Some(Arc::clone(&recorder) as Arc<dyn image_update_registry::Observer>);
+    let c = client(settings);
+    let repos = [
+        repo(&server.authority(), "paged/x"),
+        repo(&server.authority(), "busy/x"),
+        repo(&server.authority(), "missing/x"),
+    ];
+    let results = c.list_many(&repos, 1);
+    assert!(results[2].as_ref().unwrap_err().is_not_found());
+    let events = recorder.0.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        vec![
+            "queued 3",
+            "started paged/x",
+            "page paged/x 1 2",
+            "page paged/x 2 3",
+            "done paged/x 3 false",
+            "started busy/x",
+            "retry 127.0.0.1 429 1000ms 1",
+            "page busy/x 1 1",
+            "done busy/x 1 false",
+            "started missing/x",
+            "failed missing/x true 404",
+        ]
+    );
+    // A failed digest is a failed request, not a listing.
+    let _ = c.digest(&repos[2], "v1", None);
+    assert_eq!(
+        recorder.0.lock().unwrap().last().unwrap(),
+        "failed missing/x false 404"
+    );
+}
+
 /// This test binary run as a child process: list the tags of the
 /// repository in `CHILD_LIST` with a client configured from the settings file
 /// in `CHILD_SETTINGS` and the environment, as the CLI would (for tests of
@@ -1484,6 +2385,86 @@ fn main() {
             "fake_settings_file_drives_the_client",
             &[],
             fake_settings_file_drives_the_client,
+        ),
+        trial(
+            "fake_secrets_redacted_docker_config_auths",
+            &[],
+            fake_secrets_redacted_docker_config_auths,
+        ),
+        trial(
+            "fake_secrets_redacted_env_credentials",
+            &[],
+            fake_secrets_redacted_env_credentials,
+        ),
+        trial(
+            "fake_secrets_redacted_env_credentials_through_token_service",
+            &[],
+            fake_secrets_redacted_env_credentials_through_token_service,
+        ),
+        trial(
+            "fake_secrets_redacted_auth_file",
+            &[],
+            fake_secrets_redacted_auth_file,
+        ),
+        trial(
+            "fake_secrets_redacted_config_json_secret",
+            &[],
+            fake_secrets_redacted_config_json_secret,
+        ),
+        trial(
+            "fake_secrets_redacted_identity_token",
+            &[],
+            fake_secrets_redacted_identity_token,
+        ),
+        trial(
+            "fake_secrets_redacted_registry_token",
+            &[],
+            fake_secrets_redacted_registry_token,
+        ),
+        trial(
+            "fake_refusals_name_the_credential_source",
+            &[],
+            fake_refusals_name_the_credential_source,
+        ),
+        trial(
+            "fake_refusals_with_tokens_name_the_source",
+            &[],
+            fake_refusals_with_tokens_name_the_source,
+        ),
+        trial(
+            "fake_endless_pagination_stops_at_the_default_limit",
+            &[],
+            fake_endless_pagination_stops_at_the_default_limit,
+        ),
+        trial(
+            "fake_pagination_limits_from_the_settings_file",
+            &[],
+            fake_pagination_limits_from_the_settings_file,
+        ),
+        trial(
+            "fake_trickling_body_hits_the_request_timeout",
+            &[],
+            fake_trickling_body_hits_the_request_timeout,
+        ),
+        trial(
+            "fake_run_deadline_stops_slow_and_retrying_registries",
+            &[],
+            fake_run_deadline_stops_slow_and_retrying_registries,
+        ),
+        trial(
+            "fake_dns_failure_is_not_retried",
+            &[],
+            fake_dns_failure_is_not_retried,
+        ),
+        trial(
+            "fake_retries_are_logged_at_info_and_counted",
+            &[],
+            fake_retries_are_logged_at_info_and_counted,
+        ),
+        trial(
+            "fake_observer_sees_listing_progress",
+            &[],
+            fake_observer_sees_listing_progress,
         ),
     ]);
 }

@@ -246,6 +246,15 @@ pub enum Reply {
         body: Vec<u8>,
         send: usize,
     },
+    /// Send the status line and headers at once (with the full
+    /// `Content-Length`), then the body one byte every `interval`: a
+    /// registry that answers but never finishes.
+    Trickle {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        interval: Duration,
+    },
     /// Wait, then reply.
     Delay(Duration, Box<Reply>),
     /// Close the connection without answering.
@@ -364,6 +373,9 @@ fn serve_connection(
     handler: &Handler,
 ) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    // Head and body are separate writes: without this, Nagle's algorithm and
+    // the client's delayed ACK stall every response by about 40 ms.
+    let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut stream = stream;
     loop {
@@ -438,6 +450,27 @@ fn serve_connection(
                     &method,
                 );
                 return;
+            }
+            Reply::Trickle {
+                status,
+                headers,
+                body,
+                interval,
+            } => {
+                if write_response(&mut stream, status, &headers, &[], body.len(), &method).is_err()
+                {
+                    return;
+                }
+                for byte in &body {
+                    std::thread::sleep(interval);
+                    if stream
+                        .write_all(&[*byte])
+                        .and_then(|()| stream.flush())
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
             }
             Reply::Delay(..) => unreachable!(),
         }
@@ -1020,4 +1053,208 @@ pub fn header_map(h: &[(&str, &str)]) -> BTreeMap<String, String> {
     h.iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect()
+}
+
+// ---------------------------------------------------------------------------
+// A registry that leaks the credentials it receives
+
+/// Percent-encode everything but RFC 3986 unreserved characters.
+pub fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The credentials of `req` as a careless server would print them back:
+/// the `Authorization` header as received, a Basic pair decoded, the
+/// password or token alone, URL-encoded and base64-encoded, and a form body
+/// (a refresh token grant) raw and decoded.
+pub fn echo_credentials(req: &Recorded) -> String {
+    let mut parts = Vec::new();
+    if let Some(auth) = req.header("authorization") {
+        parts.push(format!("you sent Authorization: {auth}"));
+        let secret = if let Some(encoded) = auth.strip_prefix("Basic ") {
+            let pair = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            let password = pair
+                .split_once(':')
+                .map(|(_, p)| p.to_owned())
+                .unwrap_or_default();
+            parts.push(format!("user:password is {pair}"));
+            password
+        } else {
+            auth.strip_prefix("Bearer ").unwrap_or(auth).to_owned()
+        };
+        parts.push(format!("secret {secret}"));
+        parts.push(format!("url-encoded {}", percent_encode(&secret)));
+        parts.push(format!("base64 {}", b64(secret.as_bytes())));
+    }
+    if !req.body.is_empty() {
+        let body = String::from_utf8_lossy(&req.body).into_owned();
+        parts.push(format!("form {body}"));
+        for pair in body.split('&') {
+            if let Some(("refresh_token", v)) = pair.split_once('=') {
+                parts.push(format!("refresh token {}", percent_decode(v)));
+            }
+        }
+    }
+    parts.join(" | ")
+}
+
+/// How the leaky registry wants to be authenticated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum LeakyAuth {
+    /// `Basic` challenge; any credentials accepted.
+    Basic,
+    /// `Bearer` challenge with a token service (itself leaky) that issues a
+    /// fresh token for any credentials, except for scopes naming
+    /// `tokenfail`, which it refuses, echoing what it got.
+    Bearer,
+}
+
+/// A registry that wants credentials and then echoes them back: in 401,
+/// 403 and 500 bodies and headers, in a redirect URL, in a `Link` header
+/// and in a malformed tag list. The first path component of the
+/// repository picks the behaviour: `e401`, `e403`, `e500`, `redirect`
+/// (302 to `gone/...?leak=SECRET`, which answers 404), `link`, `json`,
+/// `ok` (a normal tag list); anything else answers like `e401`.
+pub struct LeakyRegistry {
+    pub server: FakeServer,
+    /// The token service ([`LeakyAuth::Bearer`] only).
+    pub token_service: Option<FakeServer>,
+    issued: Arc<Mutex<Vec<String>>>,
+}
+
+impl LeakyRegistry {
+    pub fn start(auth: LeakyAuth) -> Self {
+        let issued = Arc::new(Mutex::new(Vec::new()));
+        let token_service = (auth == LeakyAuth::Bearer).then(|| {
+            let issued = Arc::clone(&issued);
+            FakeServer::start(move |req| {
+                let mut scope = req.query_value("scope").unwrap_or_default();
+                let body = String::from_utf8_lossy(&req.body).into_owned();
+                for pair in body.split('&') {
+                    if let Some(("scope", v)) = pair.split_once('=') {
+                        scope = percent_decode(v);
+                    }
+                }
+                if scope.contains("tokenfail") {
+                    let message = echo_credentials(req);
+                    return Reply::json(
+                        401,
+                        serde_json::json!({"errors": [{"code": "DENIED", "message": message}]})
+                            .to_string(),
+                    )
+                    .with_header("X-Echo", &message);
+                }
+                let mut issued = issued.lock().unwrap();
+                let token = format!("issued-{}-{:08x}", issued.len(), rand_u32());
+                issued.push(token.clone());
+                Reply::json(
+                    200,
+                    serde_json::json!({"token": token, "expires_in": 300}).to_string(),
+                )
+            })
+        });
+        let challenge = match &token_service {
+            Some(t) => format!(r#"Bearer realm="{}",service="leaky""#, t.url("/token")),
+            None => r#"Basic realm="leaky""#.to_owned(),
+        };
+        let server = FakeServer::start(move |req| {
+            let unauthorized = |message: &str| {
+                Reply::json(
+                    401,
+                    serde_json::json!({"errors": [{"code": "UNAUTHORIZED", "message": message}]})
+                        .to_string(),
+                )
+                .with_header("WWW-Authenticate", &challenge)
+            };
+            if req.path() == "/v2/" || req.header("authorization").is_none() {
+                return unauthorized("authentication required");
+            }
+            let echo = echo_credentials(req);
+            let text = |status: u16| Reply::Respond {
+                status,
+                headers: vec![
+                    ("Content-Type".to_owned(), "text/plain".to_owned()),
+                    ("X-Echo".to_owned(), echo.clone()),
+                ],
+                body: format!("no access for you\n{echo}\n").into_bytes(),
+            };
+            let secret = echo_secret(req);
+            let kind = req
+                .path()
+                .strip_prefix("/v2/")
+                .and_then(|p| p.split('/').next())
+                .unwrap_or_default();
+            match kind {
+                "e403" => text(403),
+                "e500" => text(500),
+                "redirect" => Reply::status(302).with_header(
+                    "Location",
+                    &format!("/v2/gone/x/tags/list?leak={}", percent_encode(&secret)),
+                ),
+                "gone" => Reply::status(404),
+                "link" => Reply::json(200, r#"{"name":"link/x","tags":["a"]}"#).with_header(
+                    "Link",
+                    &format!(
+                        r#"<ftp://leak.example/{}>; rel="next""#,
+                        percent_encode(&secret)
+                    ),
+                ),
+                "json" => Reply::json(200, serde_json::json!({"tags": echo}).to_string()),
+                "ok" => Reply::json(200, r#"{"name":"ok/x","tags":["v1"]}"#),
+                _ => unauthorized(&echo).with_header("X-Echo", &echo),
+            }
+        });
+        Self {
+            server,
+            token_service,
+            issued,
+        }
+    }
+
+    /// `127.0.0.1:PORT` of the registry.
+    pub fn authority(&self) -> String {
+        self.server.authority()
+    }
+
+    /// The tokens the token service handed out so far.
+    pub fn issued_tokens(&self) -> Vec<String> {
+        self.issued.lock().unwrap().clone()
+    }
+}
+
+/// The password or token of `req`'s `Authorization` header.
+fn echo_secret(req: &Recorded) -> String {
+    let auth = req.header("authorization").unwrap_or_default();
+    match auth.strip_prefix("Basic ") {
+        Some(encoded) => base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .and_then(|pair| pair.split_once(':').map(|(_, p)| p.to_owned()))
+            .unwrap_or_default(),
+        None => auth.strip_prefix("Bearer ").unwrap_or(auth).to_owned(),
+    }
+}
+
+/// A little randomness for token names (no RNG crate needed for this).
+fn rand_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos(),
+    );
+    h.finish() as u32
 }
