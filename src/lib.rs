@@ -37,6 +37,7 @@ pub mod message;
 pub mod operation;
 pub mod policies;
 pub mod pool;
+pub mod progress;
 pub mod reflector;
 pub mod text;
 pub mod updater;

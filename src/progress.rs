@@ -113,7 +113,7 @@ struct State<W> {
     out: W,
     /// When the first event arrived.
     first_event: Option<Duration>,
-    /// Repositories announced by `list_many`.
+    /// Repositories announced by `announce_listings`.
     queued: usize,
     started: usize,
     done: usize,
@@ -196,6 +196,30 @@ impl<W: Write + Send, C: Clock> ProgressRenderer<W, C> {
         state.printed = false;
         state.first_event = None;
         state.last_draw = None;
+    }
+
+    /// Run `work` while a timer thread calls [`tick`](Self::tick) every
+    /// 200 ms, then [`finish`](Self::finish).
+    pub fn during<R>(&self, work: impl FnOnce() -> R) -> R
+    where
+        W: Send,
+        C: Sync,
+    {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let result = std::thread::scope(|scope| {
+            scope.spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(Duration::from_millis(200))
+                {
+                    self.tick();
+                }
+            });
+            let result = work();
+            drop(stop);
+            result
+        });
+        self.finish();
+        result
     }
 
     /// The writer, for tests.

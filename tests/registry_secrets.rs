@@ -87,8 +87,8 @@ fn assert_redacted(what: &str, out: &Output, tokens: &[String]) {
 
 fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
     let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, text).unwrap();
+    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+    fs_err::write(&path, text).unwrap();
     path
 }
 
@@ -130,7 +130,7 @@ fn update_fetch_with_a_secret() {
         let file = write(&root, "apps/a.yaml", marker);
         let out = run(cmd(dir.path()).arg("update").arg(&root).arg("--fetch"), "");
         assert_redacted(&format!("update --fetch ({kind})"), &out, &[]);
-        assert_eq!(std::fs::read_to_string(file).unwrap(), marker);
+        assert_eq!(fs_err::read_to_string(file).unwrap(), marker);
     }
 }
 

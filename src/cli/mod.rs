@@ -71,6 +71,12 @@ pub struct RegistryArgs {
     /// How long a cached tag list is used, e.g. 5m, 1h (default 5m).
     #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
     pub cache_ttl: Option<std::time::Duration>,
+
+    /// Give up fetching after DURATION in all (every registry, every
+    /// retry), e.g. 2m; 0 for no limit (default 5m, or the settings file's
+    /// `deadline`).
+    #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
+    pub fetch_timeout: Option<std::time::Duration>,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -9,11 +9,13 @@ use super::{Exit, RegistryArgs, UpdateArgs};
 use crate::automation::{self, Automation};
 use crate::diagnostic::{Diagnostic, Location, Severity};
 use crate::error::Error;
+use crate::operation::config::Observer;
 use crate::operation::{
     self, FetchSettings, Input, Mode, Outcome, Outputs, PolicyValue, UpdateConfig,
 };
 use crate::policies::selector::Selector;
 use crate::policies::{ImageRef, PolicyKey};
+use crate::progress::{MonotonicClock, ProgressRenderer, Style};
 
 /// Run `update`.
 ///
@@ -21,8 +23,20 @@ use crate::policies::{ImageRef, PolicyKey};
 /// Usage errors for malformed flags; whatever the operation fails with;
 /// stdout that cannot be written.
 pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
-    let config = config(args)?;
-    let outcome = operation::run(&config, Input::Tree(&args.path))?;
+    let mut config = config(args)?;
+    let outcome = match config.fetch.as_mut().filter(|_| !args.quiet) {
+        Some(fetch) => {
+            use std::io::IsTerminal;
+            let progress = std::sync::Arc::new(ProgressRenderer::new(
+                std::io::stderr(),
+                MonotonicClock::new(),
+                Style::for_terminal(std::io::stderr().is_terminal()),
+            ));
+            fetch.observer = Some(Observer(progress.clone()));
+            progress.during(|| operation::run(&config, Input::Tree(&args.path)))?
+        }
+        None => operation::run(&config, Input::Tree(&args.path))?,
+    };
     let printer = Printer {
         quiet: args.quiet,
         verbose: args.verbose,
@@ -157,6 +171,8 @@ pub fn fetch_settings(args: &RegistryArgs) -> FetchSettings {
         registry_config: args.registry_config.clone(),
         cache_dir: args.cache_dir.clone(),
         cache_ttl: args.cache_ttl,
+        deadline: args.fetch_timeout,
+        observer: None,
     }
 }
 

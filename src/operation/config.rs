@@ -5,6 +5,7 @@
 //! nothing downstream checks its input again. No clap types here.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::automation::Automation;
@@ -75,12 +76,27 @@ pub struct PolicyValue {
 }
 
 /// Registry settings of a fetching run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct FetchSettings {
     /// The registry settings file.
     pub registry_config: Option<PathBuf>,
     pub cache_dir: Option<PathBuf>,
     pub cache_ttl: Option<Duration>,
+    /// A deadline for all the fetching of the run (overrides the settings
+    /// file's `deadline`).
+    pub deadline: Option<Duration>,
+    /// Told what the registry client does (a front end's progress display).
+    pub observer: Option<Observer>,
+}
+
+/// An observer of the registry client, shared.
+#[derive(Clone)]
+pub struct Observer(pub Arc<dyn image_update_registry::Observer>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
 }
 
 /// Whether files are written.

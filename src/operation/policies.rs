@@ -166,6 +166,10 @@ pub fn client_settings(
     if let Some(ttl) = fetch.cache_ttl {
         settings.cache_ttl = ttl;
     }
+    if let Some(deadline) = fetch.deadline {
+        settings.deadline = (!deadline.is_zero()).then_some(deadline);
+    }
+    settings.observer = fetch.observer.as_ref().map(|o| std::sync::Arc::clone(&o.0));
     Ok(settings)
 }
 

@@ -90,6 +90,8 @@ pub fn resolve(
     }
     let mut errors = Vec::new();
     let mut out: Vec<Option<Resolved>> = definitions.iter().map(|_| None).collect();
+    // One deadline for the whole run, however many clients it takes.
+    let start = std::time::Instant::now();
     for ((credentials, insecure), members) in &groups {
         let fail = |i: usize, m: &dyn std::fmt::Display| {
             let d = &definitions[i];
@@ -100,6 +102,7 @@ pub fn resolve(
             Diagnostic::error(format!("policy {}", d.key)).at(d.location.clone())
         };
         let mut group_settings = base.clone();
+        group_settings.deadline = base.deadline.map(|d| d.saturating_sub(start.elapsed()));
         if *insecure {
             for &i in members {
                 let host = definitions[i].repository.registry().to_owned();
@@ -129,7 +132,7 @@ pub fn resolve(
                         group_settings.credentials = group_settings
                             .credentials
                             .clone()
-                            .with_credential(d.repository.registry(), c);
+                            .with_credential_from(d.repository.registry(), c, source.describe());
                     }
                     Err(e) => {
                         errors.push(fail(i, &e));
@@ -156,7 +159,10 @@ pub fn resolve(
         repos.dedup();
         let listed: BTreeMap<&Repository, Result<Vec<String>, Arc<RegistryError>>> = repos
             .iter()
-            .zip(client.list_many(&repos, MAX_IN_FLIGHT))
+            .zip({
+                client.announce_listings(repos.len());
+                crate::pool::map(&repos, MAX_IN_FLIGHT, |r| client.list_tags(r))
+            })
             .map(|(repo, result)| (repo, result.map_err(Arc::new)))
             .collect();
         for &i in members {

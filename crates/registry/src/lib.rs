@@ -6,8 +6,8 @@
 //! * [`reference`](mod@reference): image reference parsing and Docker Hub normalisation;
 //! * [`RegistryClient`]: tag listing with `Link` pagination and an on-disk
 //!   cache, manifest digests (HEAD, GET fallback, platform selection), image
-//!   creation times, and [`RegistryClient::list_many`] for bounded concurrency
-//!   across repositories;
+//!   creation times; the client is `Sync`, so a caller lists several
+//!   repositories at once from its own threads;
 //! * [`credentials`]: Docker/podman config files, credential helpers and
 //!   environment variables;
 //! * [`settings`]: the per-registry settings file;
@@ -252,49 +252,12 @@ impl RegistryClient {
             .collect()
     }
 
-    /// List many repositories with at most `max_in_flight` at a time (each
-    /// host's own `concurrency` still applies). Results are in input order.
-    pub fn list_many(
-        &self,
-        repositories: &[Repository],
-        max_in_flight: usize,
-    ) -> Vec<Result<Vec<String>>> {
-        self.observe(|o| {
-            o.event(&Event::ListingQueued {
-                repositories: repositories.len(),
-            });
-        });
-        let workers = max_in_flight.max(1).min(repositories.len());
-        let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<Result<Vec<String>>>>> =
-            Mutex::new(repositories.iter().map(|_| None).collect());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(repo) = repositories.get(i) else {
-                            break;
-                        };
-                        let result = self.list_tags(repo);
-                        if let Some(slot) = lock(&results).get_mut(i) {
-                            *slot = Some(result);
-                        }
-                    }
-                });
-            }
-        });
-        results
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .into_iter()
-            .zip(repositories)
-            .map(|(r, repo)| {
-                r.unwrap_or_else(|| {
-                    Err(Error::InvalidSetting(format!("listing {repo} did not run")))
-                })
-            })
-            .collect()
+    /// Tell the observer that `repositories` listings are about to run (the
+    /// total of a progress display). The caller runs them, as concurrently
+    /// as it likes: the client is `Sync`, and each host's `concurrency`
+    /// setting still bounds the requests in flight to it.
+    pub fn announce_listings(&self, repositories: usize) {
+        self.observe(|o| o.event(&Event::ListingQueued { repositories }));
     }
 
     /// Every tag of `repo` straight from the registry (no cache, no

@@ -25,8 +25,9 @@ pub trait Observer: Send + Sync {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Event<'a> {
-    /// [`RegistryClient::list_many`](crate::RegistryClient::list_many) was
-    /// asked for this many repositories (the total of a progress display).
+    /// [`RegistryClient::announce_listings`](crate::RegistryClient::announce_listings):
+    /// this many repositories are about to be listed (the total of a
+    /// progress display).
     ListingQueued { repositories: usize },
     /// Listing the tags of a repository started.
     ListingStarted { repository: &'a Repository },
