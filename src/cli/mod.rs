@@ -14,6 +14,7 @@
 
 use std::path::PathBuf;
 
+pub mod completions;
 pub mod krm;
 pub mod message;
 pub mod policy;
@@ -25,12 +26,20 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
 
+/// The version `--version` prints: the package version, plus the git
+/// commit and its date when built from a checkout (see `build.rs`), e.g.
+/// `0.1.0 (commit abcdef1, 2026-11-23)`.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    env!("IMAGE_UPDATE_VERSION_SUFFIX")
+);
+
 /// Byte-preserving GitOps image automation: rewrites the fields marked with
 /// `# {"$imagepolicy": "NAMESPACE:NAME"}` comments, and nothing else.
 #[derive(Debug, Parser)]
 #[command(
     name = "image-update",
-    version,
+    version = VERSION,
     about,
     long_about = None,
     after_help = "Which mode runs: with no arguments and a ResourceList on stdin (not a terminal), the \
@@ -54,6 +63,28 @@ pub enum Command {
     Policy(PolicyCommandArgs),
     /// Render a commit message (Flux's messageTemplate) from a saved report.
     Message(MessageCommandArgs),
+    /// Print a shell completion script on stdout (bash, zsh, fish, elvish,
+    /// powershell).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout: the program's, or COMMAND's.
+    Man(ManArgs),
+}
+
+/// `image-update completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `image-update man [COMMAND]`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand whose page to print (image-update-COMMAND(1)) instead
+    /// of the program's.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// Registry client options (`update --fetch`, `policy`).
@@ -333,6 +364,8 @@ pub fn run() -> Result<Exit, Error> {
         Some(Command::Fn(_)) => krm::run(),
         Some(Command::Policy(args)) => policy::run(&args),
         Some(Command::Message(args)) => message::run(&args),
+        Some(Command::Completions(args)) => completions::run_completions(&args),
+        Some(Command::Man(args)) => completions::run_man(&args),
         None => Err(Error::Usage(
             "no command given; try `image-update --help`".to_owned(),
         )),
