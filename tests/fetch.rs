@@ -704,7 +704,24 @@ fn update_fetch_invalid_definitions_name_the_file() {
         "flux/broken.yaml",
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: [unclosed\n",
     );
+    // In the tree, a file that is not YAML is skipped with a warning (it
+    // may be a Helm template); named by --policies, it is fatal.
     let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "{}:2:7: warning: mentions the Flux image API but is not valid YAML, so its definitions are skipped: unclosed bracket",
+            broken.display()
+        )) && stderr(&out).contains("hint: a Helm template or other generated file does not belong to the definitions: list it in a .sourceignore file"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg("--fetch")
+        .arg("--policies")
+        .arg(&broken)
+        .arg(root.join("apps")));
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).starts_with(&format!(
