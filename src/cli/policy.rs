@@ -1,7 +1,7 @@
 //! `image-update policy IMAGE`: the image reflector on the command line.
 //!
 //! With `--tags-file` the policy is evaluated offline
-//! ([`crate::reflector::selection::evaluate_offline`]); otherwise the tags come from the
+//! (`policy_offline::evaluate_offline`); otherwise the tags come from the
 //! registry, with creation times for newest-build and a digest for the
 //! digest strategy and `--digest-reflection if-not-present|always`. The
 //! report goes to stdout; no qualifying tag is an error (exit 1) whose
