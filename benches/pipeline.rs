@@ -305,7 +305,13 @@ fn main() {
     }
     let splice = time(runs, || {
         for text in &marked_texts {
-            let plan = image_update::updater::plan::plan(text, Layout::Documents, &table).unwrap();
+            let plan = image_update::updater::plan::plan(
+                text,
+                Layout::Documents,
+                &table,
+                Default::default(),
+            )
+            .unwrap();
             std::hint::black_box(plan);
         }
     });

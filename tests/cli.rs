@@ -508,3 +508,178 @@ fn message_from_a_saved_report() {
         "nothing written"
     );
 }
+
+/// `--diff` uses the paths of the stderr lines when the tree lies below the
+/// current directory, so `git apply` works from there; `--check -q` still
+/// names each pending change.
+#[test]
+fn diff_paths_follow_the_current_directory() {
+    let dir = tree(&[("apps/web/a.yaml", POD)]);
+    let abs = dir.path().join("apps");
+    let out = bin()
+        .current_dir(dir.path())
+        .args([
+            "update",
+            s(&abs),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--dry-run",
+            "--diff",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.starts_with("--- a/apps/web/a.yaml\n+++ b/apps/web/a.yaml\n"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("apps/web/a.yaml:2:8: "), "{stderr}");
+    // The diff applies from there.
+    let patch = dir.path().join("p.diff");
+    fs_err::write(&patch, &stdout).unwrap();
+    let git = std::process::Command::new("git")
+        .current_dir(dir.path())
+        .args(["apply", "--unsafe-paths", "p.diff"])
+        .output();
+    if let Ok(git) = git {
+        assert!(git.status.success(), "{git:?}");
+        assert!(
+            fs_err::read_to_string(dir.path().join("apps/web/a.yaml"))
+                .unwrap()
+                .contains("nginx:1.27.1")
+        );
+    }
+
+    let out = bin()
+        .current_dir(dir.path())
+        .args([
+            "update",
+            "apps",
+            "--policy",
+            "ns:p=nginx:1.28.0",
+            "--check",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "apps/web/a.yaml:2:8: nginx:1.27.1 -> nginx:1.28.0 (ns:p)\n"
+    );
+}
+
+/// `--fail-on-warnings` writes nothing (not even the report) and exits 1
+/// when a warning is raised; `--no-downgrade` leaves a backwards move alone.
+#[test]
+fn strict_mode_and_downgrades() {
+    let text =
+        "a: nginx:1.25.0 # {\"$imagepolicy\": \"ns:p\"}\nb: x # {\"$imagepolicy\": \"ns:gone\"}\n";
+    let dir = tree(&[("a.yaml", text)]);
+    let report = dir.path().join("r.json");
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--fail-on-warnings",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("warning: no policy ns:gone was supplied")
+            && stderr.ends_with("; nothing was written (--fail-on-warnings)\n"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs_err::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        text
+    );
+    assert!(!report.exists());
+
+    let text = "a: nginx:1.25.0 # {\"$imagepolicy\": \"ns:p\"}\n";
+    let dir = tree(&[("a.yaml", text)]);
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.24.9",
+            "--no-downgrade",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("a.yaml:1:4: warning: ns:p would move the tag backwards, from 1.25.0 to 1.24.9, so it is left alone (--no-downgrade)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs_err::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        text
+    );
+    let out = run(
+        &["update", s(dir.path()), "--policy", "ns:p=nginx:1.24.9"],
+        None,
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("warning: ns:p moves the tag backwards, from 1.25.0 to 1.24.9"),
+        "{stderr}"
+    );
+    assert!(
+        fs_err::read_to_string(dir.path().join("a.yaml"))
+            .unwrap()
+            .contains("1.24.9")
+    );
+}
+
+/// Outputs go into existing directories; colours only when asked for or on
+/// a terminal, and never with NO_COLOR.
+#[test]
+fn outputs_need_their_directory_and_colours_are_opt_in() {
+    let dir = tree(&[("a.yaml", POD)]);
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--report",
+            dir.path().join("missing/r.json").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("missing: error: the directory of --report does not exist"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("missing").exists());
+    assert_eq!(
+        fs_err::read_to_string(dir.path().join("a.yaml")).unwrap(),
+        POD
+    );
+
+    let gone = "b: x # {\"$imagepolicy\": \"ns:gone\"}\n";
+    let dir = tree(&[("b.yaml", gone)]);
+    let plain = run(&["update", s(dir.path()), "--dry-run"], None);
+    assert!(!String::from_utf8(plain.stderr).unwrap().contains('\x1b'));
+    let coloured = run(
+        &["update", s(dir.path()), "--dry-run", "--color", "always"],
+        None,
+    );
+    assert!(
+        String::from_utf8(coloured.stderr)
+            .unwrap()
+            .contains("\x1b[1;33mwarning\x1b[0m")
+    );
+}

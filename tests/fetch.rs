@@ -45,6 +45,19 @@ fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
     path
 }
 
+/// `testdata/fetch/NAME` with each `{KEY}` of `vars` filled in.
+fn fixture(name: &str, vars: &[(&str, &str)]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fetch")
+        .join(name);
+    let mut text = fs_err::read_to_string(path).unwrap();
+    for (key, value) in vars {
+        text = text.replace(&format!("{{{key}}}"), value);
+    }
+    assert!(!text.contains("{host}"), "{name}: {{host}} left unfilled");
+    text
+}
+
 fn read(path: &Path) -> String {
     fs_err::read_to_string(path).unwrap()
 }
@@ -58,84 +71,11 @@ fn push_tags(reg: &Registry, repo: &str, tags: &[&str]) -> String {
     digest
 }
 
+/// The Flux definitions of the end-to-end tests, against the registry at
+/// `host`.
 fn flux_definitions(host: &str) -> String {
-    format!(
-        r#"# definitions
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {{name: app, namespace: flux-system}}
-spec: {{image: {host}/team/app, interval: 5m}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {{name: app, namespace: flux-system}}
-spec:
-  imageRepositoryRef: {{name: app}}
-  policy: {{semver: {{range: '>=1.0.0 <2.0.0'}}}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {{name: alpha, namespace: flux-system}}
-spec: {{image: {host}/team/alpha, interval: 5m}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {{name: alpha, namespace: flux-system}}
-spec:
-  imageRepositoryRef: {{name: alpha}}
-  policy: {{alphabetical: {{order: asc}}}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {{name: num, namespace: flux-system}}
-spec: {{image: {host}/team/num, interval: 5m}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {{name: num, namespace: flux-system}}
-spec:
-  imageRepositoryRef: {{name: num}}
-  filterTags: {{pattern: '^build-(?P<n>\d+)$', extract: '$n'}}
-  policy: {{numerical: {{order: asc}}}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {{name: multi, namespace: apps}}
-spec: {{image: {host}/team/multi, interval: 5m}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {{name: multi, namespace: flux-system}}
-spec:
-  imageRepositoryRef: {{name: multi, namespace: apps}}
-  policy: {{semver: {{range: 1.x}}}}
-  digestReflectionPolicy: Always
-  interval: 10m
-status:
-  latestRef: {{name: {host}/team/multi, tag: 1.0.0}}
-"#
-    )
+    fixture("flux-definitions.yaml", &[("host", host)])
 }
-
-const DEPLOYMENT: &str = r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web   # keep this comment
-spec:
-  template:
-    spec:
-      containers:
-      - name: app
-        image: HOST/team/app:v1.0.0 # {"$imagepolicy": "flux-system:app"}
-      - name: alpha
-        image: "HOST/team/alpha:old" # {"$imagepolicy": "flux-system:alpha"}
-      - name: num
-        image: 'HOST/team/num:build-1' # {"$imagepolicy": "flux-system:num"}
-      - name: multi
-        image: HOST/team/multi:1.0.0 # {"$imagepolicy": "flux-system:multi"}
-      - name: untouched
-        image: nginx:1.0 # {"$imagepolicy": "flux-system:unknown"}
-"#;
 
 /// Pushes the repositories of [`flux_definitions`]; returns the digest of
 /// `team/multi:1.1.0` (an index).
@@ -178,7 +118,11 @@ fn update_fetch_flux_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
     write(&root, "flux/images.yaml", &flux_definitions(&host));
-    let deploy = write(&root, "apps/web.yaml", &DEPLOYMENT.replace("HOST", &host));
+    let deploy = write(
+        &root,
+        "apps/web.yaml",
+        &fixture("deployment.yaml", &[("host", &host)]),
+    );
     let emitted = dir.path().join("emitted.yaml");
     let out = run(cmd(dir.path())
         .arg("update")
@@ -187,15 +131,10 @@ fn update_fetch_flux_end_to_end() {
         .arg("--emit-policies")
         .arg(&emitted));
     assert!(out.status.success(), "{}", stderr(&out));
-    let want = DEPLOYMENT
-        .replace("HOST/team/app:v1.0.0", "HOST/team/app:v1.2.0")
-        .replace("\"HOST/team/alpha:old\"", "\"HOST/team/alpha:2024-03-01\"")
-        .replace("'HOST/team/num:build-1'", "'HOST/team/num:build-12'")
-        .replace(
-            "HOST/team/multi:1.0.0 ",
-            &format!("HOST/team/multi:1.1.0@{multi_digest} "),
-        )
-        .replace("HOST", &host);
+    let want = fixture(
+        "deployment.expected.yaml",
+        &[("host", &host), ("multi_digest", &multi_digest)],
+    );
     assert_eq!(read(&deploy), want);
     assert!(
         stderr(&out).contains("fetched flux-system:app: 6 tags listed, 2 eligible, chose"),
@@ -237,7 +176,7 @@ fn update_fetch_flux_end_to_end() {
     let fresh = write(
         dir.path(),
         "again/web.yaml",
-        &DEPLOYMENT.replace("HOST", &host),
+        &fixture("deployment.yaml", &[("host", &host)]),
     );
     let out = run(cmd(dir.path())
         .arg("update")
@@ -258,44 +197,9 @@ fn update_fetch_if_not_present_and_selector() {
     write(
         &root,
         "flux/images.yaml",
-        &format!(
-            r"apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {{name: app}}
-spec: {{image: {host}/team/app}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {{name: gone}}
-spec: {{image: {host}/team/gone}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {{name: keep, labels: {{env: prod}}}}
-spec:
-  imageRepositoryRef: {{name: app}}
-  policy: {{semver: {{range: 1.x}}}}
-  digestReflectionPolicy: IfNotPresent
-status:
-  latestRef: {{name: {host}/team/app, tag: v1.2.0, digest: '{recorded}'}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {{name: fresh, labels: {{env: prod}}}}
-spec:
-  imageRepositoryRef: {{name: app}}
-  policy: {{semver: {{range: 1.x}}}}
-  digestReflectionPolicy: IfNotPresent
-status:
-  latestRef: {{name: {host}/team/app, tag: v1.0.0, digest: '{recorded}'}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {{name: dev, labels: {{env: dev}}}}
-spec:
-  imageRepositoryRef: {{name: gone}}
-  policy: {{semver: {{range: 1.x}}}}
-"
+        &fixture(
+            "if-not-present.yaml",
+            &[("host", &host), ("recorded", &recorded)],
         ),
     );
     let text = "a: x # {\"$imagepolicy\": \"default:keep\"}\nb: x # {\"$imagepolicy\": \"default:fresh:digest\"}\n";
@@ -332,7 +236,7 @@ fn update_fetch_failure_writes_nothing() {
         flux_definitions(&host)
     );
     let defs_path = write(&root, "flux/images.yaml", &defs);
-    let text = DEPLOYMENT.replace("HOST", &host);
+    let text = fixture("deployment.yaml", &[("host", &host)]);
     let deploy = write(&root, "apps/web.yaml", &text);
     let emitted = dir.path().join("emitted.yaml");
     let out = run(cmd(dir.path())
@@ -388,7 +292,7 @@ fn update_fetch_conflicts_with_supplied_result() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
     write(&root, "flux/images.yaml", &flux_definitions(&host));
-    let text = DEPLOYMENT.replace("HOST", &host);
+    let text = fixture("deployment.yaml", &[("host", &host)]);
     let deploy = write(&root, "apps/web.yaml", &text);
     let out = run(cmd(dir.path())
         .arg("update")
@@ -452,31 +356,9 @@ fn update_fetch_kubesphere_newest_build_and_digest() {
     write(
         &root,
         "updater.yaml",
-        &format!(
-            r"apiVersion: gitops.kubesphere.io/v1alpha1
-kind: ImageUpdater
-metadata: {{name: demo, namespace: demo}}
-spec:
-  kind: argocd
-  images:
-  - nb={host}/team/nb
-  - pinned={host}/team/idx:stable
-  - ver={host}/team/ver:^0.1
-  argocd:
-    update-strategy: {{nb: newest-build, pinned: digest}}
-    allow-tags: {{nb: 'regexp:^main-'}}
-    ignore-tags: {{nb: '*-dev'}}
-    platforms: {{pinned: [linux/arm64]}}
-"
-        ),
+        &fixture("kubesphere-updater.yaml", &[("host", &host)]),
     );
-    let text = r#"containers:
-- image: HOST/team/nb:main-a # {"$imagepolicy": "demo:nb"}
-- image: HOST/team/idx:stable # {"$imagepolicy": "demo:pinned"}
-- image: HOST/team/ver:0.1.0 # {"$imagepolicy": "demo:ver"}
-- tag: "0.1.0" # {"$imagepolicy": "demo:ver:tag"}
-"#
-    .replace("HOST", &host);
+    let text = fixture("kubesphere-values.yaml", &[("host", &host)]);
     let file = write(&root, "values.yaml", &text);
     let emitted = dir.path().join("emitted.yaml");
     let out = run(cmd(dir.path())
@@ -526,18 +408,7 @@ fn update_fetch_htpasswd_with_secret_manifest() {
         r#"{{"auths":{{"{host}":{{"auth":"{}"}}}}}}"#,
         base64::engine::general_purpose::STANDARD.encode("robot:s3cret-pw")
     );
-    let defs = format!(
-        r"apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {{name: private, namespace: team}}
-spec: {{image: {host}/private/app, secretRef: {{name: regcred}}}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {{name: private, namespace: team}}
-spec: {{imageRepositoryRef: {{name: private}}, policy: {{semver: {{range: '1.x'}}}}}}
-"
-    );
+    let defs = fixture("secret-definitions.yaml", &[("host", &host)]);
     let secret = format!(
         "apiVersion: v1\nkind: Secret\nmetadata: {{name: regcred, namespace: team}}\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {}\n",
         base64::engine::general_purpose::STANDARD.encode(&config)
@@ -704,7 +575,24 @@ fn update_fetch_invalid_definitions_name_the_file() {
         "flux/broken.yaml",
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: [unclosed\n",
     );
+    // In the tree, a file that is not YAML is skipped with a warning (it
+    // may be a Helm template); named by --policies, it is fatal.
     let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "{}:2:7: warning: mentions the Flux image API but is not valid YAML, so its definitions are skipped: unclosed bracket",
+            broken.display()
+        )) && stderr(&out).contains("hint: a Helm template or other generated file does not belong to the definitions: list it in a .sourceignore file"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg("--fetch")
+        .arg("--policies")
+        .arg(&broken)
+        .arg(root.join("apps")));
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).starts_with(&format!(
@@ -753,49 +641,12 @@ fn update_fetch_invalid_definitions_name_the_file() {
     assert_eq!(read(&file), text);
 }
 
-const RESOURCE_LIST: &str = r#"apiVersion: config.kubernetes.io/v1
-kind: ResourceList
-items:
-- apiVersion: image.toolkit.fluxcd.io/v1
-  kind: ImageRepository
-  metadata:
-    name: app
-    namespace: flux-system
-    annotations: {config.kubernetes.io/path: flux/images.yaml}
-  spec: {image: HOST/team/app}
-- apiVersion: image.toolkit.fluxcd.io/v1
-  kind: ImagePolicy
-  metadata:
-    name: app
-    namespace: flux-system
-    annotations: {config.kubernetes.io/path: flux/images.yaml}
-  spec:
-    imageRepositoryRef: {name: app}
-    policy: {semver: {range: 1.x}}
-- apiVersion: apps/v1
-  kind: Deployment
-  metadata:
-    name: web
-    annotations: {config.kubernetes.io/path: apps/web.yaml}
-  spec:
-    template:
-      spec:
-        containers:
-        - name: app
-          image: HOST/team/app:v1.0.0 # {"$imagepolicy": "flux-system:app"}
-functionConfig:
-  apiVersion: fn.image-update.dev/v1alpha1
-  kind: ImageUpdate
-  metadata: {name: fetch}
-  fetch: true
-"#;
-
 fn function_fetch_true() {
     let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
-    let input = RESOURCE_LIST.replace("HOST", &host);
+    let input = fixture("resource-list.yaml", &[("host", &host)]);
     let fn_run = |input: &str| {
         let mut child = cmd(dir.path())
             .arg("fn")
@@ -1063,8 +914,52 @@ fn cached_tag_lists_stay_with_their_credentials() {
     }
 }
 
+/// A fetch that takes more than a second shows progress on stderr: plain
+/// lines when stderr is not a terminal, and nothing with `-q`.
+fn slow_fetch_shows_progress() {
+    let server = harness::FakeServer::start(|req| match req.path() {
+        "/v2/" => harness::Reply::json(200, "{}"),
+        p if p.ends_with("/tags/list") => {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            harness::Reply::json(200, r#"{"name":"team/app","tags":["v1.0.0","v1.2.0"]}"#)
+        }
+        _ => harness::Reply::status(404),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(
+        &root,
+        "flux/images.yaml",
+        &format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: flux-system}}\nspec: {{image: {}/team/app}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: flux-system}}\nspec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n",
+            server.authority()
+        ),
+    );
+    write(
+        &root,
+        "apps/a.yaml",
+        "image: x:v1.0.0 # {\"$imagepolicy\": \"flux-system:app:tag\"}\n",
+    );
+    let out = run(cmd(dir.path())
+        .args(["update", "--fetch", "--dry-run"])
+        .arg(&root));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("fetching: 0/1 repository, 0 tags listed\n")
+            && err.contains("fetched: 1/1 repository, 2 tags listed\n"),
+        "{err}"
+    );
+    assert!(!err.contains('\x1b'), "no escape codes in a log: {err}");
+    let out = run(cmd(dir.path())
+        .args(["update", "--fetch", "--dry-run", "-q"])
+        .arg(&root));
+    assert_eq!(stderr(&out), "", "nothing with -q");
+}
+
 fn main() {
     testkit::run(vec![
+        trial("slow_fetch_shows_progress", &[], slow_fetch_shows_progress),
         trial(
             "update_fetch_flux_end_to_end",
             &["docker-registry"],

@@ -54,6 +54,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Update marked fields in a directory or file.
+    #[command(after_help = UPDATE_AFTER_HELP)]
     Update(UpdateArgs),
     /// Run as a KRM function: ResourceList on stdin, ResourceList on stdout.
     #[command(long_about = FN_HELP)]
@@ -156,6 +157,7 @@ Policy results come from, merged (a policy given twice with different values is 
                          {matchLabels, matchExpressions}; selects among the ImagePolicies in the items
         path:            only items whose path annotation lies under this directory are edited
         check: true      edit nothing; every pending change is an error result (exit 1)
+        noDowngrade: true  leave alone (with a warning) a change that moves a tag backwards
         dryRun: true     edit nothing; report what would change
         fetch: true      compute policy results from the ImageRepository/ImagePolicy and KubeSphere
                          ImageUpdater items by asking their registries (needs network: under kpt use
@@ -226,9 +228,25 @@ pub struct UpdateArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Json)]
     pub report_format: ReportFormat,
 
-    /// Print only warnings and errors.
+    /// Print only warnings and errors (and, with --check, the pending
+    /// changes).
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// Leave a marker alone, with a warning, when its change would move a
+    /// tag backwards (a lower semver); without it such a change is made,
+    /// with a warning.
+    #[arg(long)]
+    pub no_downgrade: bool,
+
+    /// Exit 1, writing nothing, when any warning is raised.
+    #[arg(long)]
+    pub fail_on_warnings: bool,
+
+    /// Colour stderr (and a --diff on a terminal): auto (when it is a
+    /// terminal and NO_COLOR is unset), always or never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
 
     /// Also print skipped files and counts.
     #[arg(long, short = 'v')]
@@ -307,6 +325,63 @@ pub struct MessageCommandArgs {
     pub message: MessageArgs,
 }
 
+/// `update --help`, after the options.
+const UPDATE_AFTER_HELP: &str = "\
+Exit status:
+  0  done (with or without changes; warnings included unless --fail-on-warnings)
+  1  error: invalid input or policies, a registry failure, a write failure, or
+     --fail-on-warnings with warnings (nothing is written then)
+  2  usage error (a malformed flag)
+  3  --check found fields that would change
+
+Examples:
+  image-update update ./clusters/prod --policy flux-system:app=ghcr.io/acme/app:1.4.2
+  kubectl get imagepolicies -A -o yaml | image-update update . --policies - --selector env=prod
+  image-update update . --fetch --check -q           # CI gate: fail when manifests lag behind
+  image-update update . --automation flux/automation.yaml --policies flux/policies.yaml \\
+      --commit-message-file msg.txt --report report.json";
+
+/// When to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour a stream that is (or is not) a terminal: `auto`
+    /// colours terminals when `NO_COLOR` is unset or empty.
+    #[must_use]
+    pub fn enabled(self, is_terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+
+    /// The `--color` of the command line, read before clap runs (the log
+    /// subscriber is set up first): `auto` when absent or unreadable.
+    #[must_use]
+    pub fn from_args() -> Self {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let value = args.iter().enumerate().find_map(|(i, a)| {
+            a.strip_prefix("--color=")
+                .map(str::to_owned)
+                .or_else(|| (a == "--color").then(|| args.get(i + 1).cloned()).flatten())
+        });
+        match value.as_deref() {
+            Some("always") => ColorChoice::Always,
+            Some("never") => ColorChoice::Never,
+            _ => ColorChoice::Auto,
+        }
+    }
+}
+
 /// Formats of the change report on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum ReportFormat {
@@ -378,10 +453,82 @@ pub fn error_code(error: &Error) -> u8 {
     if error.is_usage() { 2 } else { 1 }
 }
 
+/// ANSI colours for stderr, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paint(pub bool);
+
+impl Paint {
+    /// Colour for stderr as `choice` says.
+    #[must_use]
+    pub fn stderr(choice: ColorChoice) -> Self {
+        use std::io::IsTerminal;
+        Self(choice.enabled(std::io::stderr().is_terminal()))
+    }
+
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// `error`, `warning` or `note`, coloured.
+    #[must_use]
+    pub fn severity(self, severity: crate::diagnostic::Severity) -> String {
+        use crate::diagnostic::Severity;
+        let code = match severity {
+            Severity::Error => "1;31",
+            Severity::Warning => "1;33",
+            Severity::Note => "1;36",
+        };
+        self.wrap(code, severity.as_str())
+    }
+
+    /// A new value, coloured.
+    #[must_use]
+    pub fn added(self, text: &str) -> String {
+        self.wrap("32", text)
+    }
+
+    /// A removed value or diff line, coloured.
+    #[must_use]
+    pub fn removed(self, text: &str) -> String {
+        self.wrap("31", text)
+    }
+
+    /// A hint or diff hunk header, coloured.
+    #[must_use]
+    pub fn aside(self, text: &str) -> String {
+        self.wrap("36", text)
+    }
+}
+
+/// One diagnostic as stderr lines: `path:line:col: severity: message`,
+/// then `  hint: ...` when it has one.
+#[must_use]
+pub fn render_diagnostic(d: &crate::diagnostic::Diagnostic, paint: Paint) -> String {
+    let mut out = String::new();
+    if let Some(location) = &d.location {
+        out.push_str(&format!("{location}: "));
+    }
+    out.push_str(&format!(
+        "{}: {}\n",
+        paint.severity(d.severity),
+        d.full_message()
+    ));
+    if let Some(hint) = &d.hint {
+        out.push_str(&format!("  {}: {hint}\n", paint.aside("hint")));
+    }
+    out
+}
+
 /// Print `error` on stderr: located diagnostics as `path:line:col: error:
 /// message`, each with its hint; anything else as `error: message` followed
 /// by one `caused by:` line per cause.
 pub fn print_error(error: &Error) {
+    let paint = Paint::stderr(ColorChoice::from_args());
+    let label = paint.severity(crate::diagnostic::Severity::Error);
     let mut out = String::new();
     match error {
         Error::Invalid {
@@ -389,18 +536,15 @@ pub fn print_error(error: &Error) {
             diagnostics,
         } => {
             if !summary.is_empty() {
-                out.push_str(&format!("error: {summary}\n"));
+                out.push_str(&format!("{label}: {summary}\n"));
             }
             for d in &diagnostics.0 {
-                out.push_str(&format!("{d}\n"));
-                if let Some(hint) = &d.hint {
-                    out.push_str(&format!("  hint: {hint}\n"));
-                }
+                out.push_str(&render_diagnostic(d, paint));
             }
         }
         other => {
             let mut last = other.to_string();
-            out.push_str(&format!("error: {last}\n"));
+            out.push_str(&format!("{label}: {last}\n"));
             let mut next = std::error::Error::source(other);
             while let Some(cause) = next {
                 let text = cause.to_string();

@@ -40,10 +40,14 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
     let printer = Printer {
         quiet: args.quiet,
         verbose: args.verbose,
+        check: config.mode == Mode::Check,
+        paint: super::Paint::stderr(args.color),
     };
     printer.before(&outcome);
     if args.diff {
-        print_diffs(&outcome).map_err(|source| Error::Stdout {
+        use std::io::IsTerminal;
+        let paint = super::Paint(args.color.enabled(std::io::stdout().is_terminal()));
+        print_diffs(&outcome, paint).map_err(|source| Error::Stdout {
             what: "the diff",
             source,
         })?;
@@ -58,6 +62,9 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
             })?;
     }
     printer.summary(&outcome);
+    if outcome.held_back {
+        return Ok(Exit::Failed);
+    }
     if config.mode == Mode::Check && outcome.has_changes() {
         return Ok(Exit::ChangesPending);
     }
@@ -112,6 +119,10 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
         } else {
             Mode::Apply
         },
+        plan: crate::updater::plan::PlanOptions {
+            no_downgrade: args.no_downgrade,
+        },
+        fail_on_warnings: args.fail_on_warnings,
         outputs: Outputs {
             report: args
                 .report
@@ -211,18 +222,47 @@ pub fn read_automation(file: &Path) -> Result<Automation, Error> {
     }
 }
 
-fn print_diffs(outcome: &Outcome) -> std::io::Result<()> {
+/// A unified diff of every changed file on stdout, with the paths the
+/// stderr lines use when the tree lies below the current directory (so
+/// `git apply` works from where the command ran), else paths relative to
+/// the tree.
+fn print_diffs(outcome: &Outcome, paint: super::Paint) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     for u in &outcome.files {
         let old = u.old_text.as_deref().unwrap_or("");
+        // Relative to the current directory when the tree lies below it (as
+        // on stderr); else relative to the tree (apply it from there).
+        let shown = outcome.display(&u.rel);
+        let path = if std::path::Path::new(&shown).is_relative() {
+            shown
+        } else {
+            u.rel.clone()
+        };
         let diff = similar::TextDiff::from_lines(old, &u.new_text);
-        write!(
-            out,
-            "{}",
-            diff.unified_diff()
-                .context_radius(3)
-                .header(&format!("a/{}", u.rel), &format!("b/{}", u.rel))
-        )?;
+        let text = diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string();
+        if paint.0 {
+            for line in text.split_inclusive('\n') {
+                let (body, eol) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
+                let painted = if line.starts_with("+++") || line.starts_with("---") {
+                    body.to_owned()
+                } else if line.starts_with('+') {
+                    paint.added(body)
+                } else if line.starts_with('-') {
+                    paint.removed(body)
+                } else if line.starts_with("@@") {
+                    paint.aside(body)
+                } else {
+                    body.to_owned()
+                };
+                write!(out, "{painted}{eol}")?;
+            }
+        } else {
+            out.write_all(text.as_bytes())?;
+        }
     }
     out.flush()
 }
@@ -231,6 +271,10 @@ fn print_diffs(outcome: &Outcome) -> std::io::Result<()> {
 struct Printer {
     quiet: bool,
     verbose: bool,
+    /// `--check`: the pending changes are printed even with `-q`, so that a
+    /// CI log says why it failed.
+    check: bool,
+    paint: super::Paint,
 }
 
 impl Printer {
@@ -247,7 +291,7 @@ impl Printer {
                 .iter()
                 .filter(|d| d.severity == Severity::Note)
             {
-                push_diagnostic(&mut out, d);
+                out.push_str(&super::render_diagnostic(d, self.paint));
             }
         }
         if self.verbose {
@@ -259,7 +303,7 @@ impl Printer {
                 ));
             }
         }
-        if !self.quiet {
+        if !self.quiet || self.check {
             let mut start = 0;
             while start < outcome.changes.len() {
                 let file = &outcome.changes[start].display;
@@ -277,20 +321,24 @@ impl Printer {
                     };
                     out.push_str(&format!(
                         "{}:{}:{}: {old} -> {} ({})\n",
-                        c.display, c.position.line, c.position.column, c.new_value, c.setter
+                        c.display,
+                        c.position.line,
+                        c.position.column,
+                        self.paint.added(&c.new_value),
+                        c.setter
                     ));
                 }
                 start = end;
             }
         }
         for d in outcome.warnings() {
-            push_diagnostic(&mut out, d);
+            out.push_str(&super::render_diagnostic(d, self.paint));
         }
         let _ = std::io::stderr().write_all(out.as_bytes());
     }
 
     fn summary(&self, outcome: &Outcome) {
-        if self.quiet {
+        if self.quiet && !outcome.held_back {
             return;
         }
         let plural =
@@ -321,14 +369,12 @@ impl Printer {
                 outcome.stats.files_screened
             ));
         }
+        if outcome.held_back {
+            line = format!(
+                "{}: {line}; nothing was written (--fail-on-warnings)",
+                self.paint.severity(Severity::Error)
+            );
+        }
         let _ = writeln!(std::io::stderr(), "{line}");
-    }
-}
-
-/// A diagnostic and its hint, as stderr lines.
-fn push_diagnostic(out: &mut String, d: &Diagnostic) {
-    out.push_str(&format!("{d}\n"));
-    if let Some(hint) = &d.hint {
-        out.push_str(&format!("  hint: {hint}\n"));
     }
 }

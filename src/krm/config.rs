@@ -6,7 +6,8 @@
 //!   without one are the options below, as strings (`check: "true"`).
 //! * [`IMAGE_UPDATE_API_VERSION`] `ImageUpdate`: `policies` (a map like the
 //!   ConfigMap's), `policySelector` (kubectl `-l` syntax as a string, or a
-//!   Kubernetes LabelSelector object), `path`, `check`, `dryRun` and
+//!   Kubernetes LabelSelector object), `path`, `check`, `dryRun`,
+//!   `noDowngrade` (leave a change that moves a tag backwards alone) and
 //!   `fetch` (compute policy results from the ImageRepository/ImagePolicy
 //!   and ImageUpdater items, see docs/fetch.md; the ConfigMap takes
 //!   `fetch: "true"` too).
@@ -125,7 +126,7 @@ impl Reader {
                     Err(e) => self.fail(format!("{field}: {e}")),
                 },
                 "path" => self.config.update_path = normalise_path(&text),
-                "check" | "dryRun" | "fetch" => match text.as_str() {
+                "check" | "dryRun" | "fetch" | "noDowngrade" => match text.as_str() {
                     "true" => self.set(key),
                     "false" | "" => {}
                     _ => self.fail(format!(
@@ -133,7 +134,7 @@ impl Reader {
                     )),
                 },
                 _ => self.fail(format!(
-                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch"
+                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade"
                 )),
             }
         }
@@ -178,13 +179,13 @@ impl Reader {
                     Value::String(p) => self.config.update_path = normalise_path(p),
                     _ => self.fail(format!("{field}: expected a string")),
                 },
-                "check" | "dryRun" | "fetch" => match v {
+                "check" | "dryRun" | "fetch" | "noDowngrade" => match v {
                     Value::Bool(true) => self.set(key),
                     Value::Bool(false) | Value::Null => {}
                     _ => self.fail(format!("{field}: expected true or false")),
                 },
                 _ => self.fail(format!(
-                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun and fetch"
+                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch and noDowngrade"
                 )),
             }
         }
@@ -217,6 +218,8 @@ impl Reader {
     fn set(&mut self, key: &str) {
         if key == "fetch" {
             self.config.fetch = Some(FetchSettings::default());
+        } else if key == "noDowngrade" {
+            self.config.plan.no_downgrade = true;
         } else if key == "check" {
             self.config.mode = Mode::Check;
         } else if self.config.mode == Mode::Apply {

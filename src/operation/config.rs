@@ -35,6 +35,11 @@ pub struct UpdateConfig {
     /// Render a commit message for the changes (when there are some).
     pub message: Option<MessageConfig>,
     pub mode: Mode,
+    /// How markers are applied (`--no-downgrade`).
+    pub plan: crate::updater::plan::PlanOptions,
+    /// Write nothing at all (not even the outputs) when any warning is
+    /// raised; the front end then fails.
+    pub fail_on_warnings: bool,
     pub outputs: Outputs,
 }
 

@@ -57,7 +57,8 @@ pub enum Input<'a> {
 /// be written. Nothing is written when an error is returned, except when
 /// the final renames themselves fail (see `updater::sink`).
 pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
-    let mut documents = policies::read_policy_files(&config.policy_files)?;
+    let mut early = Vec::new();
+    let mut documents = policies::read_policy_files(&config.policy_files, &mut early)?;
     match &input {
         Input::Tree(path) => {
             if !path.exists() {
@@ -67,7 +68,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
                 ]));
             }
             if config.fetch.is_some() {
-                documents.extend(policies::tree_definitions(path)?);
+                documents.extend(policies::tree_definitions(path, &mut early)?);
             }
         }
         Input::ResourceList { text, layout, .. } => {
@@ -78,10 +79,12 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
         message.check().map_err(|e| Error::Other(Box::new(e)))?;
     }
     let gathered = policies::gather(config, &documents)?;
+    let mut diagnostics = gathered.notes;
+    diagnostics.extend(early);
     let mut outcome = Outcome {
         mode: config.mode,
         fetched: gathered.fetched,
-        diagnostics: gathered.notes,
+        diagnostics,
         ..Outcome::default()
     };
     let mut report = Report::new(&gathered.table);
@@ -97,9 +100,10 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
                 plan_tree(config, path, &gathered.table, &mut report, &mut outcome)?;
             }
             Input::ResourceList { text, scan, .. } => {
-                let planned = plan::plan_edits(text, scan, &gathered.table, |object| {
-                    in_update_path(&config.update_path, object)
-                });
+                let planned =
+                    plan::plan_edits(text, scan, &gathered.table, config.plan, |object| {
+                        in_update_path(&config.update_path, object)
+                    });
                 absorb_list(&planned, &mut report, &mut outcome);
                 if config.mode.writes() {
                     outcome.list_edits = planned.edits();
@@ -119,6 +123,11 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     }
     let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
     outcome.report = report;
+    if config.fail_on_warnings && outcome.warnings().next().is_some() {
+        outcome.held_back = true;
+        outcome.list_edits.clear();
+        return Ok(outcome);
+    }
     write(config, rendered, &mut outcome)?;
     Ok(outcome)
 }
@@ -216,6 +225,7 @@ fn plan_tree(
     let tree = tree::plan_tree(
         &root,
         table,
+        config.plan,
         config.outputs.keep_old_text,
         config.mode.writes() && in_place,
     )
@@ -223,10 +233,8 @@ fn plan_tree(
         tree::TreeError::Walk(w) => Error::Walk(w),
         tree::TreeError::Read { source, .. } => Error::Io(source),
     })?;
-    let tree_root = TreeRoot {
-        is_file: root.is_file(),
-        path: root,
-    };
+    let cwd = std::env::current_dir().ok();
+    let tree_root = TreeRoot::new(root.clone(), root.is_file(), cwd.as_deref());
     let mut warnings = Vec::new();
     for (rel, file) in tree.files {
         let display = tree_root.display(&rel);
@@ -408,6 +416,22 @@ fn write(
     outcome: &mut Outcome,
 ) -> Result<(), Error> {
     let stdout = Path::new("-");
+    // An output goes into an existing directory: a typo in its path is an
+    // error, not a new directory.
+    let missing: Vec<Diagnostic> = rendered
+        .iter()
+        .filter(|r| r.path != stdout)
+        .filter_map(|r| {
+            let dir = r.path.parent().filter(|d| !d.as_os_str().is_empty())?;
+            (!dir.is_dir()).then(|| {
+                Diagnostic::error(format!("the directory of {} does not exist", r.what))
+                    .at(Location::new(dir.display().to_string(), None))
+            })
+        })
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::invalid(missing));
+    }
     let extra: Vec<FileWrite<'_>> = rendered
         .iter()
         .filter(|r| r.path != stdout)

@@ -82,6 +82,9 @@ pub struct Outcome {
     /// Every file written (changed files and output files).
     pub written: Vec<PathBuf>,
     pub stats: Stats,
+    /// Nothing was written because warnings were raised and the config
+    /// says to fail on them.
+    pub held_back: bool,
     /// `ImageUpdateAutomation NS/NAME`, when it is suspended (nothing was
     /// edited).
     pub suspended: Option<String>,
@@ -96,20 +99,40 @@ pub struct TreeRoot {
     pub path: PathBuf,
     /// The root is one file, not a directory.
     pub is_file: bool,
+    /// The root as shown: relative to the current directory when it lies
+    /// below it, else as given.
+    shown: PathBuf,
 }
 
 impl TreeRoot {
+    /// The root `path` (a file when `is_file`), shown relative to the
+    /// current directory `cwd` when it lies below it.
+    #[must_use]
+    pub fn new(path: PathBuf, is_file: bool, cwd: Option<&Path>) -> Self {
+        let shown = cwd
+            .filter(|_| path.is_absolute())
+            .and_then(|cwd| path.strip_prefix(cwd).ok())
+            .map_or_else(|| path.clone(), Path::to_path_buf);
+        Self {
+            path,
+            is_file,
+            shown,
+        }
+    }
+
     /// `rel` (a report path) as the user knows the file: the root joined
     /// with it, without a leading `./`; the root itself when it is a file.
+    /// Paths are relative to the current directory when the root lies
+    /// below it, so a diff with these paths applies from there.
     #[must_use]
     pub fn display(&self, rel: &str) -> String {
         if self.is_file {
-            return self.path.display().to_string();
+            return self.shown.display().to_string();
         }
         let joined = if rel.is_empty() {
-            self.path.clone()
+            self.shown.clone()
         } else {
-            self.path.join(rel)
+            self.shown.join(rel)
         };
         let s = joined.display().to_string();
         s.strip_prefix("./").map(str::to_owned).unwrap_or(s)

@@ -19,7 +19,7 @@ pub(super) struct Gathered {
     /// The definitions in scope (fetching only).
     pub definitions: Vec<Definition>,
     pub fetched: Vec<Resolved>,
-    /// Policies without a latest image, and the like.
+    /// Policies without a latest image, hints, files that hold no policy.
     pub notes: Vec<Diagnostic>,
 }
 
@@ -46,10 +46,19 @@ pub(super) fn gather(
             errors.push(conflict(e));
         }
     }
+    let mut unfetched = 0;
     for doc in documents.iter().filter(|d| d.supplies) {
         for object in yaml::objects(&doc.document) {
             if role(object.value, fetching) != Role::Supplied {
                 continue;
+            }
+            if object.value.get("spec").is_some_and(|s| !s.is_null())
+                && object
+                    .value
+                    .get("status")
+                    .is_none_or(serde_json::Value::is_null)
+            {
+                unfetched += 1;
             }
             let policy = match read_supplied(&object, &doc.origin, doc.positions) {
                 Ok(p) => p,
@@ -116,15 +125,25 @@ pub(super) fn gather(
             return Err(Error::invalid(errors));
         }
     }
-    g.notes = g
-        .table
-        .without_latest()
-        .map(|(key, source)| {
+    g.notes
+        .extend(g.table.without_latest().map(|(key, source)| {
             Diagnostic::note(format!(
                 "policy {key} from {source} has no latest image and is ignored"
             ))
-        })
-        .collect();
+        }));
+    if unfetched > 0 {
+        g.notes.push(
+            Diagnostic::note(format!(
+                "{unfetched} ImagePolic{} a spec but no status: nothing computes {} latest image{}",
+                if unfetched == 1 { "y has" } else { "ies have" },
+                if unfetched == 1 { "its" } else { "their" },
+                if unfetched == 1 { "" } else { "s" }
+            ))
+            .with_hint(
+                "fetch them from their registries: `update --fetch` (`fetch: true` in a functionConfig)",
+            ),
+        );
+    }
     Ok(g)
 }
 
@@ -174,11 +193,15 @@ pub fn client_settings(
 }
 
 /// Read the policy files (`-` is stdin): every ImagePolicy in them may be
-/// a supplied result.
+/// a supplied result. A file that holds no Flux image object at all gets a
+/// warning (in `warnings`).
 ///
 /// # Errors
 /// An unreadable file, or one that is not YAML (at its line and column).
-pub(super) fn read_policy_files(files: &[PathBuf]) -> Result<Vec<PolicyDocument>, Error> {
+pub(super) fn read_policy_files(
+    files: &[PathBuf],
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Vec<PolicyDocument>, Error> {
     let mut out = Vec::new();
     for file in files {
         let stdin = file == Path::new("-");
@@ -202,6 +225,19 @@ pub(super) fn read_policy_files(files: &[PathBuf]) -> Result<Vec<PolicyDocument>
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             )
         };
+        let holds_policies = documents.iter().any(|d| {
+            yaml::objects(d)
+                .iter()
+                .any(|o| reflector::definitions::may_hold(o.value))
+        });
+        if !holds_policies {
+            warnings.push(
+                Diagnostic::warning(
+                    "holds no ImagePolicy, ImageRepository or ImageUpdater, so it supplies no policy",
+                )
+                .at(Location::new(origin.clone(), None)),
+            );
+        }
         out.extend(documents.into_iter().map(|document| PolicyDocument {
             document,
             origin: origin.clone(),
@@ -215,15 +251,26 @@ pub(super) fn read_policy_files(files: &[PathBuf]) -> Result<Vec<PolicyDocument>
 
 /// The documents of every file under `root` that may hold definitions
 /// (screened by substring before parsing). They supply no results: only
-/// their definitions are read.
+/// their definitions are read. A screened file that is not YAML (a Helm
+/// template of an ImagePolicy) gets a warning in `warnings` and is left
+/// out.
 ///
 /// # Errors
-/// A walk or read failure, or a screened file that is not YAML.
-pub(super) fn tree_definitions(root: &Path) -> Result<Vec<PolicyDocument>, Error> {
+/// A walk or read failure.
+pub(super) fn tree_definitions(
+    root: &Path,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Vec<PolicyDocument>, Error> {
     let walked = walk(root, |c| {
         let text = match fs_err::read_to_string(&c.path) {
             Ok(t) => t,
-            Err(e) => return Some(Err(Error::Io(e))),
+            Err(e) => {
+                return Some(Err(Diagnostic::warning(
+                    "cannot be read, so its definitions are skipped",
+                )
+                .at(Location::new(c.path.display().to_string(), None))
+                .caused_by(e)));
+            }
         };
         if !reflector::may_define(&text) {
             return None;
@@ -233,10 +280,15 @@ pub(super) fn tree_definitions(root: &Path) -> Result<Vec<PolicyDocument>, Error
         Some(
             yaml::parse_documents(&text)
                 .map_err(|e| {
-                    Error::invalid(vec![
-                        Diagnostic::error(format!("not valid YAML: {}", e.message))
-                            .at(Location::new(origin.clone(), e.position)),
-                    ])
+                    Diagnostic::warning(format!(
+                        "mentions the Flux image API but is not valid YAML, so its definitions are skipped: {}",
+                        e.message
+                    ))
+                    .at(Location::new(origin.clone(), e.position))
+                    .with_hint(
+                        "a Helm template or other generated file does not belong to the definitions: \
+                         list it in a .sourceignore file",
+                    )
                 })
                 .map(|documents| {
                     documents
@@ -254,7 +306,10 @@ pub(super) fn tree_definitions(root: &Path) -> Result<Vec<PolicyDocument>, Error
     })?;
     let mut out = Vec::new();
     for (_, result) in walked.results {
-        out.extend(result?);
+        match result {
+            Ok(documents) => out.extend(documents),
+            Err(warning) => warnings.push(warning),
+        }
     }
     Ok(out)
 }

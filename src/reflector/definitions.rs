@@ -34,6 +34,14 @@ pub const SCREEN: [&str; 3] = [
     "dockerconfigjson",
 ];
 
+/// Whether `value` is an object policies are read from (a Flux image API
+/// object or a KubeSphere ImageUpdater).
+#[must_use]
+pub fn may_hold(value: &Value) -> bool {
+    let group = crate::yaml::api_group(value);
+    group == crate::policies::image_policy::FLUX_IMAGE_GROUP || group == KUBESPHERE_GROUP
+}
+
 /// Whether `text` may hold a definition or a Secret (cheap substring test).
 #[must_use]
 pub fn may_define(text: &str) -> bool {

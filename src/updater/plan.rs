@@ -58,6 +58,15 @@ pub struct Plan {
     pub new_text: Option<String>,
 }
 
+/// How markers are applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Refuse a change that moves a tag backwards (a lower semver); it is
+    /// left alone with a warning. Without it the change is made, with a
+    /// warning.
+    pub no_downgrade: bool,
+}
+
 /// The text cannot be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
@@ -72,12 +81,17 @@ pub enum PlanError {
 /// # Errors
 /// When the text is not valid YAML ([`PlanError::Parse`], with the parser's
 /// position); nothing is planned for such a text.
-pub fn plan(text: &str, layout: Layout, table: &PolicyTable) -> Result<Plan, PlanError> {
+pub fn plan(
+    text: &str,
+    layout: Layout,
+    table: &PolicyTable,
+    options: PlanOptions,
+) -> Result<Plan, PlanError> {
     let found = scan::scan(text, layout).map_err(|e| PlanError::Parse {
         position: crate::text::position_of(text, e.offset),
         message: e.message,
     })?;
-    let planned = plan_edits(text, found, table, |_| true);
+    let planned = plan_edits(text, found, table, options, |_| true);
     let new_text = if planned.changes.is_empty() {
         None
     } else {
@@ -94,6 +108,7 @@ pub fn plan_edits(
     text: &str,
     found: scan::Scan,
     table: &PolicyTable,
+    options: PlanOptions,
     keep: impl Fn(&ObjectInfo) -> bool,
 ) -> Planned {
     let lines = LineIndex::new(text);
@@ -120,10 +135,37 @@ pub fn plan_edits(
             continue;
         }
         let position = lines.position(text, marker.offset);
+        let warn = |message: String| Warning {
+            position,
+            object: Some(marker.object),
+            field_path: Some(marker.field_path.clone()),
+            message,
+        };
+        if marker.value.contains("{{") {
+            planned.warnings.push(warn(
+                "the marked value holds template syntax ({{ ... }}), so it is not rewritten: \
+                 mark the value the template reads (a Helm values file) instead"
+                    .to_owned(),
+            ));
+            continue;
+        }
         match table.lookup(&marker.setter) {
             Resolution::Value(new_value) => {
                 if new_value == marker.value {
                     continue;
+                }
+                if let Some((old, new)) = downgrade(&marker.setter, &marker.value, &new_value) {
+                    if options.no_downgrade {
+                        planned.warnings.push(warn(format!(
+                            "{} would move the tag backwards, from {old} to {new}, so it is left alone (--no-downgrade)",
+                            marker.setter
+                        )));
+                        continue;
+                    }
+                    planned.warnings.push(warn(format!(
+                        "{} moves the tag backwards, from {old} to {new}",
+                        marker.setter
+                    )));
                 }
                 planned.changes.push(FieldChange {
                     object: marker.object,
@@ -147,9 +189,71 @@ pub fn plan_edits(
     planned
 }
 
+/// The old and new tags when a setter's change moves a tag backwards: both
+/// parse as semver (Flux's strict parse, an optional `v`) and the new one is
+/// lower. Only the full-image and `:tag` setters write tags.
+fn downgrade<'a>(setter: &str, old: &'a str, new: &'a str) -> Option<(&'a str, &'a str)> {
+    use crate::reflector::selection::semver::parse_tag;
+    use crate::updater::scan::marker::{Field, Setter};
+    let tag = |value: &'a str| -> &'a str {
+        match Setter::parse(setter).map(|s| s.field) {
+            Some(Field::Tag) => value,
+            _ => {
+                let without_digest = value.split('@').next().unwrap_or(value);
+                let slash = without_digest.rfind('/').map_or(0, |i| i + 1);
+                without_digest[slash..]
+                    .rfind(':')
+                    .map_or("", |i| &without_digest[slash + i + 1..])
+            }
+        }
+    };
+    if !matches!(
+        Setter::parse(setter).map(|s| s.field),
+        Some(Field::Image | Field::Tag)
+    ) {
+        return None;
+    }
+    let (old_tag, new_tag) = (tag(old), tag(new));
+    let (a, b) = (parse_tag(old_tag)?, parse_tag(new_tag)?);
+    (b.cmp_precedence(&a) == std::cmp::Ordering::Less).then_some((old_tag, new_tag))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn downgrades_are_found_for_tags_only() {
+        assert_eq!(
+            downgrade("ns:p", "app:1.4.0", "app:1.3.9"),
+            Some(("1.4.0", "1.3.9"))
+        );
+        assert_eq!(
+            downgrade("ns:p:tag", "v2.0.0", "v1.9.9"),
+            Some(("v2.0.0", "v1.9.9"))
+        );
+        assert_eq!(
+            downgrade(
+                "ns:p",
+                "localhost:5000/app:2.0.0@sha256:aa",
+                "localhost:5000/app:1.0.0"
+            ),
+            Some(("2.0.0", "1.0.0"))
+        );
+        assert_eq!(downgrade("ns:p", "app:1.3.0", "app:1.4.0"), None);
+        assert_eq!(
+            downgrade("ns:p", "app:latest", "app:1.0.0"),
+            None,
+            "old does not parse"
+        );
+        assert_eq!(downgrade("ns:p", "app:1.0.0-rc.1", "app:1.0.0"), None);
+        assert_eq!(
+            downgrade("ns:p", "app:1.0.0", "app:1.0.0-rc.1"),
+            Some(("1.0.0", "1.0.0-rc.1"))
+        );
+        assert_eq!(downgrade("ns:p:name", "app:2.0.0", "app:1.0.0"), None);
+        assert_eq!(downgrade("ns:p:digest", "2.0.0", "1.0.0"), None);
+    }
     use crate::policies::{ImageRef, PolicyKey};
 
     #[test]
@@ -164,10 +268,14 @@ mod tests {
             )
             .unwrap();
         let found = scan::scan(text, Layout::ResourceList).unwrap();
-        let all = plan_edits(text, found.clone(), &table, |_| true);
+        let all = plan_edits(text, found.clone(), &table, PlanOptions::default(), |_| {
+            true
+        });
         assert_eq!(all.changes.len(), 2);
         assert_eq!(all.warnings.len(), 2);
-        let only_b = plan_edits(text, found, &table, |o| o.id.kind == "B");
+        let only_b = plan_edits(text, found, &table, PlanOptions::default(), |o| {
+            o.id.kind == "B"
+        });
         assert_eq!(only_b.changes.len(), 1);
         assert_eq!(only_b.changes[0].object, 1);
         let warnings: Vec<(Option<usize>, Option<&str>)> = only_b

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::policies::PolicyTable;
 use crate::text::Position;
-use crate::updater::plan::{self, Plan, PlanError, Planned};
+use crate::updater::plan::{self, Plan, PlanError, PlanOptions, Planned};
 use crate::updater::scan::Layout;
 use crate::updater::sink;
 use crate::updater::source::dir::{self, Candidate, Skipped, WalkError};
@@ -91,7 +91,8 @@ thread_local! {
     static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Read `path` and return its bytes if they mention `$imagepolicy`.
+/// Read `path` and return its bytes if they may hold a marker
+/// ([`crate::updater::scan::marker::screen`]).
 fn read_screened(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read;
     BUFFER.with_borrow_mut(|buf| {
@@ -109,20 +110,62 @@ fn read_screened(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
             }
         }
         let bytes = &buf[..len];
-        Ok(crate::updater::scan::marker::contains_marker_key(bytes).then(|| bytes.to_vec()))
+        Ok(crate::updater::scan::marker::screen(bytes).then(|| bytes.to_vec()))
     })
 }
 
-fn plan_file(candidate: &Candidate, table: &PolicyTable, keep_old: bool) -> Option<FileResult> {
+fn plan_file(
+    candidate: &Candidate,
+    table: &PolicyTable,
+    options: PlanOptions,
+    keep_old: bool,
+) -> Option<FileResult> {
     let bytes = match read_screened(&candidate.path) {
         Ok(Some(b)) => b,
         Ok(None) => return None,
         Err(e) => return Some(FileResult::Unreadable(e)),
     };
-    Some(plan_bytes(bytes, table, keep_old))
+    if is_helm_template(&candidate.path) {
+        let first = marker_offset(&bytes);
+        let prefix = String::from_utf8_lossy(&bytes[..first]);
+        return Some(FileResult::Skip {
+            position: crate::text::position_of(&prefix, prefix.len()),
+            message: "file is a Helm chart template (under templates/, next to Chart.yaml), \
+                      so its markers are not applied: mark the chart's values.yaml instead"
+                .to_owned(),
+        });
+    }
+    Some(plan_bytes(bytes, table, options, keep_old))
 }
 
-fn plan_bytes(bytes: Vec<u8>, table: &PolicyTable, keep_old: bool) -> FileResult {
+/// Whether `path` lies under a Helm chart's `templates/` directory (one
+/// whose parent holds `Chart.yaml`).
+fn is_helm_template(path: &Path) -> bool {
+    path.ancestors()
+        .skip(1)
+        .filter(|dir| dir.file_name().is_some_and(|n| n == "templates"))
+        .filter_map(Path::parent)
+        .any(|chart| chart.join("Chart.yaml").is_file())
+}
+
+/// Offset of the first `$imagepolicy` (any case) in `bytes`, or 0.
+fn marker_offset(bytes: &[u8]) -> usize {
+    let key = crate::updater::scan::marker::MARKER_KEY.as_bytes();
+    memchr::memchr_iter(b'$', bytes)
+        .find(|&i| {
+            bytes
+                .get(i..i + key.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(key))
+        })
+        .unwrap_or(0)
+}
+
+fn plan_bytes(
+    bytes: Vec<u8>,
+    table: &PolicyTable,
+    options: PlanOptions,
+    keep_old: bool,
+) -> FileResult {
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -135,7 +178,7 @@ fn plan_bytes(bytes: Vec<u8>, table: &PolicyTable, keep_old: bool) -> FileResult
             };
         }
     };
-    match plan::plan(&text, Layout::Documents, table) {
+    match plan::plan(&text, Layout::Documents, table, options) {
         Ok(plan) => FileResult::Planned {
             old: (keep_old && plan.new_text.is_some()).then_some(text),
             plan,
@@ -160,11 +203,12 @@ fn plan_bytes(bytes: Vec<u8>, table: &PolicyTable, keep_old: bool) -> FileResult
 pub fn plan_tree(
     root: &Path,
     table: &PolicyTable,
+    options: PlanOptions,
     keep_old: bool,
     writing_in_place: bool,
 ) -> Result<TreePlan, TreeError> {
     let walked = dir::walk(root, |c| {
-        plan_file(c, table, keep_old).map(|r| (r, c.clone()))
+        plan_file(c, table, options, keep_old).map(|r| (r, c.clone()))
     })?;
     let mut tree = TreePlan {
         skipped: walked.skipped,

@@ -8,7 +8,9 @@
 //!
 //! Comments that mention `$imagepolicy` in any spelling but are not markers
 //! are classified as look-alikes with the reason, so the scanner can warn
-//! where Flux stays silent.
+//! where Flux stays silent; so are JSON-object comments whose key is a
+//! near miss of `$imagepolicy` (`$imagePolicy`, `imagepolicy`,
+//! `$image-policy`, `$imagepoliy`...).
 
 use std::fmt;
 
@@ -20,8 +22,9 @@ pub const MARKER_KEY: &str = "$imagepolicy";
 pub enum Comment {
     /// A marker; the payload is the setter (e.g. `flux-system:podinfo:tag`).
     Marker(String),
-    /// Mentions `$imagepolicy` but is not a marker, for this reason.
-    LookAlike(&'static str),
+    /// Mentions `$imagepolicy` (or a near miss of it) but is not a marker,
+    /// for this reason.
+    LookAlike(String),
     /// Anything else.
     Other,
 }
@@ -31,21 +34,84 @@ pub enum Comment {
 pub fn classify(payload: &str) -> Comment {
     let body = payload.trim_start_matches('#');
     if !mentions_marker_key(body) {
-        return Comment::Other;
+        return near_miss(body).map_or(Comment::Other, |key| {
+            Comment::LookAlike(format!(
+                "the key {key:?} must be spelled exactly \"{MARKER_KEY}\""
+            ))
+        });
     }
     match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(body) {
         Ok(object) => {
             if !object.values().all(serde_json::Value::is_string) {
-                return Comment::LookAlike("every value of a marker object must be a JSON string");
+                return Comment::LookAlike(
+                    "every value of a marker object must be a JSON string".to_owned(),
+                );
             }
             match object.get(MARKER_KEY).and_then(serde_json::Value::as_str) {
-                Some("") => Comment::LookAlike("the policy name is empty"),
+                Some("") => Comment::LookAlike("the policy name is empty".to_owned()),
                 Some(setter) => Comment::Marker(setter.to_owned()),
-                None => Comment::LookAlike("the key must be spelled exactly \"$imagepolicy\""),
+                None => Comment::LookAlike(match object.keys().find(|k| is_near_miss(k)) {
+                    Some(key) => {
+                        format!("the key {key:?} must be spelled exactly \"{MARKER_KEY}\"")
+                    }
+                    None => format!("the key must be spelled exactly \"{MARKER_KEY}\""),
+                }),
             }
         }
-        Err(_) => Comment::LookAlike(diagnose_invalid(body)),
+        Err(_) => Comment::LookAlike(diagnose_invalid(body).to_owned()),
     }
+}
+
+/// The key of a JSON-object comment that is a near miss of `$imagepolicy`:
+/// the same letters in another case or with `-`, `_` or without `$`, or
+/// within two typing slips (Damerau-Levenshtein) of it.
+fn near_miss(body: &str) -> Option<String> {
+    let trimmed = body.trim();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    // Keys only: the comment need not be valid JSON to be a near miss
+    // (`{imagepolicy: ns:p}`), so read `"key"` / `'key'` / `key` before `:`.
+    let inner = trimmed.trim_start_matches('{');
+    let key = inner.split(':').next()?.trim().trim_matches(['"', '\'']);
+    is_near_miss(key).then(|| key.to_owned())
+}
+
+/// Whether `key` is not `$imagepolicy` but close to it.
+fn is_near_miss(key: &str) -> bool {
+    let normal: String = key
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    key != MARKER_KEY && edit_distance(&normal, &MARKER_KEY[1..]) <= 2
+}
+
+/// Optimal-string-alignment distance (insertions, deletions, substitutions
+/// and swaps of neighbours), enough for telling typos from other words;
+/// both strings are short.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// Whether `text` contains `$imagepolicy` in any letter case.
@@ -54,13 +120,34 @@ pub fn mentions_marker_key(text: &str) -> bool {
     contains_marker_key(text.as_bytes())
 }
 
-/// Byte-level form of [`mentions_marker_key`], used to screen whole files.
+/// Byte-level form of [`mentions_marker_key`].
 #[must_use]
 pub fn contains_marker_key(bytes: &[u8]) -> bool {
     memchr::memchr_iter(b'$', bytes).any(|i| {
         bytes
             .get(i + 1..i + MARKER_KEY.len())
             .is_some_and(|rest| rest.eq_ignore_ascii_case(&MARKER_KEY.as_bytes()[1..]))
+    })
+}
+
+/// Whether a file may hold a marker, or a comment worth a diagnosis: it
+/// mentions `$imagepolicy` in any case, or has a comment that opens a
+/// JSON-like object (`# {"`, `#{'`, `# {k`), where a misspelt key may hide.
+/// Files that fail this are not parsed at all.
+#[must_use]
+pub fn screen(bytes: &[u8]) -> bool {
+    contains_marker_key(bytes) || has_object_comment(bytes)
+}
+
+/// A `{` that follows `#` (and blanks) and is followed by a quote or a
+/// letter: the shape of `# {"$imagepolicy": ...}` with any key.
+fn has_object_comment(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'{', bytes).any(|i| {
+        let before = bytes[..i].iter().rev().find(|&&b| b != b' ' && b != b'\t');
+        let after = bytes[i + 1..].iter().find(|&&b| b != b' ' && b != b'\t');
+        before == Some(&b'#')
+            && after
+                .is_some_and(|&b| b == b'"' || b == b'\'' || b.is_ascii_alphabetic() || b == b'$')
     })
 }
 
@@ -187,6 +274,7 @@ mod tests {
             (r#" see {"$imagepolicy": "ns:p"}"#, "nothing before"),
             (r#" {"$imagepolicy": "ns:p""#, "not a valid JSON object"),
             (r#" {"$imagepolicy": ["ns:p"]}"#, "JSON string"),
+            (r#" {"$imagePolicy": "ns:p"}"#, "spelled exactly"),
         ];
         for (text, why) in cases {
             match classify(text) {
@@ -194,6 +282,50 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn near_misses_name_the_expected_key() {
+        for key in [
+            "imagepolicy",
+            "$imagepoliy",
+            "$image-policy",
+            "$image_policy",
+            "$imagePolicy",
+            "$ImagePolicy",
+            "$imagepolcy",
+            "$imaegpolicy",
+        ] {
+            let text = format!(r#" {{"{key}": "ns:p"}}"#);
+            match classify(&text) {
+                Comment::LookAlike(reason) => assert!(
+                    reason.contains(&format!("{key:?}")) && reason.contains("\"$imagepolicy\""),
+                    "{text}: {reason}"
+                ),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            classify(" {imagepolicy: ns:p}"),
+            Comment::LookAlike(_)
+        ));
+        for other in [
+            r#" {"imagePullPolicy": "Always"}"#,
+            r#" {"policy": "x"}"#,
+            r#" {"image": "x"}"#,
+            " {not json at all",
+        ] {
+            assert_eq!(classify(other), Comment::Other, "{other}");
+        }
+    }
+
+    #[test]
+    fn screening_lets_object_comments_in() {
+        assert!(screen(b"a: 1 # {\"$imagePoliy\": \"ns:p\"}\n"));
+        assert!(screen(b"a: 1 #{'imagepolicy': 'ns:p'}\n"));
+        assert!(!screen(
+            b"a: \"{{ .Values.x }}\"\nb: {c: 1}\n# plain comment\n"
+        ));
     }
 
     #[test]

@@ -464,7 +464,7 @@ impl<'a> Walker<'a> {
             .take_while(|&b| b != b'\n')
             .all(|b| b == b' ' || b == b'\t' || b == b'\r');
         let kind = marker::classify(payload);
-        if let Comment::LookAlike(reason) = kind {
+        if let Comment::LookAlike(reason) = &kind {
             self.finding(
                 offset,
                 &format!("comment looks like an image policy marker but is not one: {reason}"),
