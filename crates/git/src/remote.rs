@@ -386,9 +386,15 @@ impl Remote {
                 if state.bump_secret() > 1 {
                     return refuse("the server refused the SSH key");
                 }
+                // Hand libssh2 the public key too: it cannot derive it from every private key it
+                // can use (an unencrypted OpenSSH ed25519 key fails with "Unsupported private key
+                // format"). The public half of an OpenSSH key is readable without the passphrase.
+                let public = ssh_key::PrivateKey::from_openssh(private_key.expose())
+                    .ok()
+                    .and_then(|key| key.public_key().to_openssh().ok());
                 Cred::ssh_key_from_memory(
                     user,
-                    None,
+                    public.as_deref(),
                     private_key.expose(),
                     passphrase.as_ref().map(Secret::expose),
                 )
@@ -487,6 +493,16 @@ impl Remote {
                 url,
                 reason: "the server refused the credentials",
             },
+            // libssh2 reports a refused or unusable key (wrong passphrase) after our callback
+            // handed it over: "failed to authenticate SSH session: ...".
+            (_, git2::ErrorClass::Ssh)
+                if state.secret_calls.get() > 0 && err.message().contains("authenticate") =>
+            {
+                Error::Authentication {
+                    url,
+                    reason: "the server refused the SSH key, or the key could not be used (wrong passphrase?)",
+                }
+            }
             (git2::ErrorCode::Certificate, _) | (_, git2::ErrorClass::Ssl) => {
                 Error::Certificate { url, source: err }
             }

@@ -10,7 +10,8 @@ use std::fmt;
 use pgp::composed::{ArmorOptions, Deserializable as _, DetachedSignature, SignedSecretKey};
 use pgp::crypto::hash::HashAlgorithm;
 use pgp::types::Password;
-use ssh_key::{HashAlg, LineEnding, PrivateKey};
+use ssh_key::private::{KeypairData, RsaKeypair};
+use ssh_key::{Algorithm, HashAlg, LineEnding, Mpint, PrivateKey, SshSig};
 
 use crate::error::{Error, KeyKind};
 use crate::secret::Secret;
@@ -159,13 +160,61 @@ impl Signer {
                     .to_armored_string(ArmorOptions::default())
                     .map_err(|err| failed(err.to_string()))?
             }
-            SignerKey::Ssh { key } => key
-                .sign("git", HashAlg::Sha512, payload)
-                .and_then(|signature| signature.to_pem(LineEnding::LF))
-                .map_err(|err| failed(err.to_string()))?,
+            SignerKey::Ssh { key } => {
+                let signature = match key.key_data() {
+                    KeypairData::Rsa(keypair) => sign_rsa(key, keypair, payload),
+                    _ => key.sign(SSH_NAMESPACE, HashAlg::Sha512, payload),
+                };
+                signature
+                    .and_then(|signature| signature.to_pem(LineEnding::LF))
+                    .map_err(|err| failed(err.to_string()))?
+            }
         };
         Ok(armored.trim_end_matches(['\n', '\r']).to_owned())
     }
+}
+
+/// The SSHSIG namespace git uses for commits and tags.
+const SSH_NAMESPACE: &str = "git";
+
+/// An SSHSIG with an RSA key (`rsa-sha2-512`), made here because ssh-key 0.6.7's own RSA signer
+/// rebuilds the private key with the first prime twice (`[p, p]` instead of `[p, q]`), which the
+/// rsa crate rejects, so every RSA signature fails with "cryptographic error". The fix is only in
+/// ssh-key's 0.7 pre-releases. The format is unchanged: sign SSHSIG's signed-data blob with
+/// PKCS#1 v1.5 over SHA-512 and wrap it like ssh-key would.
+fn sign_rsa(key: &PrivateKey, keypair: &RsaKeypair, payload: &[u8]) -> ssh_key::Result<SshSig> {
+    use rsa::signature::{SignatureEncoding as _, Signer as _};
+
+    let uint = |mpint: &Mpint| {
+        mpint
+            .as_positive_bytes()
+            .map(rsa::BigUint::from_bytes_be)
+            .ok_or(ssh_key::Error::Crypto)
+    };
+    let private = rsa::RsaPrivateKey::from_components(
+        uint(&keypair.public.n)?,
+        uint(&keypair.public.e)?,
+        uint(&keypair.private.d)?,
+        vec![uint(&keypair.private.p)?, uint(&keypair.private.q)?],
+    )
+    .map_err(|_| ssh_key::Error::Crypto)?;
+    let signed_data = SshSig::signed_data(SSH_NAMESPACE, HashAlg::Sha512, payload)?;
+    let signing_key = rsa::pkcs1v15::SigningKey::<sha2::Sha512>::new(private);
+    let signature = signing_key
+        .try_sign(&signed_data)
+        .map_err(|_| ssh_key::Error::Crypto)?;
+    let signature = ssh_key::Signature::new(
+        Algorithm::Rsa {
+            hash: Some(HashAlg::Sha512),
+        },
+        signature.to_vec(),
+    )?;
+    SshSig::new(
+        key.public_key().key_data().clone(),
+        SSH_NAMESPACE,
+        HashAlg::Sha512,
+        signature,
+    )
 }
 
 impl fmt::Debug for Signer {
