@@ -13,12 +13,14 @@ use crate::error::Error;
 use crate::reference::{CheckoutRef, Revision, parse_commit_id};
 use crate::remote::{CallbackState, Remote, RemoteRef};
 use crate::sign::Signer;
+use crate::url::Transport;
 
 /// How to clone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CloneOptions {
     /// History depth: `Some(1)` (the default, as Flux's shallow clone) fetches only the tip;
-    /// `None` fetches everything. Ignored for commit checkouts, which fetch in full.
+    /// `None` fetches everything. Ignored for commit checkouts and local remotes, which fetch in
+    /// full (a commit is not reachable from a shallow tip; libgit2 cannot fetch locally shallow).
     pub depth: Option<u32>,
 }
 
@@ -151,6 +153,13 @@ impl Checkout {
         options: &CloneOptions,
     ) -> Result<Self, Error> {
         let reference = reference.normalized();
+        // libgit2's local transport cannot fetch shallow ("shallow fetch is not supported by the
+        // local transport"); local remotes exist for tests only, so they get full history.
+        let options = &CloneOptions {
+            depth: options
+                .depth
+                .filter(|_| remote.transport() != Transport::Local),
+        };
         fs_err::create_dir_all(dir)?;
         let repo = Repository::init(dir).map_err(local("initialising the repository"))?;
         repo.remote("origin", remote.url())

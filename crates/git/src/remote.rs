@@ -114,6 +114,47 @@ impl HttpHeader {
         }
     }
 
+    /// The `http.extraHeader` values a git config file gives for `url`, in order: the plain
+    /// `http.extraHeader` and every `http.<prefix>.extraHeader` whose `<prefix>` starts `url`
+    /// (actions/checkout writes `http.https://github.com/.extraheader` into the workspace's
+    /// `.git/config`). An empty value clears the list, as in git. git's finer URL matching
+    /// (wildcards, user names) is not reproduced.
+    pub fn from_git_config(config_file: &std::path::Path, url: &str) -> Result<Vec<Self>, Error> {
+        let read = |source| Error::Git {
+            operation: "reading http.extraHeader from the git config",
+            source,
+        };
+        // libgit2 opens a missing file as an empty config; a missing file is the caller's error.
+        fs_err::metadata(config_file)?;
+        let config = git2::Config::open(config_file).map_err(read)?;
+        let mut values = Vec::new();
+        let mut entries = config.entries(None).map_err(read)?;
+        while let Some(entry) = entries.next() {
+            let entry = entry.map_err(read)?;
+            let (Ok(name), Ok(value)) = (entry.name(), entry.value()) else {
+                continue;
+            };
+            let Some(middle) = name.strip_prefix("http.").and_then(|rest| {
+                rest.strip_suffix(".extraheader")
+                    .or_else(|| (rest == "extraheader").then_some(""))
+            }) else {
+                continue;
+            };
+            if !middle.is_empty() && !url.starts_with(middle) {
+                continue;
+            }
+            if value.is_empty() {
+                values.clear();
+            } else {
+                values.push(Secret::new(value));
+            }
+        }
+        values
+            .iter()
+            .map(|value| Self::parse(value.expose()))
+            .collect()
+    }
+
     /// The header name.
     #[must_use]
     pub fn name(&self) -> &str {
@@ -503,13 +544,15 @@ impl Remote {
                     reason: "the server refused the SSH key, or the key could not be used (wrong passphrase?)",
                 }
             }
-            (git2::ErrorCode::Certificate, _) | (_, git2::ErrorClass::Ssl) => {
-                Error::Certificate { url, source: err }
-            }
+            (git2::ErrorCode::Certificate, _) => Error::Certificate { url, source: err },
             (git2::ErrorCode::Timeout, _)
-            | (_, git2::ErrorClass::Net | git2::ErrorClass::Os | git2::ErrorClass::Ssh) => {
-                Error::Network { url, source: err }
-            }
+            | (
+                _,
+                git2::ErrorClass::Net
+                | git2::ErrorClass::Os
+                | git2::ErrorClass::Ssh
+                | git2::ErrorClass::Ssl,
+            ) => Error::Network { url, source: err },
             _ => Error::Remote {
                 operation,
                 url,
@@ -578,6 +621,24 @@ mod tests {
             HttpHeader::parse("AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46c2VjcmV0").unwrap();
         assert_eq!(header.name(), "AUTHORIZATION");
         assert!(!format!("{header:?}").contains("eC1hY2Nlc3MtdG9rZW46c2VjcmV0"));
+    }
+
+    #[test]
+    fn extra_headers_are_read_from_a_git_config_like_actions_checkout_writes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        fs_err::write(
+            &config,
+            "[core]\n\tbare = false\n\
+             [http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M6c2VjcmV0\n\
+             [http \"https://gitlab.com/\"]\n\textraheader = X-Other: 1\n\
+             [http]\n\textraHeader = X-Trace: on\n",
+        )
+        .unwrap();
+        let headers = HttpHeader::from_git_config(&config, "https://github.com/org/repo").unwrap();
+        let names: Vec<&str> = headers.iter().map(HttpHeader::name).collect();
+        assert_eq!(names, ["AUTHORIZATION", "X-Trace"]);
+        assert!(HttpHeader::from_git_config(&dir.path().join("missing"), "https://x").is_err());
     }
 
     #[test]

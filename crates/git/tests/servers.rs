@@ -546,11 +546,16 @@ fn local_urls_need_allow_local(env: &Env) -> TestResult {
         Remote::new(&file_url, settings)?,
         &main_ref(),
         &env.work_dir("local"),
-        &CloneOptions { depth: None },
+        &CloneOptions::default(),
     )?;
     ensure(
         checkout.checked_out_commit().to_string() == fixture.commits[2],
         || "local clone".into(),
+    )?;
+    // The local transport cannot fetch shallow, so a local clone is always full.
+    ensure(
+        env.git_out(checkout.work_dir(), &["rev-list", "--count", "HEAD"])? == "3",
+        || "local clone should be full".into(),
     )
 }
 

@@ -159,6 +159,11 @@ pub fn run(command: &mut Command) -> Result<String, String> {
 impl Env {
     /// Starts every server whose tools are present.
     pub fn start() -> Result<(Arc<Self>, Servers, tempfile::TempDir), String> {
+        Self::start_with(&[Need::Http, Need::Ssh, Need::Gpg])
+    }
+
+    /// Starts the servers in `needs` whose tools are present; the others are reported missing.
+    pub fn start_with(needs: &[Need]) -> Result<(Arc<Self>, Servers, tempfile::TempDir), String> {
         let temp = tempfile::Builder::new()
             .prefix("image-update-git-tests")
             .tempdir()
@@ -172,12 +177,23 @@ impl Env {
             gpg_home: None,
         };
         let git = missing_tools(&["git"]);
-        let http = missing_tools(&["lighttpd", HTTP_BACKEND])
-            .and_then(|()| start_http(&root, &mut servers));
-        let ssh = missing_tools(&["/usr/sbin/sshd", "ssh-keygen"])
-            .and_then(|()| start_ssh(&root, &mut servers));
-        let gpg =
-            missing_tools(&["gpg", "gpgconf"]).and_then(|()| make_gpg_keys(&root, &mut servers));
+        let http = if needs.contains(&Need::Http) {
+            missing_tools(&["lighttpd", HTTP_BACKEND])
+                .and_then(|()| start_http(&root, &mut servers))
+        } else {
+            Err("not started".to_owned())
+        };
+        let ssh = if needs.contains(&Need::Ssh) {
+            missing_tools(&["/usr/sbin/sshd", "ssh-keygen"])
+                .and_then(|()| start_ssh(&root, &mut servers))
+        } else {
+            Err("not started".to_owned())
+        };
+        let gpg = if needs.contains(&Need::Gpg) {
+            missing_tools(&["gpg", "gpgconf"]).and_then(|()| make_gpg_keys(&root, &mut servers))
+        } else {
+            Err("not started".to_owned())
+        };
         Ok((
             Arc::new(Self {
                 root,
@@ -191,7 +207,8 @@ impl Env {
         ))
     }
 
-    fn missing(&self, needs: &[Need]) -> Option<String> {
+    /// Why `needs` cannot be met, if they cannot.
+    pub fn missing(&self, needs: &[Need]) -> Option<String> {
         if let Err(reason) = &self.git {
             return Some(reason.clone());
         }
