@@ -8,7 +8,8 @@
 //! commit. Runs alternate between the crate and the CLI; the medians are printed.
 //!
 //! `cargo bench -p image-update-git --bench roundtrip` (needs lighttpd and git; `ROUNDTRIP_RUNS`
-//! sets the runs per side, default 5).
+//! sets the runs per side, default 5). Wall-clock times suffer from other work on the machine;
+//! the client CPU times (this process for the crate, the git processes for the CLI) less so.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../tests/support/mod.rs"]
@@ -61,11 +62,14 @@ fn bench() -> Result<(), String> {
     let mut library = Vec::new();
     let mut library_phases = Vec::new();
     let mut cli = Vec::new();
+    let mut cli_cpu = Vec::new();
     for run_index in 0..runs {
         let (total, phases) = with_crate(&env, &url, run_index)?;
         library.push(total);
         library_phases.push(phases);
-        cli.push(with_cli(&env, &url, run_index)?);
+        let (total, cpu) = with_cli(&env, &url, run_index)?;
+        cli.push(total);
+        cli_cpu.push(cpu);
     }
 
     let median = |values: &mut Vec<Duration>| {
@@ -75,6 +79,7 @@ fn bench() -> Result<(), String> {
     let mut clone = library_phases.iter().map(|p| p[0]).collect();
     let mut commit = library_phases.iter().map(|p| p[1]).collect();
     let mut push = library_phases.iter().map(|p| p[2]).collect();
+    let mut library_cpu = library_phases.iter().map(|p| p[3]).collect();
     let (lib_median, cli_median) = (median(&mut library), median(&mut cli));
     let mut report = String::new();
     let _ = writeln!(
@@ -92,6 +97,12 @@ fn bench() -> Result<(), String> {
     let _ = writeln!(report, "  git CLI:          {:>8.1} ms", ms(cli_median));
     let _ = writeln!(
         report,
+        "  client CPU (user+system, median): crate {:.0} ms, CLI {:.0} ms (server side excluded)",
+        ms(median(&mut library_cpu)),
+        ms(median(&mut cli_cpu))
+    );
+    let _ = writeln!(
+        report,
         "  ratio crate/CLI:  {:>8.2} (target: at most 1.5)",
         lib_median.as_secs_f64() / cli_median.as_secs_f64()
     );
@@ -106,6 +117,23 @@ fn bench() -> Result<(), String> {
     drop(env);
     drop(temp);
     Ok(())
+}
+
+/// CPU time used so far by this process (`self`) and by its waited-for children, from
+/// `/proc/self/stat` (clock ticks of 10 ms, the Linux default `CLK_TCK` of 100).
+fn cpu_times() -> (Duration, Duration) {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .map(|field| field.parse().unwrap_or(0))
+        .collect();
+    let ticks = |index: usize| fields.get(index).copied().unwrap_or(0);
+    let tick = Duration::from_millis(10);
+    (
+        tick * u32::try_from(ticks(11) + ticks(12)).unwrap_or(0),
+        tick * u32::try_from(ticks(13) + ticks(14)).unwrap_or(0),
+    )
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -210,7 +238,7 @@ fn edit(dir: &Path, tag: &str) -> Result<(), String> {
     fs::write(&path, edited).map_err(|e| e.to_string())
 }
 
-fn with_crate(env: &Env, url: &str, run_index: usize) -> Result<(Duration, [Duration; 3]), String> {
+fn with_crate(env: &Env, url: &str, run_index: usize) -> Result<(Duration, [Duration; 4]), String> {
     let dir = env.work_dir(&format!("roundtrip-crate-{run_index}"));
     let settings = RemoteSettings {
         auth: Auth::Basic {
@@ -223,6 +251,7 @@ fn with_crate(env: &Env, url: &str, run_index: usize) -> Result<(Duration, [Dura
         name: "Image Update Bot".to_owned(),
         email: "bot@example.com".to_owned(),
     };
+    let (cpu_before, _) = cpu_times();
     let started = Instant::now();
     let remote = Remote::new(url, settings).map_err(|e| e.to_string())?;
     let mut checkout = Checkout::clone(
@@ -248,16 +277,18 @@ fn with_crate(env: &Env, url: &str, run_index: usize) -> Result<(Duration, [Dura
         .push(&PushRequest::default())
         .map_err(|e| e.to_string())?;
     let total = started.elapsed();
+    let cpu = cpu_times().0 - cpu_before;
     drop(checkout);
     fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
-    Ok((total, [cloned, committed - cloned, total - committed]))
+    Ok((total, [cloned, committed - cloned, total - committed, cpu]))
 }
 
-fn with_cli(env: &Env, url: &str, run_index: usize) -> Result<Duration, String> {
+fn with_cli(env: &Env, url: &str, run_index: usize) -> Result<(Duration, Duration), String> {
     let dir = env.work_dir(&format!("roundtrip-cli-{run_index}"));
     let basic =
         base64::engine::general_purpose::STANDARD.encode(format!("{HTTP_USER}:{HTTP_PASSWORD}"));
     let header = format!("http.extraHeader=Authorization: Basic {basic}");
+    let (_, cpu_before) = cpu_times();
     let started = Instant::now();
     run(env.git(&env.root).args([
         "-c",
@@ -279,6 +310,7 @@ fn with_cli(env: &Env, url: &str, run_index: usize) -> Result<Duration, String> 
         .git(&dir)
         .args(["-c", &header, "push", "-q", "origin", "HEAD:main"]))?;
     let total = started.elapsed();
+    let cpu = cpu_times().1 - cpu_before;
     fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
-    Ok(total)
+    Ok((total, cpu))
 }

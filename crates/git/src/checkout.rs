@@ -152,6 +152,7 @@ impl Checkout {
         dir: &Path,
         options: &CloneOptions,
     ) -> Result<Self, Error> {
+        let started = std::time::Instant::now();
         let reference = reference.normalized();
         // libgit2's local transport cannot fetch shallow ("shallow fetch is not supported by the
         // local transport"); local remotes exist for tests only, so they get full history.
@@ -227,6 +228,7 @@ impl Checkout {
                 (branch.clone(), commit, None)
             }
         };
+        let fetched_at = started.elapsed();
         {
             let commit = repo
                 .find_commit(target)
@@ -245,7 +247,14 @@ impl Checkout {
             repo.checkout_head(Some(CheckoutBuilder::new().force()))
                 .map_err(local("checking out the work tree"))?;
         }
-        tracing::debug!(url = remote.url(), %reference, commit = %target, "cloned");
+        tracing::debug!(
+            url = remote.url(),
+            %reference,
+            commit = %target,
+            fetch_ms = fetched_at.as_millis(),
+            checkout_ms = (started.elapsed() - fetched_at).as_millis(),
+            "cloned"
+        );
         Ok(Self {
             repo,
             remote,

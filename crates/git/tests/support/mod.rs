@@ -240,13 +240,20 @@ impl Env {
         self.root.join("work").join(name)
     }
 
-    /// The git CLI with a private HOME, no system config and a fixed identity.
+    /// The git CLI with a private HOME, no system config, no automatic gc and a fixed identity.
     pub fn git(&self, dir: &Path) -> Command {
         let mut command = Command::new("git");
         command
             .current_dir(dir)
             .env("HOME", self.root.join("home"))
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            // No background gc or maintenance writing into repositories a test is about to
+            // inspect or delete.
+            .env("GIT_CONFIG_COUNT", "2")
+            .env("GIT_CONFIG_KEY_0", "gc.auto")
+            .env("GIT_CONFIG_VALUE_0", "0")
+            .env("GIT_CONFIG_KEY_1", "maintenance.auto")
+            .env("GIT_CONFIG_VALUE_1", "false")
             .env("GIT_AUTHOR_NAME", "Seeder")
             .env("GIT_AUTHOR_EMAIL", "seeder@example.com")
             .env("GIT_COMMITTER_NAME", "Seeder")
