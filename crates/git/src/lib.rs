@@ -14,7 +14,15 @@
 //!   given), [`Checkout::push`], and [`push_with_retry`] for the whole race-proof push.
 //!
 //! Credentials are held in [`Secret`]s, which never print; no error, log line or `Debug` output
-//! of this crate contains one.
+//! of this crate contains one. [`HttpHeader::from_git_config`] reads the `http.extraHeader`
+//! entries (GitHub's checkout token) that libgit2 ignores.
+//!
+//! # Repository ownership
+//!
+//! libgit2 refuses to open a repository owned by another user (the GitHub Action runs as root
+//! over a uid-1001 workspace). Turning that check off is another `unsafe` process-wide option
+//! (below), so it stays on. The Job is not affected: it clones into a directory its own user
+//! made, and never reopens a repository by path.
 //!
 //! # What bounds the time of an operation
 //!
