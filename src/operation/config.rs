@@ -36,6 +36,12 @@ pub struct UpdateConfig {
     pub message: Option<MessageConfig>,
     pub mode: Mode,
     pub outputs: Outputs,
+    /// Under `Apply`, write no change to the input when the run raised a
+    /// warning (the Action's `fail-on-warnings`), and say so in
+    /// [`super::Outcome::withheld`]. The outputs asked for are written all
+    /// the same. The decision is taken after planning, before the first
+    /// write, so the changes are those an `Apply` run would write.
+    pub withhold_on_warnings: bool,
 }
 
 impl UpdateConfig {

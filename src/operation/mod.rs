@@ -108,6 +108,10 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
         }
     }
     report.sort();
+    if config.withhold_on_warnings && config.mode.writes() && outcome.warnings().next().is_some() {
+        outcome.withheld = true;
+        outcome.list_edits.clear();
+    }
     if let Some(message) = &config.message
         && !report.file_changes.is_empty()
     {
@@ -421,7 +425,7 @@ fn write(
         Some(dir) => Destination::Under(dir.clone()),
         None => Destination::InPlace,
     };
-    let updates = if config.mode.writes() {
+    let updates = if config.mode.writes() && !outcome.withheld {
         outcome.files.as_slice()
     } else {
         &[]

@@ -85,6 +85,9 @@ pub struct Outcome {
     /// `ImageUpdateAutomation NS/NAME`, when it is suspended (nothing was
     /// edited).
     pub suspended: Option<String>,
+    /// The changes were not written: the run raised warnings and
+    /// [`super::UpdateConfig::withhold_on_warnings`] is set.
+    pub withheld: bool,
     /// The directory (or file) the report's paths are relative to (tree
     /// input).
     pub root: Option<TreeRoot>,
