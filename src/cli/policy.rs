@@ -1,7 +1,7 @@
 //! `image-update policy IMAGE`: the image reflector on the command line.
 //!
 //! With `--tags-file` the policy is evaluated offline
-//! ([`crate::reflector::selection::evaluate_offline`]); otherwise the tags come from the
+//! (`cli::policy_offline::evaluate_offline`); otherwise the tags come from the
 //! registry, with creation times for newest-build and a digest for the
 //! digest strategy and `--digest-reflection if-not-present|always`. The
 //! report goes to stdout; no qualifying tag is an error (exit 1) whose
@@ -26,7 +26,7 @@ use image_update_registry::{RegistryClient, Repository};
 /// or no qualifying tag.
 pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
     let rendered = if let Some(file) = &args.policy.tags_file {
-        let text = crate::input::read_text(file)?;
+        let text = crate::input::read_text(file, args.max_file_size)?;
         let tags = parse_tags_file(&text).map_err(|e| {
             Error::invalid(vec![
                 Diagnostic::error(e.to_string()).at(Location::new(crate::input::name(file), None)),

@@ -32,6 +32,9 @@ pub struct UpdateConfig {
     pub fetch: Option<FetchSettings>,
     pub mode: Mode,
     pub outputs: Outputs,
+    /// The most bytes one input file may have (tree files, policy files,
+    /// stdin as a file).
+    pub max_file_size: crate::input::SizeLimit,
 }
 
 impl UpdateConfig {

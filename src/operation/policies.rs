@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use super::config::{FetchSettings, UpdateConfig};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
+use crate::input::{FILE_KNOB, SizeLimit, read_capped};
 use crate::policies::image_policy::{Role, read_supplied, role};
 use crate::policies::{ConflictError, PolicyDocument, PolicyTable};
 use crate::reflector::{self, Definition, Resolved};
-use crate::updater::source::dir::walk;
+use crate::updater::source::dir::{open_regular, walk};
 use crate::yaml;
 
 /// The policies of a run.
@@ -174,7 +175,10 @@ pub fn client_settings(
 ///
 /// # Errors
 /// An unreadable file, or one that is not YAML (at its line and column).
-pub(super) fn read_policy_files(files: &[PathBuf]) -> Result<Vec<PolicyDocument>, Error> {
+pub(super) fn read_policy_files(
+    files: &[PathBuf],
+    limit: SizeLimit,
+) -> Result<Vec<PolicyDocument>, Error> {
     let mut out = Vec::new();
     for file in files {
         let stdin = file == Path::new("-");
@@ -183,7 +187,7 @@ pub(super) fn read_policy_files(files: &[PathBuf]) -> Result<Vec<PolicyDocument>
         } else {
             file.display().to_string()
         };
-        let text = crate::input::read_text(file)?;
+        let text = crate::input::read_text(file, limit)?;
         let documents = yaml::parse_documents(&text).map_err(|e| {
             Error::invalid(vec![
                 Diagnostic::error(format!("not valid YAML: {}", e.message))
@@ -215,11 +219,24 @@ pub(super) fn read_policy_files(files: &[PathBuf]) -> Result<Vec<PolicyDocument>
 ///
 /// # Errors
 /// A walk or read failure, or a screened file that is not YAML.
-pub(super) fn tree_definitions(root: &Path) -> Result<Vec<PolicyDocument>, Error> {
+pub(super) fn tree_definitions(
+    root: &Path,
+    limit: SizeLimit,
+) -> Result<Vec<PolicyDocument>, Error> {
     let walked = walk(root, |c| {
-        let text = match fs_err::read_to_string(&c.path) {
-            Ok(t) => t,
+        let file = match open_regular(&c.path) {
+            Ok(Some((file, _))) => file,
+            Ok(None) => return None,
             Err(e) => return Some(Err(Error::Io(e))),
+        };
+        let mut bytes = Vec::new();
+        let name = c.path.display().to_string();
+        if let Err(e) = read_capped(file, &name, limit, FILE_KNOB, &mut bytes) {
+            return Some(Err(e.into()));
+        }
+        // Files that are not UTF-8 are the updater's to report.
+        let Ok(text) = String::from_utf8(bytes) else {
+            return None;
         };
         if !reflector::may_define(&text) {
             return None;

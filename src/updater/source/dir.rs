@@ -6,7 +6,15 @@
 //! (gitignore syntax) are honoured; `.gitignore` is not (Flux's source
 //! controller does not either). Directory symlinks are never followed;
 //! dangling symlinks are skipped; a file symlink is read through, and may be
-//! written only when its target lies inside the root.
+//! written only when its target lies inside the root: PATH itself when it is
+//! a directory, PATH's parent directory when it is a file (or a symlink to
+//! one), the same base that relative paths are computed from. The link
+//! itself stays a link: its target is written.
+//!
+//! Only regular files are read: a FIFO, socket or device named `*.yaml`
+//! (or a symlink to one) is skipped with a note (`-v`), and files are opened
+//! without blocking, so a FIFO swapped in after the walk looked cannot hang
+//! the run either.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -132,7 +140,25 @@ where
             }
             let path = entry.path().to_path_buf();
             let rel = relative(&base, &path);
-            let write_to = if file_type.is_symlink() {
+            // The root is given by the user: see it as it is on disk (the
+            // walker reports a symlinked root as what it points to).
+            let is_symlink = if entry.depth() == 0 {
+                fs_err::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink())
+            } else {
+                file_type.is_symlink()
+            };
+            if !is_symlink && !file_type.is_file() {
+                push(
+                    &skipped,
+                    Skipped {
+                        rel,
+                        reason: "not a regular file (a FIFO, socket or device), so it is not read"
+                            .to_owned(),
+                    },
+                );
+                return WalkState::Continue;
+            }
+            let write_to = if is_symlink {
                 match fs_err::metadata(&path) {
                     Err(_) => {
                         push(
@@ -150,6 +176,16 @@ where
                             Skipped {
                                 rel,
                                 reason: "symlink to a directory".to_owned(),
+                            },
+                        );
+                        return WalkState::Continue;
+                    }
+                    Ok(m) if !m.is_file() => {
+                        push(
+                            &skipped,
+                            Skipped {
+                                rel,
+                                reason: "symlink to something that is not a regular file (a FIFO, socket or device), so it is not read".to_owned(),
                             },
                         );
                         return WalkState::Continue;
@@ -192,6 +228,26 @@ where
         skipped,
         candidates: candidates.into_inner(),
     })
+}
+
+/// Open `path` for reading if it is a regular file (following a symlink);
+/// `None` when it is something else. The open does not block, so a FIFO
+/// cannot hang the caller.
+///
+/// # Errors
+/// When the file cannot be opened or its metadata read.
+pub fn open_regular(path: &Path) -> std::io::Result<Option<(fs_err::File, u64)>> {
+    let mut options = fs_err::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    let len = meta.len();
+    Ok(meta.is_file().then_some((file, len)))
 }
 
 fn push<V>(m: &Mutex<Vec<V>>, v: V) {
