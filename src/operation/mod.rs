@@ -482,9 +482,9 @@ fn write(
         &[]
     };
     let journal_dir = match &destination {
+        _ if updates.is_empty() => None,
         Destination::Under(dir) => Some(dir.as_path()),
-        Destination::InPlace if !updates.is_empty() => journal_dir,
-        Destination::InPlace => None,
+        Destination::InPlace => journal_dir,
     };
     outcome.written = tree::write_updates(updates, &destination, &extra, journal_dir)
         .map_err(|e| Error::Other(Box::new(e)))?;

@@ -224,7 +224,7 @@ pub(super) fn tree_definitions(
     limit: SizeLimit,
 ) -> Result<Vec<PolicyDocument>, Error> {
     let walked = walk(root, |c| {
-        let file = match open_regular(&c.path) {
+        let file = match open_regular(&c.path, c.regular) {
             Ok(Some((file, _))) => file,
             Ok(None) => return None,
             Err(e) => return Some(Err(Error::Io(e))),

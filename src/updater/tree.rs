@@ -117,7 +117,7 @@ thread_local! {
 }
 
 /// Read `path` (at most `limit` bytes) and screen it for `$imagepolicy`.
-fn read_screened(path: &Path, limit: SizeLimit) -> Result<Screened, ReadError> {
+fn read_screened(path: &Path, regular: bool, limit: SizeLimit) -> Result<Screened, ReadError> {
     use std::io::Read;
     let name = || path.display().to_string();
     let too_large = || ReadError::TooLarge {
@@ -130,10 +130,10 @@ fn read_screened(path: &Path, limit: SizeLimit) -> Result<Screened, ReadError> {
         source,
     };
     BUFFER.with_borrow_mut(|buf| {
-        let Some((file, size)) = dir::open_regular(path).map_err(io)? else {
+        let Some((file, size)) = dir::open_regular(path, regular).map_err(io)? else {
             return Ok(Screened::NotRegular);
         };
-        if size > limit.bytes() {
+        if size.is_some_and(|size| size > limit.bytes()) {
             return Err(too_large());
         }
         let mut file = file.take(limit.bytes().saturating_add(1));
@@ -174,7 +174,7 @@ fn plan_file(
     keep_old: bool,
     limit: SizeLimit,
 ) -> Option<FileResult> {
-    let bytes = match read_screened(&candidate.path, limit) {
+    let bytes = match read_screened(&candidate.path, candidate.regular, limit) {
         Ok(Screened::Marked(b)) => b,
         Ok(Screened::Unmarked) => return None,
         Ok(Screened::NotRegular) => {
@@ -411,5 +411,11 @@ pub fn write_updates<'a>(
         .chain(extra.iter().copied())
         .collect();
     sink::dir::write_all(&writes, journal_dir)?;
-    Ok(writes.iter().map(|w| w.target.to_path_buf()).collect())
+    // A file reached twice (itself and a symlink to it) was written once.
+    let mut seen = std::collections::HashSet::new();
+    Ok(writes
+        .iter()
+        .filter(|w| seen.insert(w.target))
+        .map(|w| w.target.to_path_buf())
+        .collect())
 }

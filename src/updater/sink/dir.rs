@@ -377,7 +377,9 @@ pub(crate) fn commit(
     // is left to do is cleaning up, and a failure there only leaves files
     // that the next run removes.
     if journal.committed().is_ok() {
-        journal::finish(&slots);
+        // Removing a backup frees the original's blocks (what the rename
+        // did before backups existed): on several threads, as the renames.
+        in_parallel(&slots, |slot| remove_if_present(&slot.bak));
         let _ = journal.remove();
     }
     Ok(slots.len())

@@ -28,6 +28,8 @@ pub struct Candidate {
     pub rel: String,
     /// Where to read it.
     pub path: PathBuf,
+    /// Whether the walk saw it as a regular file itself (not a symlink).
+    pub regular: bool,
     /// Where an update is written: the file itself, or a symlink's target
     /// inside the root; `Err` says why it cannot be written.
     pub write_to: Result<PathBuf, String>,
@@ -63,7 +65,9 @@ pub fn is_candidate_name(name: &str) -> bool {
 #[must_use]
 pub fn base_dir(root: &Path) -> PathBuf {
     if root.is_file() {
+        // `a.yaml` has the parent `""`: the current directory.
         root.parent()
+            .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     } else {
         root.to_path_buf()
@@ -206,6 +210,7 @@ where
             let candidate = Candidate {
                 rel,
                 path,
+                regular: !is_symlink,
                 write_to,
             };
             candidates.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -232,11 +237,17 @@ where
 
 /// Open `path` for reading if it is a regular file (following a symlink);
 /// `None` when it is something else. The open does not block, so a FIFO
-/// cannot hang the caller.
+/// cannot hang the caller. `known_regular` skips the check (one `fstat`
+/// per file) when the walk already saw a regular file: if something else
+/// was swapped in since, the open still does not block, reading a FIFO
+/// ends at once, and reading a device stops at the size cap.
 ///
 /// # Errors
 /// When the file cannot be opened or its metadata read.
-pub fn open_regular(path: &Path) -> std::io::Result<Option<(fs_err::File, u64)>> {
+pub fn open_regular(
+    path: &Path,
+    known_regular: bool,
+) -> std::io::Result<Option<(fs_err::File, Option<u64>)>> {
     let mut options = fs_err::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -245,9 +256,12 @@ pub fn open_regular(path: &Path) -> std::io::Result<Option<(fs_err::File, u64)>>
         options.custom_flags(libc::O_NONBLOCK);
     }
     let file = options.open(path)?;
+    if known_regular {
+        return Ok(Some((file, None)));
+    }
     let meta = file.metadata()?;
     let len = meta.len();
-    Ok(meta.is_file().then_some((file, len)))
+    Ok(meta.is_file().then_some((file, Some(len))))
 }
 
 fn push<V>(m: &Mutex<Vec<V>>, v: V) {
