@@ -473,6 +473,88 @@ fn sigkill_during_writes_leaves_no_partial_file_and_the_next_run_cleans_up() {
     assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
 }
 
+/// The journal of the run working on `root`, once it records staged files
+/// (the renames begin right after).
+fn journal_when_staged(root: &Path, limit: Duration) -> Option<PathBuf> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        for e in fs_err::read_dir(root).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".image-update.")
+                && name.ends_with(".journal")
+                && fs_err::read_to_string(e.path()).is_ok_and(|t| t.contains("\"staged\""))
+            {
+                return Some(e.path());
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    None
+}
+
+/// SIGKILL right when the renames begin: the tree may be mixed then, and the
+/// next run (one with nothing to change) puts every original back.
+fn sigkill_during_the_renames_is_undone_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    let files = big_tree(&root, BIG, "1.25.0");
+    let mut mixed = 0;
+    for round in 0..3 {
+        let mut child = update(&root, "1.27.1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let journal = journal_when_staged(&root, Duration::from_secs(120));
+        // The journal is flushed, then the renames run (3,000 of them take
+        // tens of milliseconds): land in them.
+        std::thread::sleep(Duration::from_millis([10, 30, 60][round]));
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .arg(child.id().to_string())
+            .status();
+        child.wait().unwrap();
+        let journal = journal.expect("the run keeps a journal that records its staged files");
+        // No journal any more: the run finished before the kill.
+        let committed =
+            fs_err::read_to_string(&journal).map_or(true, |t| t.contains("\"committed\""));
+        let (old, new) = census(&files, "1.25.0", "1.27.1");
+        if old != 0 && new != 0 {
+            mixed += 1;
+        }
+        let out = output(
+            bin()
+                .arg("update")
+                .arg(&root)
+                .args(["--policy", "other:policy=nginx:9.9.9"]),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "round {round}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("was killed while writing") || committed || new == 0,
+            "round {round}: the next run says what it did: {}",
+            stderr(&out)
+        );
+        let after = census(&files, "1.25.0", "1.27.1");
+        let expected = if committed { (0, BIG) } else { (BIG, 0) };
+        assert_eq!(
+            after, expected,
+            "round {round}: {old} old and {new} new after the kill (committed: {committed})"
+        );
+        assert!(
+            leftovers(&root).is_empty(),
+            "round {round}: {:?}",
+            leftovers(&root)
+        );
+        reset(&files, "1.25.0");
+    }
+    eprintln!("{mixed} of 3 kills left a mixed tree, which the next run undid");
+}
+
 /// SIGTERM (and SIGINT) at random moments: the run itself leaves the tree
 /// all old or all new and removes its own temporary files, with no later run.
 fn sigterm_during_writes_cleans_up_its_own_files() {
@@ -1002,6 +1084,11 @@ fn main() {
             "sigkill_during_writes_leaves_no_partial_file_and_the_next_run_cleans_up",
             &["kill"],
             sigkill_during_writes_leaves_no_partial_file_and_the_next_run_cleans_up,
+        ),
+        trial(
+            "sigkill_during_the_renames_is_undone_by_the_next_run",
+            &["kill"],
+            sigkill_during_the_renames_is_undone_by_the_next_run,
         ),
         trial(
             "sigterm_during_writes_cleans_up_its_own_files",
