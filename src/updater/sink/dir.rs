@@ -21,7 +21,7 @@
 //! backup. Either way the temporary files and backups are removed, and the
 //! error says nothing was written. If the process is killed (SIGKILL, power
 //! loss), the journal stays: the next run that writes the tree in place
-//! takes it over ([`recover`]) before it reads anything, puts back the
+//! takes it over ([`recover`]) before it reads the tree, puts back the
 //! originals of a commit that had not finished, and removes its files.
 //!
 //! The flush costs nothing extra on ext4, which writes a file's blocks out
