@@ -6,7 +6,7 @@
 //! with an edit error (edits that overlap), and, when it produces a new
 //! text:
 //! 1. every byte outside the reported changes' edits is unchanged, and each
-//!    replacement is one line;
+//!    replacement is one line; each change's position is its edit's;
 //! 2. the new text parses (with [`parse_documents`]) whenever the old one
 //!    did, to the same values except at the changed fields, which hold
 //!    their new values;
@@ -15,6 +15,7 @@
 use std::sync::OnceLock;
 
 use image_update::policies::{ImageRef, PolicyKey, PolicyTable};
+use image_update::text::position_of;
 use image_update::updater::plan::{Plan, PlanError, PlanOptions, plan};
 use image_update::updater::scan::Layout;
 use image_update::yaml::parse_documents;
@@ -123,6 +124,13 @@ pub fn check(text: &str, layout: Layout, options: PlanOptions) {
         !planned.planned.changes.is_empty(),
         "a new text without changes"
     );
+    for change in &planned.planned.changes {
+        assert_eq!(
+            change.position,
+            position_of(text, change.edit.range().start),
+            "a change is reported away from its edit: {change:?}"
+        );
+    }
     check_splice(text, new, &planned);
     check_values(text, new, layout, &planned);
     let again = plan(new, layout, table(), options);
