@@ -376,7 +376,7 @@ impl Reader<'_> {
 pub fn label_selector(value: &Value) -> Result<Selector, String> {
     let selector: LabelSelector =
         serde_json::from_value(value.clone()).map_err(|e| format!("not a LabelSelector: {e}"))?;
-    Selector::from_label_selector(&selector)
+    Selector::from_label_selector(&selector).map_err(|e| e.to_string())
 }
 
 /// `./a//b/../c/` -> `a/c`; `..` never climbs above the root, as Flux joins

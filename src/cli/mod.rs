@@ -6,7 +6,13 @@
 //!   function, as kpt runs a container (`kpt fn eval --image`, `kpt fn
 //!   render`); also `image-update fn`;
 //! * every other mode is an explicit subcommand: `update` (a directory or
-//!   file), `policy` (choose a tag).
+//!   file), `policy` (choose a tag), `message` (a commit message), `action`
+//!   (the GitHub Action: inputs from `INPUT_*`, results in the runner's
+//!   files).
+//!
+//! `--help` with no subcommand ends with the function's documentation,
+//! because `kpt fn doc --image IMAGE` runs the image with `--help` and
+//! shows what it prints.
 //!
 //! Each subcommand turns its flags into an [`crate::operation::UpdateConfig`]
 //! (or its own small config), runs, renders the outcome on stdout/stderr and
@@ -14,6 +20,8 @@
 
 use std::path::PathBuf;
 
+pub mod action;
+pub mod completions;
 pub mod krm;
 pub mod message;
 pub mod policy;
@@ -25,21 +33,40 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
 
+/// The version `--version` prints: the package version, plus the git
+/// commit and its date when built from a checkout (see `build.rs`), e.g.
+/// `0.1.0 (commit abcdef1, 2026-11-23)`.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    env!("IMAGE_UPDATE_VERSION_SUFFIX")
+);
+
 /// Byte-preserving GitOps image automation: rewrites the fields marked with
 /// `# {"$imagepolicy": "NAMESPACE:NAME"}` comments, and nothing else.
 #[derive(Debug, Parser)]
 #[command(
     name = "image-update",
-    version,
+    version = VERSION,
     about,
     long_about = None,
-    after_help = "Which mode runs: with no arguments and a ResourceList on stdin (not a terminal), the \
-                  binary is the KRM function (kpt fn eval / kpt fn render; same as `image-update fn`, \
-                  see `image-update fn --help`). Every other mode is a subcommand."
+    after_help = MODES_HELP,
+    after_long_help = top_long_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// Which mode runs (the end of `-h`).
+const MODES_HELP: &str = "Which mode runs: with no arguments and a ResourceList on stdin (not a \
+                          terminal), the binary is the KRM function (kpt fn eval / kpt fn render; \
+                          same as `image-update fn`, see `image-update fn --help`). Every other mode \
+                          is a subcommand.";
+
+/// The end of `--help`: which mode runs, then the KRM function's
+/// documentation, which `kpt fn doc --image IMAGE` shows.
+fn top_long_help() -> String {
+    format!("{MODES_HELP}\n\nThe KRM function (`image-update fn`):\n\n{FN_HELP}")
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,7 +82,38 @@ pub enum Command {
     Policy(PolicyCommandArgs),
     /// Render a commit message (Flux's messageTemplate) from a saved report.
     Message(MessageCommandArgs),
+    /// Run as the GitHub Action (action.yml): inputs from INPUT_*
+    /// variables, results in GITHUB_OUTPUT and GITHUB_STEP_SUMMARY.
+    #[command(long_about = action::HELP)]
+    Action(ActionArgs),
+    /// Print a shell completion script on stdout (bash, zsh, fish, elvish,
+    /// powershell).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout: the program's, or COMMAND's.
+    Man(ManArgs),
 }
+
+/// `image-update completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `image-update man [COMMAND]`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand whose page to print (image-update-COMMAND(1)) instead
+    /// of the program's.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+}
+
+/// `image-update action` takes no arguments: its inputs come from the
+/// runner's `INPUT_*` variables.
+#[derive(Debug, Args)]
+pub struct ActionArgs {}
 
 /// Registry client options (`update --fetch`, `policy`).
 #[derive(Debug, Clone, Default, Args)]
@@ -375,7 +433,8 @@ pub enum Exit {
     Success,
     /// `--check` found changes to make.
     ChangesPending,
-    /// The output was written, and it reports errors (`fn`).
+    /// The run failed after telling so its own way: `fn` wrote a
+    /// ResourceList with error results, `action` wrote error annotations.
     Failed,
 }
 
@@ -408,6 +467,9 @@ pub fn run() -> Result<Exit, Error> {
         Some(Command::Fn(_)) => krm::run(),
         Some(Command::Policy(args)) => policy::run(&args),
         Some(Command::Message(args)) => message::run(&args),
+        Some(Command::Action(args)) => action::run(&args),
+        Some(Command::Completions(args)) => completions::run_completions(&args),
+        Some(Command::Man(args)) => completions::run_man(&args),
         None => Err(Error::Usage(
             "no command given; try `image-update --help`".to_owned(),
         )),

@@ -157,16 +157,22 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
 
 /// `--policy NAMESPACE:NAME=IMAGE:TAG[@DIGEST]`.
 fn policy_value(flag: &str) -> Result<PolicyValue, Error> {
-    let source = format!("--policy {flag}");
+    policy_value_from("--policy", flag)
+}
+
+/// A policy result `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` given by `what` (a
+/// flag, an Action input), which errors and conflicts name.
+pub(crate) fn policy_value_from(what: &str, flag: &str) -> Result<PolicyValue, Error> {
+    let source = format!("{what} {flag}");
     let (key, reference) = flag.split_once('=').ok_or_else(|| {
         Error::Usage(format!(
-            "--policy {flag:?}: expected NAMESPACE:NAME=IMAGE:TAG[@DIGEST]"
+            "{what} {flag:?}: expected NAMESPACE:NAME=IMAGE:TAG[@DIGEST]"
         ))
     })?;
     let key = PolicyKey::parse(key)
-        .ok_or_else(|| Error::Usage(format!("--policy {flag:?}: {key:?} is not NAMESPACE:NAME")))?;
+        .ok_or_else(|| Error::Usage(format!("{what} {flag:?}: {key:?} is not NAMESPACE:NAME")))?;
     let image = ImageRef::parse(reference).map_err(|e| {
-        let mut message = format!("--policy {flag:?}: {e}");
+        let mut message = format!("{what} {flag:?}: {e}");
         if let Some(cause) = std::error::Error::source(&e) {
             message.push_str(&format!(": {cause}"));
         }

@@ -12,7 +12,7 @@ use super::definitions::{CredentialSource, Definition};
 use crate::diagnostic::Diagnostic;
 use crate::policies::{ImageRef, PolicyKey};
 use crate::reflector::selection::{
-    DigestAction, LookupError, PolicySpec, Selection, Strategy, digest_action,
+    Created, DigestAction, LookupError, PolicySpec, Selection, Strategy, digest_action,
     next_observed_previous,
 };
 use image_update_registry::credentials::credential_from_config_json;
@@ -301,12 +301,11 @@ pub fn choose(
         // then reads the answers in its own order.
         let survivors: Vec<&str> = filtered.tags().collect();
         let mut times = created_many(client, repo, &survivors, &platforms);
-        let mut lookup =
-            |tag: &str| -> Result<Option<image_update_registry::time::Timestamp>, LookupError> {
-                times
-                    .remove(tag)
-                    .unwrap_or_else(|| created(client, repo, tag, &platforms))
-            };
+        let mut lookup = |tag: &str| -> Result<Created, LookupError> {
+            times
+                .remove(tag)
+                .unwrap_or_else(|| created(client, repo, tag, &platforms))
+        };
         spec.choose(filtered, &mut lookup, top)?
     } else {
         spec.choose(
@@ -363,7 +362,7 @@ pub fn choose(
 /// How many creation times are looked up at once (per policy).
 const CREATED_IN_FLIGHT: usize = 6;
 
-type CreatedResult = Result<Option<image_update_registry::time::Timestamp>, LookupError>;
+type CreatedResult = Result<Created, LookupError>;
 
 /// [`created`] for many tags, with up to [`CREATED_IN_FLIGHT`] requests
 /// at a time (each host's `concurrency` setting still applies).
@@ -382,28 +381,27 @@ fn created_many(
 
 /// The creation time of `tag` for newest-build: the first of `platforms`
 /// the tag has an image for (none: the registry's default choice). A tag
-/// with no image for any platform, or without a `created` time, drops out
-/// (`Ok(None)`), as in Argo CD; other registry failures abort.
+/// with no image for any of the platforms ([`Created::NoPlatform`]), or
+/// whose image has no `created` time ([`Created::Unknown`]), drops out, as
+/// in Argo CD, each counted under its own reason; other registry failures
+/// abort.
 fn created(
     client: &RegistryClient,
     repo: &Repository,
     tag: &str,
     platforms: &[Platform],
-) -> Result<Option<image_update_registry::time::Timestamp>, LookupError> {
-    if platforms.is_empty() {
-        return match client.created(repo, tag, None) {
-            Ok(Some(t)) => Ok(Some(t)),
-            Ok(None) | Err(RegistryError::PlatformNotFound { .. }) => Ok(None),
-            Err(e) => Err(Box::new(e)),
-        };
-    }
-    for p in platforms {
-        match client.created(repo, tag, Some(p)) {
-            Ok(Some(t)) => return Ok(Some(t)),
-            Ok(None) => return Ok(None),
+) -> Result<Created, LookupError> {
+    let wanted: Vec<Option<&Platform>> = if platforms.is_empty() {
+        vec![None]
+    } else {
+        platforms.iter().map(Some).collect()
+    };
+    for p in wanted {
+        match client.created(repo, tag, p) {
+            Ok(time) => return Ok(time.into()),
             Err(RegistryError::PlatformNotFound { .. }) => {}
             Err(e) => return Err(Box::new(e)),
         }
     }
-    Ok(None)
+    Ok(Created::NoPlatform)
 }

@@ -43,8 +43,8 @@ pub use image_update_registry::time::{TimeError, Timestamp};
 pub use reflection::{DigestAction, ImageRef, digest_action, next_observed_previous};
 pub use render::{render_json, render_text};
 pub use select::{
-    Candidate, CreatedLookup, Drops, Filtered, LookupError, NoCreatedTimes, NoTag, PatternCount,
-    SelectError, Selection, TagInfo,
+    Candidate, Created, CreatedLookup, Drops, Filtered, LookupError, NoCreatedTimes, NoTag,
+    PatternCount, SelectError, Selection, TagInfo,
 };
 pub use spec::{
     DEFAULT_EXCLUDE, DigestReflection, FilterTagsConfig, Order, PolicyConfig, PolicySpec,

@@ -22,7 +22,8 @@
 //! `dropped` has, in this order: `duplicate_tag`, `excluded` (total),
 //! `excluded_by` (array of `{"pattern", "count"}` in configuration order),
 //! `allow_tags`, `ignore_tags`, `filter_pattern`, `duplicate_key`,
-//! `not_candidate`, `outside_range`, `no_created_time`, all numbers. Each
+//! `not_candidate`, `outside_range`, `no_created_time`, `no_platform`
+//! (newest-build: no image for any of the policy's platforms), all numbers. Each
 //! listed tag is counted once, under the first step that dropped it, so
 //! `listed == eligible + sum(dropped counts)` (with `excluded` standing for
 //! `excluded_by`).
@@ -61,6 +62,7 @@ struct JsonDrops<'a> {
     not_candidate: usize,
     outside_range: usize,
     no_created_time: usize,
+    no_platform: usize,
 }
 
 impl<'a> From<&'a Drops> for JsonDrops<'a> {
@@ -76,6 +78,7 @@ impl<'a> From<&'a Drops> for JsonDrops<'a> {
             not_candidate: d.not_candidate,
             outside_range: d.outside_range,
             no_created_time: d.no_created_time,
+            no_platform: d.no_platform,
         }
     }
 }
@@ -170,6 +173,7 @@ pub fn render_text(
         spec.strategy(),
         config.allow_tags.as_deref(),
         config.filter.as_ref().map(|f| f.pattern.as_str()),
+        spec.platforms(),
     );
     if parts.is_empty() {
         out.push_str("dropped: none\n");
@@ -275,6 +279,38 @@ mod tests {
     }
 
     #[test]
+    fn platform_drops_in_text_and_json() {
+        let mut config = PolicyConfig::new(Strategy::NewestBuild);
+        config.platforms = vec!["linux/arm64".into()];
+        let spec = PolicySpec::new(config).unwrap();
+        let mut lookup = |tag: &str| -> Result<
+            crate::reflector::selection::Created,
+            crate::reflector::selection::LookupError,
+        > {
+            use crate::reflector::selection::Created;
+            Ok(match tag {
+                "a" => Created::At(Timestamp::from_unix(1_700_000_000, 0)),
+                "b" => Created::Unknown,
+                _ => Created::NoPlatform,
+            })
+        };
+        let filtered = spec.filter_tags(["a", "b", "c", "d"]).unwrap();
+        let sel = spec.choose(filtered, &mut lookup, 10).unwrap();
+        let text = render_text("app", &spec, &sel, None);
+        assert!(
+            text.ends_with(
+                "tags: 4 listed, 1 eligible\ndropped:\n  1 without a creation time\n  2 without an image for linux/arm64\n"
+            ),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&render_json("app", &spec, &sel, None).unwrap()).unwrap();
+        assert_eq!(json["dropped"]["no_platform"], 2);
+        assert_eq!(json["dropped"]["no_created_time"], 1);
+        assert_eq!(json["platforms"], serde_json::json!(["linux/arm64"]));
+    }
+
+    #[test]
     fn json_report_schema() {
         let mut config = PolicyConfig::new(Strategy::SemVer {
             range: ">=1.0.0".into(),
@@ -317,7 +353,8 @@ mod tests {
                 "duplicate_key": 0,
                 "not_candidate": 1,
                 "outside_range": 1,
-                "no_created_time": 0
+                "no_created_time": 0,
+                "no_platform": 0
             },
             "platforms": ["linux/amd64"],
             "digest_reflection": "Never"

@@ -101,6 +101,10 @@ pub struct Drops {
     pub outside_range: usize,
     /// newest-build only: no creation time available for the tag.
     pub no_created_time: usize,
+    /// newest-build only: the tag has no image for any of the policy's
+    /// platforms (without platforms: no image with a real platform at all,
+    /// e.g. an index of attestations only).
+    pub no_platform: usize,
 }
 
 impl Drops {
@@ -120,15 +124,18 @@ impl Drops {
             + self.not_candidate
             + self.outside_range
             + self.no_created_time
+            + self.no_platform
     }
 
     /// Human-readable parts, one per non-zero counter, e.g.
-    /// `3 excluded by ^.*\.sig$`, `1,150 not semver`.
+    /// `3 excluded by ^.*\.sig$`, `1,150 not semver`,
+    /// `2 without an image for linux/arm64`.
     pub fn describe(
         &self,
         strategy: &Strategy,
         allow: Option<&str>,
         pattern: Option<&str>,
+        platforms: &[String],
     ) -> Vec<String> {
         let mut parts = Vec::new();
         let mut push = |n: usize, what: String| {
@@ -161,6 +168,14 @@ impl Drops {
         push(self.not_candidate, not_candidate);
         push(self.outside_range, "outside range".into());
         push(self.no_created_time, "without a creation time".into());
+        push(
+            self.no_platform,
+            if platforms.is_empty() {
+                "without an image for any platform".to_owned()
+            } else {
+                format!("without an image for {}", platforms.join(" or "))
+            },
+        );
         parts
     }
 }
@@ -213,6 +228,8 @@ pub struct NoTag {
     pub allow: Option<String>,
     /// The `filterTags` pattern, for the message.
     pub pattern: Option<String>,
+    /// The policy's platforms, for the message.
+    pub platforms: Vec<String>,
 }
 
 impl fmt::Display for NoTag {
@@ -229,10 +246,12 @@ impl fmt::Display for NoTag {
             thousands(listed),
             if listed == 1 { "" } else { "s" }
         )?;
-        for part in self
-            .drops
-            .describe(strategy, self.allow.as_deref(), self.pattern.as_deref())
-        {
+        for part in self.drops.describe(
+            strategy,
+            self.allow.as_deref(),
+            self.pattern.as_deref(),
+            &self.platforms,
+        ) {
             write!(f, ", {part}")?;
         }
         Ok(())
@@ -242,25 +261,48 @@ impl fmt::Display for NoTag {
 /// Error type of a [`CreatedLookup`].
 pub type LookupError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// What a [`CreatedLookup`] found out about the image behind a tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// The image config's `created` time.
+    At(Timestamp),
+    /// The image has no usable creation time (counted as
+    /// [`Drops::no_created_time`]).
+    Unknown,
+    /// The tag has no image for any of the policy's platforms (counted as
+    /// [`Drops::no_platform`]).
+    NoPlatform,
+}
+
+impl From<Option<Timestamp>> for Created {
+    fn from(time: Option<Timestamp>) -> Self {
+        time.map_or(Created::Unknown, Created::At)
+    }
+}
+
 /// Supplies image creation times for newest-build (step 2).
 ///
-/// Return `Ok(None)` when the tag has no usable time (Argo CD drops such
-/// tags silently; we drop and count them), and `Err` to abort the selection.
-/// Implemented for closures `FnMut(&str) -> Result<Option<Timestamp>, LookupError>`.
+/// Return [`Created::Unknown`] when the tag has no usable time and
+/// [`Created::NoPlatform`] when it has no image for the policy's platforms
+/// (Argo CD drops such tags silently; we drop and count them), and `Err` to
+/// abort the selection. Implemented for closures
+/// `FnMut(&str) -> Result<R, LookupError>` where `R` is [`Created`] or
+/// `Option<Timestamp>`.
 pub trait CreatedLookup {
     /// The creation time of the image behind `tag`.
     ///
     /// # Errors
     /// Whatever the caller's source of truth reports; it aborts selection.
-    fn created(&mut self, tag: &str) -> Result<Option<Timestamp>, LookupError>;
+    fn created(&mut self, tag: &str) -> Result<Created, LookupError>;
 }
 
-impl<F> CreatedLookup for F
+impl<F, R> CreatedLookup for F
 where
-    F: FnMut(&str) -> Result<Option<Timestamp>, LookupError>,
+    F: FnMut(&str) -> Result<R, LookupError>,
+    R: Into<Created>,
 {
-    fn created(&mut self, tag: &str) -> Result<Option<Timestamp>, LookupError> {
-        self(tag)
+    fn created(&mut self, tag: &str) -> Result<Created, LookupError> {
+        self(tag).map(Into::into)
     }
 }
 
@@ -269,8 +311,8 @@ where
 pub struct NoCreatedTimes;
 
 impl CreatedLookup for NoCreatedTimes {
-    fn created(&mut self, _tag: &str) -> Result<Option<Timestamp>, LookupError> {
-        Ok(None)
+    fn created(&mut self, _tag: &str) -> Result<Created, LookupError> {
+        Ok(Created::Unknown)
     }
 }
 
@@ -541,11 +583,12 @@ impl PolicySpec {
                         source,
                     })?;
                 match created {
-                    Some(t) => {
+                    Created::At(t) => {
                         entry.rank = RankKey::Created(t);
                         kept.push(entry);
                     }
-                    None => drops.no_created_time += 1,
+                    Created::Unknown => drops.no_created_time += 1,
+                    Created::NoPlatform => drops.no_platform += 1,
                 }
             }
             entries = kept;
@@ -557,6 +600,7 @@ impl PolicySpec {
                 drops,
                 allow: self.config.allow_tags.clone(),
                 pattern: self.config.filter.as_ref().map(|f| f.pattern.clone()),
+                platforms: self.config.platforms.clone(),
             })));
         }
         let eligible = entries.len();

@@ -18,8 +18,12 @@
 //! * Versions *inside a range* are lenient (`v` prefix, one to three parts,
 //!   wildcards `x`, `X`, `*`), as Masterminds allows.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use semver::{Prerelease, Version};
 
@@ -99,6 +103,12 @@ struct Group {
 impl Range {
     /// Parses a Masterminds constraint string.
     ///
+    /// Which strings parse follows Masterminds v3.2.1 and later (Flux uses
+    /// v3.5): hyphen ranges are rewritten first, over the whole string; the
+    /// result is split on `||`; in each alternative, constraints must be
+    /// separated by whitespace or by one comma (`>1.0 <2.0`, `>1.0, <2.0`),
+    /// so `>1.0<2.0`, `1.2.3~1.2.3` and a trailing comma are invalid.
+    ///
     /// # Errors
     /// Returns [`RangeError`] for anything Masterminds rejects as an
     /// improper constraint, including the empty string.
@@ -106,9 +116,20 @@ impl Range {
         if text.trim().is_empty() {
             return Err(RangeError::new("empty range"));
         }
+        let rewritten = rewrite_hyphen_ranges(text)?;
         let mut groups = Vec::new();
-        for segment in text.split("||") {
-            let comparators = parse_and_group(segment)?;
+        for segment in rewritten.split("||") {
+            let comparators = parse_and_group(segment).map_err(|e| {
+                if rewritten == text {
+                    e
+                } else {
+                    RangeError::new(format!(
+                        "{} (after reading hyphen ranges, the range is '{}')",
+                        e.reason,
+                        rewritten.trim_end()
+                    ))
+                }
+            })?;
             let allows_prerelease = comparators.iter().any(|c| !c.version.pre.is_empty());
             groups.push(Group {
                 comparators,
@@ -150,7 +171,8 @@ impl std::str::FromStr for Range {
     }
 }
 
-/// A version as written inside a range, before wildcards are resolved.
+/// A version as written inside a range: up to three parts of
+/// `[0-9xX*|]` (validated later), and an optional prerelease.
 #[derive(Debug)]
 struct LooseVersion<'a> {
     parts: Vec<&'a str>,
@@ -159,6 +181,60 @@ struct LooseVersion<'a> {
 
 fn is_wildcard(part: &str) -> bool {
     matches!(part, "x" | "X" | "*")
+}
+
+/// A byte that may appear in a version part inside a range. Masterminds'
+/// pattern admits `|` too; such a part is then rejected when it is read as
+/// a number (unless a wildcard before it means it is never read).
+fn is_part_char(b: u8) -> bool {
+    b.is_ascii_digit() || matches!(b, b'x' | b'X' | b'*' | b'|')
+}
+
+/// Whitespace as Go's regexp `\s` knows it: no vertical tab, no Unicode.
+fn is_go_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0C')
+}
+
+/// A hyphen range `A - B`: whitespace around the `-` is required, leading
+/// and trailing whitespace belongs to the match (Masterminds replaces it
+/// too, which is why `>1 2 - 3` is invalid but `>1, 2 - 3` is not).
+///
+/// Written as a regex because the rewrite is defined on the whole string,
+/// before the `||` split: its version pattern is the loose one above,
+/// including `|`, so `1||2 - 3` reads as `>= 1||2, <= 3`.
+static HYPHEN_RANGE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    let version = r"v?[0-9xX*|]+(?:\.[0-9xX*|]+)?(?:\.[0-9xX*|]+)?(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?";
+    let space = r"[\t\n\x0C\r ]";
+    Regex::new(&format!(
+        "{space}*({version}){space}+-{space}+({version}){space}*"
+    ))
+    .ok()
+});
+
+/// Rewrites every hyphen range `A - B` into `>= A, <= B ` the way
+/// Masterminds does: matches are found in the original text, and each is
+/// replaced at the first place its text occurs in the string rewritten so
+/// far.
+fn rewrite_hyphen_ranges(text: &str) -> Result<Cow<'_, str>, RangeError> {
+    let re = HYPHEN_RANGE.as_ref().ok_or_else(|| {
+        RangeError::new("internal error: the hyphen-range pattern does not compile")
+    })?;
+    let mut out = Cow::Borrowed(text);
+    for caps in re.captures_iter(text) {
+        let (Some(whole), Some(lower), Some(upper)) = (caps.get(0), caps.get(1), caps.get(2))
+        else {
+            continue;
+        };
+        let replacement = format!(">= {}, <= {} ", lower.as_str(), upper.as_str());
+        if let Some(at) = out.find(whole.as_str()) {
+            let mut next = String::with_capacity(out.len() + 8);
+            next.push_str(&out[..at]);
+            next.push_str(&replacement);
+            next.push_str(&out[at + whole.len()..]);
+            out = Cow::Owned(next);
+        }
+    }
+    Ok(out)
 }
 
 /// Byte cursor over one OR segment.
@@ -174,14 +250,14 @@ impl<'a> Cursor<'a> {
 
     fn skip_ws(&mut self) -> usize {
         let start = self.pos;
-        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
+        while self.peek().is_some_and(is_go_space) {
             self.pos += 1;
         }
         self.pos - start
     }
 
     fn eat(&mut self, s: &str) -> bool {
-        if self.text[self.pos..].starts_with(s) {
+        if self.text.as_bytes()[self.pos..].starts_with(s.as_bytes()) {
             self.pos += s.len();
             true
         } else {
@@ -197,8 +273,15 @@ impl<'a> Cursor<'a> {
         &self.text[start..self.pos]
     }
 
+    /// The rest of the segment from the cursor, for messages.
+    fn rest(&self) -> &'a str {
+        self.text[self.pos..].trim_end()
+    }
+
     fn op(&mut self) -> Op {
-        // Longest operators first so that `>=` is not read as `>`.
+        // Longest operators first so that `>=` is not read as `>`. A shorter
+        // reading would leave an operator character where the version must
+        // start, so the longest one is the only reading that can succeed.
         const OPS: [(&str, Op); 11] = [
             ("!=", Op::NotEqual),
             (">=", Op::GreaterEqual),
@@ -221,14 +304,15 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a version greedily, the way Masterminds' version pattern does:
-    /// `v?` then up to three dot-separated parts of `[0-9xX*]`, then an
+    /// `v?` then up to three dot-separated parts of `[0-9xX*|]`, then an
     /// optional `-prerelease` and `+build`. Part validity is checked later.
+    /// Greedy is exact here: whatever could follow a shorter reading is
+    /// neither whitespace nor a comma, so only the longest can be valid.
     fn loose_version(&mut self) -> Option<LooseVersion<'a>> {
-        let part_char = |b: u8| b.is_ascii_digit() || matches!(b, b'x' | b'X' | b'*');
         let ident_char = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
         let start = self.pos;
         let _ = self.eat("v");
-        let first = self.take_while(part_char);
+        let first = self.take_while(is_part_char);
         if first.is_empty() {
             self.pos = start;
             return None;
@@ -237,12 +321,12 @@ impl<'a> Cursor<'a> {
         while parts.len() < 3 {
             let bytes = self.text.as_bytes();
             let dot_then_part = bytes.get(self.pos) == Some(&b'.')
-                && bytes.get(self.pos + 1).is_some_and(|&b| part_char(b));
+                && bytes.get(self.pos + 1).is_some_and(|&b| is_part_char(b));
             if !dot_then_part {
                 break;
             }
             self.pos += 1;
-            parts.push(self.take_while(part_char));
+            parts.push(self.take_while(is_part_char));
         }
         let mut pre = "";
         for marker in [b'-', b'+'] {
@@ -273,8 +357,9 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Parses one AND group: comparators separated by whitespace and/or one
-/// comma, with `A - B` hyphen ranges (spaces around `-` required).
+/// Parses one AND group (after hyphen ranges were rewritten): constraints
+/// separated by whitespace or by one comma with optional whitespace around
+/// it, with optional whitespace at both ends.
 fn parse_and_group(segment: &str) -> Result<Vec<Comparator>, RangeError> {
     let mut cur = Cursor {
         text: segment,
@@ -285,54 +370,36 @@ fn parse_and_group(segment: &str) -> Result<Vec<Comparator>, RangeError> {
     if cur.peek().is_none() {
         return Err(RangeError::new("empty alternative around `||`"));
     }
-    while cur.peek().is_some() {
-        let op_start = cur.pos;
+    loop {
+        let start = cur.pos;
         let op = cur.op();
-        let had_op = cur.pos != op_start;
         cur.skip_ws();
         let at = cur.pos;
-        let lower = cur.loose_version().ok_or_else(|| {
+        let version = cur.loose_version().ok_or_else(|| {
             RangeError::new(format!("expected a version at '{}'", &segment[at..]))
         })?;
-        let lower = resolve(op, &lower)?;
-        // Hyphen range: `A - B` (both bare) means `>= A, <= B`.
-        let save = cur.pos;
-        let ws_before = cur.skip_ws();
-        if !had_op && ws_before > 0 && cur.eat("-") && cur.skip_ws() > 0 {
-            let at = cur.pos;
-            let upper = cur.loose_version().ok_or_else(|| {
-                RangeError::new(format!(
-                    "expected the upper bound of a hyphen range at '{}'",
-                    &segment[at..]
-                ))
-            })?;
-            out.push(Comparator {
-                op: Op::GreaterEqual,
-                ..lower
-            });
-            out.push(resolve(Op::LessEqual, &upper)?);
-        } else {
-            cur.pos = save;
-            out.push(lower);
-        }
-        // Separator: whitespace and/or a single comma. Masterminds also
-        // accepts two comparators written back to back (`1.2.3<2`).
-        cur.skip_ws();
-        if cur.eat(",") {
-            cur.skip_ws();
-        }
-        if let Some(b) = cur.peek()
-            && !(b.is_ascii_digit()
-                || matches!(
-                    b,
-                    b'v' | b'x' | b'X' | b'*' | b'=' | b'!' | b'<' | b'>' | b'~' | b'^'
-                ))
-        {
-            return Err(RangeError::new(format!(
-                "unexpected '{}' in '{}'",
-                &segment[cur.pos..],
-                segment.trim()
-            )));
+        out.push(resolve(op, &version)?);
+        let written = &segment[start..cur.pos];
+        let spaced = cur.skip_ws() > 0;
+        match cur.peek() {
+            None => break,
+            Some(b',') => {
+                cur.pos += 1;
+                cur.skip_ws();
+                if cur.peek().is_none() {
+                    return Err(RangeError::new(format!(
+                        "'{}' ends with a comma; a constraint must follow it",
+                        segment.trim()
+                    )));
+                }
+            }
+            Some(_) if spaced => {}
+            Some(_) => {
+                return Err(RangeError::new(format!(
+                    "'{written}' is directly followed by '{}': constraints must be separated by a space or a comma",
+                    cur.rest()
+                )));
+            }
         }
     }
     Ok(out)
@@ -349,11 +416,8 @@ fn resolve(op: Op, v: &LooseVersion<'_>) -> Result<Comparator, RangeError> {
             Err(RangeError::new(format!("invalid version part '{part}'")))
         }
     };
-    for part in &v.parts {
-        if !is_wildcard(part) {
-            num(part)?;
-        }
-    }
+    // As in Masterminds, only the parts before the first wildcard are read
+    // as numbers: `1.x.1x` is `1.x`, and `x.|` is `*`.
     let major = v.parts.first().copied().unwrap_or("*");
     let minor = v.parts.get(1).copied();
     let patch = v.parts.get(2).copied();
@@ -580,8 +644,6 @@ mod tests {
             "~> 1.2",
             "=< 1.2",
             "1.2.3+build",
-            ">=1.0,",
-            "1.2.3<2",
         ] {
             assert!(Range::parse(ok).is_ok(), "{ok:?} should be valid");
         }
@@ -610,6 +672,91 @@ mod tests {
         ] {
             assert!(Range::parse(bad).is_err(), "{bad:?} should be invalid");
         }
+    }
+
+    /// Masterminds v3.2+ (Flux uses v3.5) requires a space or a comma
+    /// between constraints; earlier versions read `1.2.3<2` as an AND. The
+    /// verdicts were checked against Masterminds v3.4.0 itself.
+    #[test]
+    fn constraints_need_a_separator() {
+        let table: &[(&str, bool)] = &[
+            // Written back to back: invalid.
+            ("1.2.3<2", false),
+            (">1.0<2.0", false),
+            ("1.x>=1.2", false),
+            ("1.2.3~1.2.3", false),
+            (">1.0!=1.5.0", false),
+            ("12.3.34~ 1.2.3", false),
+            ("1.2.3^2", false),
+            ("~1.2||^2<3", false),
+            // The valid neighbours.
+            (">1.0 <2.0", true),
+            (">1.0, <2.0", true),
+            (">1.0 , <2.0", true),
+            (">1.0,<2.0", true),
+            (">1.0\t<2.0", true),
+            ("1.2.3 - 2", true),
+            ("~1.2 || ^2", true),
+            ("~1.2||^2", true),
+            ("12.3.34 ~1.2.3", true),
+            ("1.0.0 - 2.0.0, <=2.0.0", true),
+            ("3 - 4 || => 3.0, < 4", true),
+            // One comma, never at either end.
+            (">=1.0,", false),
+            (",>=1.0", false),
+            (">=1.0,,<2", false),
+            (">=1.0 ,", false),
+            // Hyphen ranges are rewritten on the whole string first, leading
+            // whitespace included, so an operator before them needs a comma.
+            (">1 2 - 3", false),
+            (">1, 2 - 3", true),
+            ("1 - 2 3 - 4", true),
+            ("1 - 2 - 3", false),
+            // Parts after a wildcard are never read as numbers.
+            ("1.x.1x", true),
+            ("x.|", true),
+            ("1.2.x|", false),
+            ("1.x|", false),
+        ];
+        for &(range, valid) in table {
+            assert_eq!(
+                Range::parse(range).is_ok(),
+                valid,
+                "{range:?} should be {}",
+                if valid { "valid" } else { "invalid" }
+            );
+        }
+    }
+
+    #[test]
+    fn separator_errors_name_both_constraints() {
+        assert_eq!(
+            Range::parse(">1.0<2.0").unwrap_err().to_string(),
+            "improper constraint: '>1.0' is directly followed by '<2.0': constraints must be \
+             separated by a space or a comma"
+        );
+        assert_eq!(
+            Range::parse(">=1.0, <2,").unwrap_err().to_string(),
+            "improper constraint: '>=1.0, <2,' ends with a comma; a constraint must follow it"
+        );
+        assert_eq!(
+            Range::parse(">1 2 - 3").unwrap_err().to_string(),
+            "improper constraint: '>1' is directly followed by '>= 2, <= 3': constraints must be \
+             separated by a space or a comma (after reading hyphen ranges, the range is \
+             '>1>= 2, <= 3')"
+        );
+    }
+
+    #[test]
+    fn hyphen_ranges_across_alternatives() {
+        // `|` is a version character for the hyphen rewrite, which runs
+        // before the `||` split: `1||2 - 3` is `>=1 || 2, <=3`, unlike
+        // `1 || 2 - 3` (checked against Masterminds v3.4.0).
+        assert!(check("1||2 - 3", "5.0.0"));
+        assert!(!check("1||2 - 3", "0.5.0"));
+        assert!(!check("1 || 2 - 3", "5.0.0"));
+        assert!(check("1 - 2 3 - 4", "2.0.0") == check(">=1 <=2 >=3 <=4", "2.0.0"));
+        assert!(check("1 - 2 || 3 - 4", "3.5.0"));
     }
 
     /// The 55 vectors of crates.md §3, as (range, version, expected).

@@ -399,6 +399,48 @@ fn lookup_is_called_only_for_survivors_and_only_for_newest_build() {
 }
 
 #[test]
+fn tags_without_the_platform_are_counted_as_such() {
+    let mut config = PolicyConfig::new(Strategy::NewestBuild);
+    config.platforms = vec!["linux/arm64".into(), "linux/arm/v7".into()];
+    let spec = PolicySpec::new(config).unwrap();
+    let mut lookup = |tag: &str| -> Result<Created, LookupError> {
+        Ok(match tag {
+            "amd64-only" | "s390x-only" => Created::NoPlatform,
+            "no-time" => Created::Unknown,
+            "old" => Created::At(Timestamp::from_unix(10, 0)),
+            _ => Created::At(Timestamp::from_unix(20, 0)),
+        })
+    };
+    let filtered = spec
+        .filter_tags(["old", "amd64-only", "new", "no-time", "s390x-only"])
+        .unwrap();
+    let sel = spec.choose(filtered, &mut lookup, 10).unwrap();
+    assert_eq!(sel.tag, "new");
+    assert_eq!(sel.eligible, 2);
+    assert_eq!(sel.drops.no_platform, 2);
+    assert_eq!(sel.drops.no_created_time, 1);
+    assert_eq!(sel.listed, sel.eligible + sel.drops.total());
+
+    let filtered = spec.filter_tags(["amd64-only", "no-time"]).unwrap();
+    let err = spec.choose(filtered, &mut lookup, 10).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no tag qualifies for the newest-build policy: 2 tags listed, 1 without a creation time, \
+         1 without an image for linux/arm64 or linux/arm/v7"
+    );
+
+    // Without platforms (an index of attestations only, say).
+    let spec = PolicySpec::new(PolicyConfig::new(Strategy::NewestBuild)).unwrap();
+    let filtered = spec.filter_tags(["amd64-only"]).unwrap();
+    let err = spec.choose(filtered, &mut lookup, 10).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no tag qualifies for the newest-build policy: 1 tag listed, 1 without an image for any \
+         platform"
+    );
+}
+
+#[test]
 fn digest_strategy_follows_one_tag() {
     let config = PolicyConfig::new(Strategy::Digest {
         tag: "latest".into(),

@@ -3,8 +3,13 @@
 //!
 //! # Schema (ResultV2)
 //!
+//! `schema/report.schema.json` is the JSON Schema (2020-12) of this
+//! report, in both renderings; `tests/report_schema.rs` validates every
+//! report the test suite produces against it.
+//!
 //! ```json
 //! {
+//!   "version": "image-update.dev/v1",
 //!   "fileChanges": {
 //!     "apps/podinfo.yaml": [
 //!       {"object": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "podinfo", "namespace": "default"},
@@ -17,6 +22,9 @@
 //! }
 //! ```
 //!
+//! * `version`: [`REPORT_VERSION`], the format of this report; it changes
+//!   only when a field changes meaning or goes away (new fields may appear
+//!   without a new version). Flux's ResultV2 has no such field.
 //! * `fileChanges`: files in path order (relative to the update path, `/`
 //!   separators); in each file, objects in order of first appearance (one
 //!   entry per distinct object), changes in document order. Object fields
@@ -62,13 +70,30 @@ pub struct ReportWarning {
     pub message: String,
 }
 
+/// The report format written in [`Report::version`].
+pub const REPORT_VERSION: &str = "image-update.dev/v1";
+
 /// The whole report of a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Report {
+    /// The report format, [`REPORT_VERSION`] (a saved report without one
+    /// reads as this version).
+    pub version: String,
     pub file_changes: BTreeMap<String, Vec<ObjectChanges>>,
     pub observed_policies: BTreeMap<String, ImageRef>,
     pub warnings: Vec<ReportWarning>,
+}
+
+impl Default for Report {
+    fn default() -> Self {
+        Self {
+            version: REPORT_VERSION.to_owned(),
+            file_changes: BTreeMap::new(),
+            observed_policies: BTreeMap::new(),
+            warnings: Vec::new(),
+        }
+    }
 }
 
 /// Output formats of the report.

@@ -1,0 +1,62 @@
+//! The git layer of image-update's Job mode, in-process with libgit2 (no `git` binary).
+//!
+//! The Job replaces Flux's image-automation-controller with a Kubernetes Job: clone a repository
+//! at a ref, run the update over the work tree, commit only when something changed, sign, push,
+//! and survive push races. It runs in a `FROM scratch` image as uid 65534 or root, so every git
+//! operation happens in this process:
+//!
+//! * [`Remote`]: a URL with its [`Auth`], extra [`HttpHeader`]s and [`HostKeyCheck`]. HTTPS, SSH,
+//!   and plain HTTP to loopback (elsewhere only with `allow_plain_http`); `file://` and paths only
+//!   with `allow_local`. [`Remote::resolve`] and [`Remote::ls_remote`] read a remote ref's tip
+//!   without cloning.
+//! * [`Checkout::clone`]: a shallow (by default) clone at a [`CheckoutRef`]; then
+//!   [`Checkout::observed_source_revision`], [`Checkout::commit`] (signed by a [`Signer`] when
+//!   given), [`Checkout::push`], and [`push_with_retry`] for the whole race-proof push.
+//!
+//! Credentials are held in [`Secret`]s, which never print; no error, log line or `Debug` output
+//! of this crate contains one. [`HttpHeader::from_git_config`] reads the `http.extraHeader`
+//! entries (GitHub's checkout token) that libgit2 ignores.
+//!
+//! # Repository ownership
+//!
+//! libgit2 refuses to open a repository owned by another user (the GitHub Action runs as root
+//! over a uid-1001 workspace). Turning that check off is another `unsafe` process-wide option
+//! (below), so it stays on. The Job is not affected: it clones into a directory its own user
+//! made, and never reopens a repository by path.
+//!
+//! # What bounds the time of an operation
+//!
+//! libgit2 has no whole-operation deadline, and its connect and read timeouts (like its CA file
+//! and owner-validation settings) are process-wide options that git2 exposes only as `unsafe`
+//! functions, which this workspace forbids. Without them, a TCP connect is bounded by the
+//! kernel (about two minutes on Linux), and a stalled read is not bounded at all: bound the
+//! Job with Kubernetes' `activeDeadlineSeconds`.
+//!
+//! # TLS
+//!
+//! HTTPS uses libgit2's vendored OpenSSL, which needs a CA bundle: `SSL_CERT_FILE`, or a bundle
+//! at a well-known path (`/etc/ssl/certs/ca-certificates.crt` and others, found by git2's
+//! openssl-probe). The Job image must ship one.
+
+mod checkout;
+mod error;
+mod known_hosts;
+mod reference;
+mod remote;
+mod retry;
+mod secret;
+mod sign;
+mod url;
+
+pub use checkout::{
+    Author, Checkout, CloneOptions, CommitSettings, ForcePush, PushRequest, Pushed, Timestamp,
+};
+pub use error::{Error, ErrorKind, KeyKind};
+pub use git2::Oid;
+pub use known_hosts::{HostKeyCheck, HostKeyProblem, KnownHosts, PresentedKey};
+pub use reference::{CheckoutRef, Revision};
+pub use remote::{Auth, HttpHeader, Remote, RemoteRef, RemoteSettings};
+pub use retry::{PushOutcome, RetryError, RetryPolicy, push_with_retry};
+pub use secret::Secret;
+pub use sign::Signer;
+pub use url::Transport;
