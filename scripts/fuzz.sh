@@ -42,8 +42,11 @@ else
 fi
 
 # Fuzz the dependency versions the product ships: the fuzz workspace's lock
-# file starts from the root one (cargo then adds libfuzzer-sys and its deps).
-cp Cargo.lock fuzz/Cargo.lock
+# file starts from the root one (cargo then adds libfuzzer-sys and its deps),
+# whenever the root one changed since.
+if [ Cargo.lock -nt fuzz/Cargo.lock ]; then
+  cp Cargo.lock fuzz/Cargo.lock
+fi
 build=(-s none --debug-assertions)
 cargo fuzz build "${build[@]}"
 bin_dir="fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release"
