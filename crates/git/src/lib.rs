@@ -17,29 +17,23 @@
 //! of this crate contains one. [`HttpHeader::from_git_config`] reads the `http.extraHeader`
 //! entries (GitHub's checkout token) that libgit2 ignores.
 //!
+//! # libgit2's process-wide options
+//!
+//! Set once, before the first operation (`global.rs`, the workspace's one use of `unsafe`):
+//! connect and read timeouts (libgit2 has no whole-operation deadline; a connect gives up after
+//! 30 s and a read that receives nothing after 120 s), no user or system git configuration, and
+//! a CA bundle for libgit2's vendored OpenSSL: `SSL_CERT_FILE` or a system bundle when there is
+//! one, else the Mozilla roots compiled into the binary, written to a private temporary file.
+//!
 //! # Repository ownership
 //!
-//! libgit2 refuses to open a repository owned by another user (the GitHub Action runs as root
-//! over a uid-1001 workspace). Turning that check off is another `unsafe` process-wide option
-//! (below), so it stays on. The Job is not affected: it clones into a directory its own user
-//! made, and never reopens a repository by path.
-//!
-//! # What bounds the time of an operation
-//!
-//! libgit2 has no whole-operation deadline, and its connect and read timeouts (like its CA file
-//! and owner-validation settings) are process-wide options that git2 exposes only as `unsafe`
-//! functions, which this workspace forbids. Without them, a TCP connect is bounded by the
-//! kernel (about two minutes on Linux), and a stalled read is not bounded at all: bound the
-//! Job with Kubernetes' `activeDeadlineSeconds`.
-//!
-//! # TLS
-//!
-//! HTTPS uses libgit2's vendored OpenSSL, which needs a CA bundle: `SSL_CERT_FILE`, or a bundle
-//! at a well-known path (`/etc/ssl/certs/ca-certificates.crt` and others, found by git2's
-//! openssl-probe). The Job image must ship one.
+//! libgit2 refuses to open a repository owned by another user; that check stays on. The Job is
+//! not affected: it clones into a directory its own user made, and never reopens a repository
+//! by path.
 
 mod checkout;
 mod error;
+mod global;
 mod known_hosts;
 mod reference;
 mod remote;
@@ -53,6 +47,7 @@ pub use checkout::{
 };
 pub use error::{Error, ErrorKind, KeyKind};
 pub use git2::Oid;
+pub use global::{CONNECT_TIMEOUT, READ_TIMEOUT, set_timeouts};
 pub use known_hosts::{HostKeyCheck, HostKeyProblem, KnownHosts, PresentedKey};
 pub use reference::{CheckoutRef, Revision};
 pub use remote::{Auth, HttpHeader, Remote, RemoteRef, RemoteSettings};

@@ -216,6 +216,7 @@ impl Remote {
     /// Validates `url` against `settings` (scheme, loopback rule for plain HTTP, local paths,
     /// embedded passwords).
     pub fn new(url: &str, settings: RemoteSettings) -> Result<Self, Error> {
+        crate::global::init();
         let policy = UrlPolicy {
             allow_local: settings.allow_local,
             allow_plain_http: settings.allow_plain_http,

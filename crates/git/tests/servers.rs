@@ -27,6 +27,12 @@ const HTTP_GPG: &[Need] = &[Need::Http, Need::Gpg];
 const NONE: &[Need] = &[];
 
 fn main() {
+    // Short timeouts, set before the first git operation of the process, so
+    // that a stalled server fails a test quickly (`stalled_server_times_out`).
+    image_update_git::set_timeouts(
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_secs(4),
+    );
     let args = Arguments::from_args();
     let (env, servers, temp) = match Env::start() {
         Ok(started) => started,
@@ -36,6 +42,11 @@ fn main() {
         }
     };
     let trials = vec![
+        env.trial(
+            "clone::stalled_server_times_out",
+            NONE,
+            stalled_server_times_out,
+        ),
         env.trial("clone::http_shallow_branch", HTTP, http_shallow_branch),
         env.trial(
             "clone::http_full_default_branch",
@@ -150,6 +161,38 @@ fn known(env: &Env) -> Result<HostKeyCheck, Failed> {
     Ok(HostKeyCheck::KnownHosts(KnownHosts::parse(
         &env.known_hosts(),
     )?))
+}
+
+/// A server that accepts the connection and never answers: the clone fails
+/// after the read timeout instead of hanging.
+fn stalled_server_times_out(env: &Env) -> TestResult {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let remote = Remote::new(
+        &format!("http://127.0.0.1:{port}/fleet.git"),
+        RemoteSettings::default(),
+    )?;
+    let start = std::time::Instant::now();
+    let err = match Checkout::clone(
+        remote,
+        &main_ref(),
+        &env.work_dir("stalled"),
+        &CloneOptions::default(),
+    ) {
+        Ok(_) => return Err("a clone from a silent server succeeded".into()),
+        Err(e) => e,
+    };
+    let elapsed = start.elapsed();
+    if err.kind() != ErrorKind::Network || elapsed > std::time::Duration::from_secs(30) {
+        return Err(format!("{:?} after {elapsed:?}: {err}", err.kind()).into());
+    }
+    Ok(())
 }
 
 fn main_ref() -> CheckoutRef {
