@@ -48,7 +48,6 @@ pub fn run(data: &[u8]) {
         .collect();
     if was_list.is_some()
         && matches!(response.output, Output::Spliced { .. })
-        && !ends_with_empty_item(text)
         && let (Ok(old), Ok(new)) = (parse_documents(text), &first_values)
     {
         for difference in differences(&without_results(&old), &without_results(new)) {
@@ -116,28 +115,6 @@ fn may_fetch(text: &str) -> bool {
         return false;
     };
     config::read(&value).is_ok_and(|c| c.fetch.is_some())
-}
-
-/// Known issue (see README.md, "Known issues"): when the text ends with an
-/// empty sequence item (`-` alone, or with a comment), the new `results`
-/// entry is inserted above that item, which then moves from the last root
-/// entry's value into `results`. The ResourceList reader
-/// (`updater::source::resource_list`) does not count empty nodes as
-/// content. Remove this guard with the fix.
-fn ends_with_empty_item(text: &str) -> bool {
-    let last = text
-        .lines()
-        .map(|line| without_comment(line).trim())
-        .rfind(|line| !line.is_empty());
-    last.is_some_and(|line| line.chars().all(|c| c == '-' || c == ' ' || c == '\t'))
-}
-
-/// A line without its comment (a `#` at its start or after a blank).
-fn without_comment(line: &str) -> &str {
-    let bytes = line.as_bytes();
-    let start = (0..bytes.len())
-        .find(|&i| bytes[i] == b'#' && (i == 0 || matches!(bytes[i - 1], b' ' | b'\t')));
-    start.map_or(line, |i| &line[..i])
 }
 
 /// The kind of a one-document stream whose root is a ResourceList or List.
