@@ -68,15 +68,15 @@ impl MessageConfig {
                 data.add_change(
                     file,
                     ObjectId {
-                        api_version: o.object.api_version.clone(),
-                        kind: o.object.kind.clone(),
-                        name: o.object.name.clone(),
-                        namespace: o.object.namespace.clone(),
+                        api_version: o.object.api_version.as_str().into(),
+                        kind: o.object.kind.as_str().into(),
+                        name: o.object.name.as_str().into(),
+                        namespace: o.object.namespace.as_str().into(),
                     },
                     o.changes.iter().map(|c| Change {
-                        old_value: c.old_value.clone(),
-                        new_value: c.new_value.clone(),
-                        setter: c.setter.clone(),
+                        old_value: c.old_value.as_str().into(),
+                        new_value: c.new_value.as_str().into(),
+                        setter: c.setter.as_str().into(),
                     }),
                 );
             }

@@ -15,15 +15,15 @@ fn data() -> TemplateData {
         let file = format!("apps/app-{f:04}/deployment.yaml");
         for o in 0..2 {
             let id = ObjectId {
-                api_version: "apps/v1".to_owned(),
-                kind: if o == 0 { "Deployment" } else { "CronJob" }.to_owned(),
-                name: format!("app-{f:04}-{o}"),
-                namespace: format!("team-{}", f % 17),
+                api_version: "apps/v1".into(),
+                kind: if o == 0 { "Deployment" } else { "CronJob" }.into(),
+                name: format!("app-{f:04}-{o}").into(),
+                namespace: format!("team-{}", f % 17).into(),
             };
             let changes = (0..5).map(|c| Change {
-                old_value: format!("ghcr.io/acme/app-{f}-{o}-{c}:1.0.{c}"),
-                new_value: format!("ghcr.io/acme/app-{f}-{o}-{c}:1.1.{c}"),
-                setter: format!("flux-system:app-{f}-{o}-{c}"),
+                old_value: format!("ghcr.io/acme/app-{f}-{o}-{c}:1.0.{c}").into(),
+                new_value: format!("ghcr.io/acme/app-{f}-{o}-{c}:1.1.{c}").into(),
+                setter: format!("flux-system:app-{f}-{o}-{c}").into(),
             });
             d.add_change(&file, id, changes);
         }
@@ -66,7 +66,6 @@ fn main() {
     });
 }
 
-#[allow(dead_code)]
 fn pieces(d: &TemplateData) {
     let s = Instant::now();
     black_box(d.changes());

@@ -12,6 +12,8 @@
 //! objects in sorted order, so a message that prints or hashes all changes is reproducible.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+use foldhash::fast::RandomState as FastHash;
 use std::rc::Rc;
 
 use crate::error::{ExecError, ParseError};
@@ -31,24 +33,24 @@ const SEE: &str =
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectId {
     /// `apiVersion`
-    pub api_version: String,
+    pub api_version: Rc<str>,
     /// `kind`
-    pub kind: String,
+    pub kind: Rc<str>,
     /// `metadata.name`
-    pub name: String,
+    pub name: Rc<str>,
     /// `metadata.namespace`
-    pub namespace: String,
+    pub namespace: Rc<str>,
 }
 
 /// One field change (Flux's `update.Change`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Change {
     /// Value before.
-    pub old_value: String,
+    pub old_value: Rc<str>,
     /// Value after.
-    pub new_value: String,
+    pub new_value: Rc<str>,
     /// The setter (policy reference) that made the change.
-    pub setter: String,
+    pub setter: Rc<str>,
 }
 
 /// The data a commit message template sees (Flux's `source.TemplateData`).
@@ -202,10 +204,12 @@ impl TemplateData {
                     api_version: json_str(
                         o.get("apiVersion"),
                         &format!("{epath}.object.apiVersion"),
-                    )?,
-                    kind: json_str(o.get("kind"), &format!("{epath}.object.kind"))?,
-                    name: json_str(o.get("name"), &format!("{epath}.object.name"))?,
-                    namespace: json_str(o.get("namespace"), &format!("{epath}.object.namespace"))?,
+                    )?
+                    .into(),
+                    kind: json_str(o.get("kind"), &format!("{epath}.object.kind"))?.into(),
+                    name: json_str(o.get("name"), &format!("{epath}.object.name"))?.into(),
+                    namespace: json_str(o.get("namespace"), &format!("{epath}.object.namespace"))?
+                        .into(),
                 };
                 let changes = match entry.get("changes") {
                     None | Some(serde_json::Value::Null) => Vec::new(),
@@ -218,9 +222,11 @@ impl TemplateData {
                         for (k, ch) in arr.iter().enumerate() {
                             let cp = format!("{epath}.changes[{k}]");
                             out.push(Change {
-                                old_value: json_str(ch.get("oldValue"), &format!("{cp}.oldValue"))?,
-                                new_value: json_str(ch.get("newValue"), &format!("{cp}.newValue"))?,
-                                setter: json_str(ch.get("setter"), &format!("{cp}.setter"))?,
+                                old_value: json_str(ch.get("oldValue"), &format!("{cp}.oldValue"))?
+                                    .into(),
+                                new_value: json_str(ch.get("newValue"), &format!("{cp}.newValue"))?
+                                    .into(),
+                                setter: json_str(ch.get("setter"), &format!("{cp}.setter"))?.into(),
                             });
                         }
                         out
@@ -235,7 +241,7 @@ impl TemplateData {
     /// Flux's `Result.Changes()`: every change once (by value), first seen, files and objects in
     /// sorted order.
     pub fn changes(&self) -> Vec<Change> {
-        let mut seen: HashSet<&Change> = HashSet::new();
+        let mut seen: HashSet<&Change, FastHash> = HashSet::default();
         let mut out = Vec::new();
         for objects in self.file_changes.values() {
             let mut sorted: Vec<&(ObjectId, Vec<Change>)> = objects.iter().collect();
@@ -268,9 +274,9 @@ impl TemplateData {
     pub fn to_value(&self) -> Value {
         let t = FluxTypes::new();
         let oc_type = Type::Named(t.object_changes.clone());
-        let mut id_values: HashMap<&ObjectId, Value> = HashMap::new();
+        let mut id_values: HashMap<&ObjectId, Value, FastHash> = HashMap::default();
         let mut objects: BTreeMap<&ObjectId, Vec<Value>> = BTreeMap::new();
-        let mut seen: HashSet<&Change> = HashSet::new();
+        let mut seen: HashSet<&Change, FastHash> = HashSet::default();
         let mut all_changes: Vec<Value> = Vec::new();
         let mut files: Vec<(Value, Value)> = Vec::with_capacity(self.file_changes.len());
         // One value per change and per identity, shared by FileChanges, Objects() and Changes().
@@ -301,14 +307,16 @@ impl TemplateData {
         let file_changes = if files.is_empty() {
             Value::Nil(fc_type)
         } else {
-            Value::map(fc_type, files)
+            // file_changes is a BTreeMap by path: byte order, as Go sorts strings.
+            Value::map_sorted(fc_type, files)
         };
         let changes_v = if all_changes.is_empty() {
             Value::Nil(t.change_slice())
         } else {
             Value::slice(t.change_slice(), all_changes)
         };
-        let objects_v = Value::map(
+        // ObjectId's Ord is Go's order for the struct key (fields in order).
+        let objects_v = Value::map_sorted(
             oc_type,
             objects
                 .into_iter()
@@ -399,6 +407,7 @@ fn named(name: &str, underlying: Underlying) -> NamedType {
         underlying,
         methods: Vec::new(),
         stringer: None,
+        promoted: std::cell::RefCell::default(),
     }
 }
 
@@ -510,12 +519,18 @@ impl FluxTypes {
     fn object_id(&self, id: &ObjectId) -> Value {
         let tm = Value::structure(
             &self.type_meta,
-            vec![Value::str(&id.api_version), Value::str(&id.kind)],
+            vec![
+                Value::Str(id.api_version.clone()),
+                Value::Str(id.kind.clone()),
+            ],
             Vec::new(),
         );
         let nm = Value::structure(
             &self.name_meta,
-            vec![Value::str(&id.name), Value::str(&id.namespace)],
+            vec![
+                Value::Str(id.name.clone()),
+                Value::Str(id.namespace.clone()),
+            ],
             Vec::new(),
         );
         let ri = Value::structure(&self.resource_id, vec![tm, nm], Vec::new());
@@ -526,9 +541,9 @@ impl FluxTypes {
         Value::structure(
             &self.change,
             vec![
-                Value::str(&c.old_value),
-                Value::str(&c.new_value),
-                Value::str(&c.setter),
+                Value::Str(c.old_value.clone()),
+                Value::Str(c.new_value.clone()),
+                Value::Str(c.setter.clone()),
             ],
             Vec::new(),
         )

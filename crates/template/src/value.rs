@@ -134,6 +134,9 @@ impl FieldDef {
 /// A niladic method with a value receiver, callable from templates as `.Name`.
 pub type MethodFn = fn(&Value) -> Value;
 
+/// Indexes into nested struct fields, outermost first.
+pub type FieldPath = Box<[usize]>;
+
 /// A Go named type.
 #[derive(Debug)]
 pub struct NamedType {
@@ -145,6 +148,9 @@ pub struct NamedType {
     pub methods: Vec<(String, Type, MethodFn)>,
     /// A `String() string` method (the type is a `fmt.Stringer`).
     pub stringer: Option<fn(&Value) -> String>,
+    /// The paths of the promoted fields looked up so far (`None`: no such
+    /// field): a template looks the same few names up once per object.
+    pub promoted: RefCell<Vec<(Box<str>, Option<FieldPath>)>>,
 }
 
 impl Type {
@@ -376,6 +382,20 @@ impl Value {
     pub fn map(ty: Type, mut entries: Vec<(Value, Value)>) -> Value {
         entries.sort_by(|a, b| compare_keys(&a.0, &b.0));
         entries.dedup_by(|b, a| compare_keys(&a.0, &b.0) == Ordering::Equal);
+        Value::Map(Rc::new(MapVal {
+            ty,
+            entries: RefCell::new(entries),
+        }))
+    }
+
+    /// A map whose entries are already in key order with no key twice
+    /// (built from a `BTreeMap` whose order is Go's key order): no sort.
+    pub(crate) fn map_sorted(ty: Type, entries: Vec<(Value, Value)>) -> Value {
+        debug_assert!(
+            entries
+                .windows(2)
+                .all(|w| compare_keys(&w[0].0, &w[1].0) == Ordering::Less)
+        );
         Value::Map(Rc::new(MapVal {
             ty,
             entries: RefCell::new(entries),
@@ -649,8 +669,13 @@ pub fn lookup_field(v: &StructVal, name: &str) -> Option<Value> {
     {
         return v.fields.get(i).cloned();
     }
-    let path = field_path(&v.ty, name)?;
-    field_at(v, &path)
+    if let Some((_, path)) = v.ty.promoted.borrow().iter().find(|(n, _)| &**n == name) {
+        return path.as_deref().and_then(|p| field_at(v, p));
+    }
+    let path = field_path(&v.ty, name).map(Vec::into_boxed_slice);
+    let found = path.as_deref().and_then(|p| field_at(v, p));
+    v.ty.promoted.borrow_mut().push((name.into(), path));
+    found
 }
 
 /// Follow a field path through nested structs.
