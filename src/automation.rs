@@ -379,6 +379,28 @@ pub fn label_selector(value: &Value) -> Result<Selector, String> {
     Selector::from_label_selector(&selector).map_err(|e| e.to_string())
 }
 
+/// A ResourceList item's path annotation, normalised (`./a//b/../c` ->
+/// `a/c`), or `None` when it is absolute or climbs out of the package with
+/// `..`: such an item cannot be said to lie under any path, and a path limit
+/// must not be fooled into editing it (`../apps/x.yaml` is not in `apps`).
+#[must_use]
+pub fn normalise_item_path(path: &str) -> Option<String> {
+    if path.starts_with('/') || path.starts_with('\\') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
 /// `./a//b/../c/` -> `a/c`; `..` never climbs above the root, as Flux joins
 /// `spec.update.path` securely.
 #[must_use]
@@ -399,6 +421,21 @@ pub fn normalise_path(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn item_paths_that_escape_or_are_absolute_are_refused() {
+        assert_eq!(
+            normalise_item_path("./apps//x.yaml").as_deref(),
+            Some("apps/x.yaml")
+        );
+        assert_eq!(
+            normalise_item_path("a/../apps/x.yaml").as_deref(),
+            Some("apps/x.yaml")
+        );
+        assert_eq!(normalise_item_path("../apps/x.yaml"), None);
+        assert_eq!(normalise_item_path("apps/../../apps/x.yaml"), None);
+        assert_eq!(normalise_item_path("/apps/x.yaml"), None);
+    }
 
     fn read_text(text: &str) -> Result<Automation, Vec<Diagnostic>> {
         let doc = crate::yaml::parse_one(text).unwrap();

@@ -1,24 +1,183 @@
 //! Reading the files a run is given (policy files, automations, tag lists),
-//! or stdin for `-`.
+//! or stdin for `-`, and the tree's candidate files: always with a cap on
+//! the size, so that `/dev/zero`, a runaway generator or a huge file ends
+//! in a clear error instead of exhausting memory.
+//!
+//! Defaults: [`SizeLimit::FILE_DEFAULT`] (64 MiB) for every file read and
+//! for stdin as `--policies -`/`--tags-file -` (`--max-file-size`, or the
+//! environment variable `IMAGE_UPDATE_MAX_FILE_SIZE`), and
+//! [`SizeLimit::RESOURCE_LIST_DEFAULT`] (1 GiB) for the KRM function's
+//! ResourceList (`IMAGE_UPDATE_MAX_INPUT_SIZE`).
 
 use std::io::Read;
 use std::path::Path;
 
 use crate::error::Error;
 
-/// Read `path` as UTF-8 text; `-` reads stdin.
+/// The most bytes one input may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeLimit(pub u64);
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const GIB: u64 = 1024 * MIB;
+
+impl SizeLimit {
+    /// One file (a tree's file, a policy file, stdin as a file): 64 MiB.
+    pub const FILE_DEFAULT: SizeLimit = SizeLimit(64 * MIB);
+    /// The KRM function's ResourceList on stdin: 1 GiB.
+    pub const RESOURCE_LIST_DEFAULT: SizeLimit = SizeLimit(GIB);
+
+    /// Parse `64MiB`, `1GiB`, `512KiB`, `100M` (binary units; `K`, `M`,
+    /// `G` mean the same as `KiB`, `MiB`, `GiB`), or a number of bytes.
+    ///
+    /// # Errors
+    /// A message saying what is accepted.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (digits, unit) = t.split_at(split);
+        let unit_size = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => KIB,
+            "m" | "mb" | "mib" => MIB,
+            "g" | "gb" | "gib" => GIB,
+            _ => 0,
+        };
+        digits
+            .parse::<u64>()
+            .ok()
+            .filter(|_| unit_size > 0)
+            .and_then(|n| n.checked_mul(unit_size))
+            .filter(|&n| n > 0)
+            .map(SizeLimit)
+            .ok_or_else(|| {
+                format!("{s:?} is not a size like 64MiB, 1GiB, 512KiB or a number of bytes")
+            })
+    }
+
+    /// The limit in bytes.
+    #[must_use]
+    pub fn bytes(self) -> u64 {
+        self.0
+    }
+}
+
+impl Default for SizeLimit {
+    fn default() -> Self {
+        SizeLimit::FILE_DEFAULT
+    }
+}
+
+impl std::fmt::Display for SizeLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0;
+        for (unit, size) in [("GiB", GIB), ("MiB", MIB), ("KiB", KIB)] {
+            if n >= size && n.is_multiple_of(size) {
+                return write!(f, "{} {unit}", n / size);
+            }
+        }
+        write!(f, "{n} bytes")
+    }
+}
+
+/// An input that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {name}")]
+    Io {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// More bytes than the limit.
+    #[error("{name} is larger than {limit}, the most image-update reads from one input ({knob})")]
+    TooLarge {
+        name: String,
+        limit: SizeLimit,
+        /// How to raise the limit.
+        knob: &'static str,
+    },
+    #[error("{name} is not UTF-8 text (invalid byte at offset {offset})")]
+    NotUtf8 { name: String, offset: usize },
+}
+
+/// How to raise the per-file limit.
+pub const FILE_KNOB: &str = "raise it with --max-file-size or IMAGE_UPDATE_MAX_FILE_SIZE";
+
+impl From<ReadError> for Error {
+    fn from(e: ReadError) -> Self {
+        match e {
+            // fs-err's error already names the file.
+            ReadError::Io { source, .. } => Error::Io(source),
+            other => Error::Other(Box::new(other)),
+        }
+    }
+}
+
+/// Read all of `reader` (called `name` in errors) into `buf`, failing when
+/// it holds more than `limit` bytes. Works for pipes, FIFOs and devices:
+/// at most `limit + 1` bytes are ever read.
 ///
 /// # Errors
-/// An IO error or invalid UTF-8, naming the file.
-pub fn read_text(path: &Path) -> Result<String, Error> {
-    if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot read stdin: {e}")))?;
-        return Ok(text);
+/// [`ReadError::TooLarge`], or the IO error.
+pub fn read_capped(
+    reader: impl Read,
+    name: &str,
+    limit: SizeLimit,
+    knob: &'static str,
+    buf: &mut Vec<u8>,
+) -> Result<(), ReadError> {
+    let mut capped = reader.take(limit.bytes().saturating_add(1));
+    buf.clear();
+    capped.read_to_end(buf).map_err(|source| ReadError::Io {
+        name: name.to_owned(),
+        source,
+    })?;
+    if buf.len() as u64 > limit.bytes() {
+        buf.clear();
+        buf.shrink_to_fit();
+        return Err(ReadError::TooLarge {
+            name: name.to_owned(),
+            limit,
+            knob,
+        });
     }
-    Ok(fs_err::read_to_string(path)?)
+    Ok(())
+}
+
+/// Read `path` as UTF-8 text, at most `limit` bytes; `-` reads stdin.
+///
+/// # Errors
+/// An IO error, a file over the limit, or invalid UTF-8, naming the file.
+pub fn read_text(path: &Path, limit: SizeLimit) -> Result<String, Error> {
+    let name = name(path);
+    let mut bytes = Vec::new();
+    if path == Path::new("-") {
+        read_capped(std::io::stdin().lock(), &name, limit, FILE_KNOB, &mut bytes)?;
+    } else {
+        let file = fs_err::File::open(path)?;
+        // A regular file's size is known: refuse before reading.
+        if file
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.len() > limit.bytes())
+        {
+            return Err(ReadError::TooLarge {
+                name,
+                limit,
+                knob: FILE_KNOB,
+            }
+            .into());
+        }
+        read_capped(file, &name, limit, FILE_KNOB, &mut bytes)?;
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        ReadError::NotUtf8 {
+            name,
+            offset: e.utf8_error().valid_up_to(),
+        }
+        .into()
+    })
 }
 
 /// `stdin` for `-`, else the path as given.
@@ -28,5 +187,141 @@ pub fn name(path: &Path) -> String {
         "stdin".to_owned()
     } else {
         path.display().to_string()
+    }
+}
+
+/// A text encoding that is not UTF-8, told by the first bytes as the YAML
+/// specification (5.2) describes: a byte-order mark, or the zero bytes an
+/// ASCII first character leaves in UTF-16 and UTF-32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WideEncoding {
+    Utf16Le,
+    Utf16Be,
+    Utf32Le,
+    Utf32Be,
+}
+
+impl WideEncoding {
+    /// The encoding of `bytes`, when it is one of these.
+    #[must_use]
+    pub fn detect(bytes: &[u8]) -> Option<Self> {
+        match bytes {
+            [0, 0, 0xFE, 0xFF, ..] => Some(Self::Utf32Be),
+            [0, 0, 0, b, ..] if *b != 0 => Some(Self::Utf32Be),
+            [0xFF, 0xFE, 0, 0, ..] => Some(Self::Utf32Le),
+            [a, 0, 0, 0, ..] if *a != 0 => Some(Self::Utf32Le),
+            [0xFE, 0xFF, ..] => Some(Self::Utf16Be),
+            [0, b, ..] if *b != 0 => Some(Self::Utf16Be),
+            [0xFF, 0xFE, ..] => Some(Self::Utf16Le),
+            [a, 0, ..] if *a != 0 => Some(Self::Utf16Le),
+            _ => None,
+        }
+    }
+
+    /// Its name, for messages.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Utf16Le => "UTF-16LE",
+            Self::Utf16Be => "UTF-16BE",
+            Self::Utf32Le => "UTF-32LE",
+            Self::Utf32Be => "UTF-32BE",
+        }
+    }
+
+    /// `bytes` decoded (invalid sequences become U+FFFD).
+    #[must_use]
+    pub fn decode(self, bytes: &[u8]) -> String {
+        match self {
+            Self::Utf16Le | Self::Utf16Be => {
+                let units = bytes.chunks_exact(2).map(|c| {
+                    let pair = [c[0], c[1]];
+                    if self == Self::Utf16Le {
+                        u16::from_le_bytes(pair)
+                    } else {
+                        u16::from_be_bytes(pair)
+                    }
+                });
+                char::decode_utf16(units)
+                    .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+                    .collect()
+            }
+            Self::Utf32Le | Self::Utf32Be => bytes
+                .chunks_exact(4)
+                .map(|c| {
+                    let quad = [c[0], c[1], c[2], c[3]];
+                    let n = if self == Self::Utf32Le {
+                        u32::from_le_bytes(quad)
+                    } else {
+                        u32::from_be_bytes(quad)
+                    };
+                    char::from_u32(n).unwrap_or(char::REPLACEMENT_CHARACTER)
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_print() {
+        assert_eq!(SizeLimit::parse("64MiB"), Ok(SizeLimit(64 << 20)));
+        assert_eq!(SizeLimit::parse("1 GiB"), Ok(SizeLimit(1 << 30)));
+        assert_eq!(SizeLimit::parse("512k"), Ok(SizeLimit(512 << 10)));
+        assert_eq!(SizeLimit::parse("1000"), Ok(SizeLimit(1000)));
+        assert!(SizeLimit::parse("0").is_err());
+        assert!(SizeLimit::parse("5 parsecs").is_err());
+        assert!(SizeLimit::parse("99999999999999999999G").is_err());
+        assert_eq!(SizeLimit::FILE_DEFAULT.to_string(), "64 MiB");
+        assert_eq!(SizeLimit::RESOURCE_LIST_DEFAULT.to_string(), "1 GiB");
+        assert_eq!(SizeLimit(1500).to_string(), "1500 bytes");
+    }
+
+    #[test]
+    fn reads_are_capped() {
+        let mut buf = Vec::new();
+        read_capped(&b"12345"[..], "x", SizeLimit(5), FILE_KNOB, &mut buf).unwrap();
+        assert_eq!(buf, b"12345");
+        let err = read_capped(
+            std::io::repeat(0),
+            "zeros",
+            SizeLimit(4096),
+            FILE_KNOB,
+            &mut buf,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "zeros is larger than 4 KiB, the most image-update reads from one input (raise it with --max-file-size or IMAGE_UPDATE_MAX_FILE_SIZE)"
+        );
+    }
+
+    #[test]
+    fn wide_encodings_are_told_apart() {
+        let text = "kind: Pod # {\"$imagepolicy\": \"a:b\"}\n";
+        let le: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let be: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        let bom_le: Vec<u8> = [0xFF, 0xFE].into_iter().chain(le.clone()).collect();
+        let bom_be: Vec<u8> = [0xFE, 0xFF].into_iter().chain(be.clone()).collect();
+        let le32: Vec<u8> = text
+            .chars()
+            .flat_map(|c| (c as u32).to_le_bytes())
+            .collect();
+        for (bytes, encoding) in [
+            (&le, WideEncoding::Utf16Le),
+            (&be, WideEncoding::Utf16Be),
+            (&bom_le, WideEncoding::Utf16Le),
+            (&bom_be, WideEncoding::Utf16Be),
+            (&le32, WideEncoding::Utf32Le),
+        ] {
+            assert_eq!(WideEncoding::detect(bytes), Some(encoding));
+            assert!(encoding.decode(bytes).contains("$imagepolicy"));
+        }
+        assert_eq!(WideEncoding::detect(text.as_bytes()), None);
+        assert_eq!(WideEncoding::detect(b"\xEF\xBB\xBFkind: Pod"), None);
+        assert_eq!(WideEncoding::detect(b""), None);
     }
 }

@@ -227,7 +227,9 @@ pub fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> 
             .push(("input selector".to_owned(), selector));
     }
     if let Some(file) = inputs.value("automation") {
-        update = update.with_automation(super::update::read_automation(&workspace.join(file))?);
+        let automation =
+            super::update::read_automation(&workspace.join(file), update.max_file_size)?;
+        update = update.with_automation(automation);
     }
     let values = inputs
         .lines("commit-values")

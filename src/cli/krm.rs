@@ -3,13 +3,20 @@
 //! Reads one ResourceList from stdin and writes one to stdout; see
 //! [`crate::krm`]. stdout always gets a complete ResourceList: the whole
 //! output is planned before the first byte is written, and a failed write
-//! exits 1 (never 0, which kpt would take as "delete everything").
+//! exits 1 (never 0, which kpt would take as "delete everything"). stdin is
+//! read up to a limit ([`MAX_INPUT_SIZE`], 1 GiB by default); a larger input
+//! is answered with an error result.
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use super::Exit;
 use crate::error::Error;
+use crate::input::{ReadError, SizeLimit, read_capped};
 use crate::krm::{self, Output, Response};
+
+/// The environment variable that sets the most bytes read from stdin
+/// (default 1 GiB): the function has no flags.
+pub const MAX_INPUT_SIZE: &str = "IMAGE_UPDATE_MAX_INPUT_SIZE";
 
 /// Run the function on stdin.
 ///
@@ -25,10 +32,27 @@ pub fn run() -> Result<Exit, Error> {
                 .to_owned(),
         ));
     }
+    let limit = match std::env::var(MAX_INPUT_SIZE) {
+        Ok(v) => match SizeLimit::parse(&v) {
+            Ok(limit) => limit,
+            Err(e) => return write_response(krm::unreadable(&format!("{MAX_INPUT_SIZE}: {e}"))),
+        },
+        Err(_) => SizeLimit::RESOURCE_LIST_DEFAULT,
+    };
     let mut bytes = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut bytes)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot read stdin: {e}")))?;
+    match read_capped(
+        std::io::stdin().lock(),
+        "stdin",
+        limit,
+        "raise it with the environment variable IMAGE_UPDATE_MAX_INPUT_SIZE",
+        &mut bytes,
+    ) {
+        Ok(()) => {}
+        Err(e @ ReadError::TooLarge { .. }) => {
+            return write_response(krm::unreadable(&e.to_string()));
+        }
+        Err(e) => return Err(e.into()),
+    }
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => {

@@ -3,6 +3,7 @@
 //! serves `update --commit-message-file`, the KRM function, the Action and
 //! the Job ([`crate::message`]).
 
+use crate::input::SizeLimit;
 use std::io::Write;
 
 use super::{Exit, MessageArgs, MessageCommandArgs};
@@ -28,7 +29,7 @@ pub fn run(args: &MessageCommandArgs) -> Result<Exit, Error> {
     let automation = args
         .automation
         .as_deref()
-        .map(super::update::read_automation)
+        .map(|file| super::update::read_automation(file, SizeLimit::default()))
         .transpose()?;
     let config = message_config(&args.message, automation.as_ref())?;
     let report = read_report(&args.report)?;
@@ -58,7 +59,7 @@ pub fn message_config(
         .map(MessageConfig::from_automation)
         .unwrap_or_default();
     if let Some(file) = &args.template {
-        config.template = Some(crate::input::read_text(file)?);
+        config.template = Some(crate::input::read_text(file, SizeLimit::default())?);
     }
     for pair in &args.values {
         let (k, v) = pair
@@ -85,7 +86,7 @@ pub fn message_config(
 /// A report saved by `update --report` (JSON or YAML).
 fn read_report(file: &std::path::Path) -> Result<Report, Error> {
     let origin = crate::input::name(file);
-    let text = crate::input::read_text(file)?;
+    let text = crate::input::read_text(file, SizeLimit::default())?;
     let document = crate::yaml::parse_one(&text).map_err(|e| {
         Error::invalid(vec![
             Diagnostic::error(format!("not valid JSON or YAML: {}", e.message))

@@ -32,6 +32,7 @@ pub mod update;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
+use crate::input::SizeLimit;
 
 /// The version `--version` prints: the package version, plus the git
 /// commit and its date when built from a checkout (see `build.rs`), e.g.
@@ -154,6 +155,10 @@ pub struct PolicyCommandArgs {
 
     #[command(flatten)]
     pub registry: RegistryArgs,
+
+    /// The most bytes read from --tags-file.
+    #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
+    pub max_file_size: SizeLimit,
 }
 
 /// `image-update fn` takes no arguments: everything comes in the
@@ -278,6 +283,11 @@ pub struct UpdateArgs {
     /// Also print skipped files and counts.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+
+    /// The most bytes read from one file (under PATH, --policies, --automation,
+    /// stdin): a larger one is an error. Units KiB, MiB, GiB.
+    #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
+    pub max_file_size: SizeLimit,
 
     /// Compute policy results from registries: ImageRepository/ImagePolicy
     /// and KubeSphere ImageUpdater definitions in PATH and --policies files
@@ -476,10 +486,22 @@ pub fn run() -> Result<Exit, Error> {
     }
 }
 
-/// The exit status for `error`: 2 for usage mistakes, 1 otherwise.
+/// The exit status for `error`: 2 for usage mistakes, 128 + the signal for
+/// a commit interrupted by a signal (as a shell reports a process killed by
+/// it), 1 otherwise.
 #[must_use]
 pub fn error_code(error: &Error) -> u8 {
-    if error.is_usage() { 2 } else { 1 }
+    if error.is_usage() {
+        return 2;
+    }
+    if let Error::Other(e) = error
+        && let Some(signal) = e
+            .downcast_ref::<crate::updater::sink::dir::CommitError>()
+            .and_then(crate::updater::sink::dir::CommitError::signal)
+    {
+        return u8::try_from(128 + signal).unwrap_or(1);
+    }
+    1
 }
 
 /// ANSI colours for stderr, or none.

@@ -26,7 +26,7 @@ use image_update_registry::{RegistryClient, Repository};
 /// or no qualifying tag.
 pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
     let rendered = if let Some(file) = &args.policy.tags_file {
-        let text = crate::input::read_text(file)?;
+        let text = crate::input::read_text(file, args.max_file_size)?;
         let tags = parse_tags_file(&text).map_err(|e| {
             Error::invalid(vec![
                 Diagnostic::error(e.to_string()).at(Location::new(crate::input::name(file), None)),

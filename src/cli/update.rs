@@ -133,6 +133,7 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
             output_dir: args.output_dir.clone(),
             keep_old_text: args.diff,
         },
+        max_file_size: args.max_file_size,
         ..UpdateConfig::default()
     };
     if let Some(expr) = &args.selector {
@@ -144,7 +145,7 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
             .push(("--selector".to_owned(), selector));
     }
     if let Some(file) = &args.automation {
-        config = config.with_automation(read_automation(file)?);
+        config = config.with_automation(read_automation(file, args.max_file_size)?);
     }
     if args.commit_message_file.is_some() {
         config.message = Some(super::message::message_config(
@@ -199,9 +200,9 @@ pub fn fetch_settings(args: &RegistryArgs) -> FetchSettings {
 /// # Errors
 /// An unreadable file, invalid YAML, no or several automations, or an
 /// invalid automation; each at its line and column.
-pub fn read_automation(file: &Path) -> Result<Automation, Error> {
+pub fn read_automation(file: &Path, limit: crate::input::SizeLimit) -> Result<Automation, Error> {
     let origin = crate::input::name(file);
-    let text = crate::input::read_text(file)?;
+    let text = crate::input::read_text(file, limit)?;
     let documents = crate::yaml::parse_documents(&text).map_err(|e| {
         Error::invalid(vec![
             Diagnostic::error(format!("not valid YAML: {}", e.message))

@@ -42,8 +42,13 @@ pub const RESOURCE_LIST_VERSIONS: [&str; 3] = [
 /// What to write on stdout.
 #[derive(Debug, Clone)]
 pub enum Output<'a> {
-    /// The input text with these edits spliced in.
-    Spliced { text: &'a str, edits: Vec<Edit> },
+    /// `prefix` (the input's byte-order mark, or nothing), then the rest of
+    /// the input text with these edits spliced in.
+    Spliced {
+        prefix: &'a str,
+        text: &'a str,
+        edits: Vec<Edit>,
+    },
     /// A new ResourceList (the input could not be read as one).
     Fresh(String),
 }
@@ -55,7 +60,17 @@ impl Output<'_> {
     /// Only if edits overlap, which would be a bug.
     pub fn pieces(&mut self) -> Result<Vec<&str>, EditError> {
         match self {
-            Output::Spliced { text, edits } => rewrite::pieces(text, edits),
+            Output::Spliced {
+                prefix,
+                text,
+                edits,
+            } => {
+                let mut pieces = rewrite::pieces(text, edits)?;
+                if !prefix.is_empty() {
+                    pieces.insert(0, prefix);
+                }
+                Ok(pieces)
+            }
             Output::Fresh(s) => Ok(vec![s.as_str()]),
         }
     }
@@ -71,9 +86,25 @@ pub struct Response<'a> {
     pub failed: bool,
 }
 
-/// Run the function on the ResourceList `text`.
+/// Run the function on the ResourceList `text`. A UTF-8 byte-order mark
+/// at its start is kept at the start of the output; the rest is processed
+/// as if it were not there (offsets, indentation, the `results` entry).
 #[must_use]
 pub fn process(text: &str) -> Response<'_> {
+    const BOM: &str = "\u{FEFF}";
+    match text.strip_prefix(BOM) {
+        Some(rest) => {
+            let mut response = process_text(rest);
+            if let Output::Spliced { prefix, .. } = &mut response.output {
+                *prefix = &text[..BOM.len()];
+            }
+            response
+        }
+        None => process_text(text),
+    }
+}
+
+fn process_text(text: &str) -> Response<'_> {
     // The two passes over the text (the list's layout, the markers) are
     // independent: run them side by side; parsing is most of the run time.
     let (layout, found) = std::thread::scope(|scope| {
@@ -139,7 +170,11 @@ pub fn process(text: &str) -> Response<'_> {
             let mut edits = edits;
             edits.push(results_edit(text, &layout, &results));
             Response {
-                output: Output::Spliced { text, edits },
+                output: Output::Spliced {
+                    prefix: "",
+                    text,
+                    edits,
+                },
                 results,
                 failed,
             }
@@ -314,7 +349,11 @@ fn failed<'a>(text: &'a str, layout: &ListLayout, errors: Vec<String>) -> Respon
         .collect();
     let edits = vec![results_edit(text, layout, &results)];
     Response {
-        output: Output::Spliced { text, edits },
+        output: Output::Spliced {
+            prefix: "",
+            text,
+            edits,
+        },
         results,
         failed: true,
     }
@@ -323,6 +362,13 @@ fn failed<'a>(text: &'a str, layout: &ListLayout, errors: Vec<String>) -> Respon
 /// The response to an input that is not UTF-8 text.
 #[must_use]
 pub fn not_utf8(message: &str) -> Response<'static> {
+    fresh(message)
+}
+
+/// The response to an input that could not be read at all (too large, a
+/// bad setting): a new ResourceList that carries the error.
+#[must_use]
+pub fn unreadable(message: &str) -> Response<'static> {
     fresh(message)
 }
 

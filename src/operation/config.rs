@@ -41,6 +41,9 @@ pub struct UpdateConfig {
     /// raised; the front end then fails.
     pub fail_on_warnings: bool,
     pub outputs: Outputs,
+    /// The most bytes one input file may have (tree files, policy files,
+    /// stdin as a file).
+    pub max_file_size: crate::input::SizeLimit,
 }
 
 impl UpdateConfig {

@@ -54,11 +54,14 @@ pub enum Input<'a> {
 /// # Errors
 /// Invalid policy input (every problem at its location), fetch failures
 /// (every failed policy), a tree that cannot be read, outputs that cannot
-/// be written. Nothing is written when an error is returned, except when
-/// the final renames themselves fail (see `updater::sink`).
+/// be written. Nothing is written when an error is returned (the commit is
+/// all or nothing, see `updater::sink::dir`), except when putting back the
+/// originals after a failed rename fails too: the error then names them.
 pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     let mut early = Vec::new();
-    let mut documents = policies::read_policy_files(&config.policy_files, &mut early)?;
+    let mut documents =
+        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
+    let mut prepared = None;
     let from_files = documents.len();
     match &input {
         Input::Tree(path) => {
@@ -68,8 +71,20 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
                         .at(Location::new(path.display().to_string(), None)),
                 ]));
             }
+            // Held until the writes are done: runs on one tree take turns.
+            prepared = Some(
+                tree::prepare(
+                    path,
+                    config.mode.writes() && config.outputs.output_dir.is_none(),
+                )
+                .map_err(tree_error)?,
+            );
             if config.fetch.is_some() {
-                documents.extend(policies::tree_definitions(path, &mut early)?);
+                documents.extend(policies::tree_definitions(
+                    path,
+                    config.max_file_size,
+                    &mut early,
+                )?);
             }
         }
         Input::ResourceList { text, layout, .. } => {
@@ -99,6 +114,19 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
         diagnostics,
         ..Outcome::default()
     };
+    if let Some(p) = &prepared {
+        let at = || Location::new(p.dir.display().to_string(), None);
+        outcome.diagnostics.extend(
+            p.notes
+                .iter()
+                .map(|n| Diagnostic::note(n.clone()).at(at()))
+                .chain(
+                    p.problems
+                        .iter()
+                        .map(|n| Diagnostic::warning(n.clone()).at(at())),
+                ),
+        );
+    }
     let mut report = Report::new(&gathered.table);
     if let Some(automation) = config.suspended() {
         let what = automation.describe();
@@ -112,6 +140,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
                 plan_tree(config, path, &gathered.table, &mut report, &mut outcome)?;
             }
             Input::ResourceList { text, scan, .. } => {
+                check_item_paths(&config.update_path, &scan)?;
                 let planned =
                     plan::plan_edits(text, scan, &gathered.table, config.plan, |object| {
                         in_update_path(&config.update_path, object)
@@ -135,12 +164,14 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     }
     let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
     outcome.report = report;
+    let journal_dir = prepared.as_ref().map(|p| p.dir.as_path());
     if config.fail_on_warnings && outcome.warnings().next().is_some() {
         outcome.held_back = true;
         outcome.list_edits.clear();
         return Ok(outcome);
     }
-    write(config, rendered, &mut outcome)?;
+    write(config, rendered, &mut outcome, journal_dir)?;
+    drop(prepared);
     Ok(outcome)
 }
 
@@ -158,7 +189,8 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
 /// As [`run`] for the policy files and fetching.
 pub fn observe(config: &UpdateConfig) -> Result<Observed, Error> {
     let mut early = Vec::new();
-    let documents = policies::read_policy_files(&config.policy_files, &mut early)?;
+    let documents =
+        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
     let gathered = policies::gather(config, &documents)?;
     let mut diagnostics = gathered.notes;
     diagnostics.extend(early);
@@ -184,6 +216,14 @@ pub struct Observed {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+fn tree_error(e: tree::TreeError) -> Error {
+    match e {
+        tree::TreeError::Walk(w) => Error::Walk(w),
+        tree::TreeError::Read(r) => r.into(),
+        other => Error::Other(Box::new(other)),
+    }
+}
+
 /// Whether a ResourceList item lies under the update path (items without a
 /// path annotation do not, when there is a path).
 fn in_update_path(base: &str, object: &ObjectInfo) -> bool {
@@ -195,17 +235,54 @@ fn in_update_path(base: &str, object: &ObjectInfo) -> bool {
             .is_some_and(|p| is_under(base, p))
 }
 
-/// Whether the item path `item` lies under the normalised `base`.
+/// Whether the item path `item` lies under the normalised `base`. An item
+/// path that is absolute or climbs out with `..` lies under nothing but the
+/// empty base.
 #[must_use]
 pub fn is_under(base: &str, item: &str) -> bool {
     if base.is_empty() {
         return true;
     }
-    let item = crate::automation::normalise_path(item);
+    let Some(item) = crate::automation::normalise_item_path(item) else {
+        return false;
+    };
     item == base
         || item
             .strip_prefix(base)
             .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// With a path limit, every item whose path annotation is absolute or
+/// climbs out of the package is an error naming the item: what lies "under"
+/// the limit cannot be decided for it.
+fn check_item_paths(base: &str, scan: &Scan) -> Result<(), Error> {
+    if base.is_empty() {
+        return Ok(());
+    }
+    let errors: Vec<Diagnostic> = scan
+        .objects
+        .iter()
+        .filter_map(|o| {
+            let path = o.annotations.path.as_deref()?;
+            if crate::automation::normalise_item_path(path).is_some() {
+                return None;
+            }
+            let item = o.item.map_or_else(String::new, |i| format!("items[{i}] "));
+            let id = &o.id;
+            let mut d = Diagnostic::error(format!(
+                "{item}{}/{} {}: path annotation {path:?} is absolute or climbs out of the package with `..`, so the path limit {base:?} cannot apply to it; nothing was edited",
+                id.api_version, id.kind, id.name
+            ))
+            .at(Location::new(path.to_owned(), None));
+            d.object = Some(id.clone());
+            Some(d)
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::invalid(errors))
+    }
 }
 
 /// The items of a ResourceList that may hold ImagePolicies, definitions or
@@ -277,14 +354,14 @@ fn plan_tree(
     let tree = tree::plan_tree(
         &root,
         table,
-        config.plan,
-        config.outputs.keep_old_text,
-        config.mode.writes() && in_place,
+        tree::TreeOptions {
+            plan: config.plan,
+            keep_old: config.outputs.keep_old_text,
+            writing_in_place: config.mode.writes() && in_place,
+            max_file_size: config.max_file_size,
+        },
     )
-    .map_err(|e| match e {
-        tree::TreeError::Walk(w) => Error::Walk(w),
-        tree::TreeError::Read { source, .. } => Error::Io(source),
-    })?;
+    .map_err(tree_error)?;
     let cwd = std::env::current_dir().ok();
     let tree_root = TreeRoot::new(root.clone(), root.is_file(), cwd.as_deref());
     let mut warnings = Vec::new();
@@ -458,14 +535,17 @@ fn render_outputs(
     Ok(out)
 }
 
-/// Write the changed files (when the mode writes) and the output files in
-/// one batch: every file is staged before any is renamed into place, so a
-/// failure while staging writes nothing. Outputs for stdout go into the
-/// outcome.
+/// Write the changed files (when the mode writes) and the output files as
+/// one all-or-nothing commit (`updater::sink::dir`): on an error nothing was
+/// written, and `outcome.written` lists every file otherwise. Outputs for
+/// stdout go into the outcome. An in-place commit keeps its journal in
+/// `journal_dir` (the locked tree); one under `--output-dir` in that
+/// directory.
 fn write(
     config: &UpdateConfig,
     rendered: Vec<Rendered>,
     outcome: &mut Outcome,
+    journal_dir: Option<&Path>,
 ) -> Result<(), Error> {
     let stdout = Path::new("-");
     // An output goes into an existing directory: a typo in its path is an
@@ -502,7 +582,13 @@ fn write(
     } else {
         &[]
     };
-    outcome.written = tree::write_updates(updates, &destination, &extra)?;
+    let journal_dir = match &destination {
+        _ if updates.is_empty() => None,
+        Destination::Under(dir) => Some(dir.as_path()),
+        Destination::InPlace => journal_dir,
+    };
+    outcome.written = tree::write_updates(updates, &destination, &extra, journal_dir)
+        .map_err(|e| Error::Other(Box::new(e)))?;
     outcome.stdout = rendered
         .into_iter()
         .filter(|r| r.path == stdout)

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use super::config::{FetchSettings, UpdateConfig};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
+use crate::input::{FILE_KNOB, SizeLimit, read_capped};
 use crate::policies::image_policy::{Role, read_supplied, role};
 use crate::policies::{ConflictError, PolicyDocument, PolicyTable};
 use crate::reflector::{self, Definition, Resolved};
-use crate::updater::source::dir::walk;
+use crate::updater::source::dir::{open_regular, walk};
 use crate::yaml;
 
 /// The policies of a run.
@@ -200,6 +201,7 @@ pub fn client_settings(
 /// An unreadable file, or one that is not YAML (at its line and column).
 pub(super) fn read_policy_files(
     files: &[PathBuf],
+    limit: SizeLimit,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Vec<PolicyDocument>, Error> {
     let mut out = Vec::new();
@@ -210,7 +212,7 @@ pub(super) fn read_policy_files(
         } else {
             file.display().to_string()
         };
-        let text = crate::input::read_text(file)?;
+        let text = crate::input::read_text(file, limit)?;
         let documents = yaml::parse_documents(&text).map_err(|e| {
             Error::invalid(vec![
                 Diagnostic::error(format!("not valid YAML: {}", e.message))
@@ -249,6 +251,13 @@ pub(super) fn read_policy_files(
     Ok(out)
 }
 
+/// A warning: the file at `path` cannot be read, for `cause`.
+fn unreadable(path: &Path, cause: impl std::error::Error + Send + Sync + 'static) -> Diagnostic {
+    Diagnostic::warning("cannot be read, so its definitions are skipped")
+        .at(Location::new(path.display().to_string(), None))
+        .caused_by(cause)
+}
+
 /// The documents of every file under `root` that may hold definitions
 /// (screened by substring before parsing). They supply no results: only
 /// their definitions are read. A screened file that is not YAML (a Helm
@@ -256,21 +265,27 @@ pub(super) fn read_policy_files(
 /// out.
 ///
 /// # Errors
-/// A walk or read failure.
+/// A walk failure. A file that cannot be read (or is over the size
+/// limit) gets a warning and its definitions are skipped.
 pub(super) fn tree_definitions(
     root: &Path,
+    limit: SizeLimit,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Vec<PolicyDocument>, Error> {
     let walked = walk(root, |c| {
-        let text = match fs_err::read_to_string(&c.path) {
-            Ok(t) => t,
-            Err(e) => {
-                return Some(Err(Diagnostic::warning(
-                    "cannot be read, so its definitions are skipped",
-                )
-                .at(Location::new(c.path.display().to_string(), None))
-                .caused_by(e)));
-            }
+        let file = match open_regular(&c.path, c.regular) {
+            Ok(Some((file, _))) => file,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(unreadable(&c.path, e))),
+        };
+        let mut bytes = Vec::new();
+        let name = c.path.display().to_string();
+        if let Err(e) = read_capped(file, &name, limit, FILE_KNOB, &mut bytes) {
+            return Some(Err(unreadable(&c.path, e)));
+        }
+        // Files that are not UTF-8 are the updater's to report.
+        let Ok(text) = String::from_utf8(bytes) else {
+            return None;
         };
         if !reflector::may_define(&text) {
             return None;

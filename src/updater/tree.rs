@@ -2,10 +2,17 @@
 //! files, plan each one (in parallel), and write the changed ones.
 //!
 //! Nothing is written until every file has been planned, so an error leaves
-//! every file untouched.
+//! every file untouched; the writes themselves are one all-or-nothing commit
+//! (`sink::dir`). A run holds the tree's lock ([`prepare`]) from before the
+//! first read until after the last write.
+//!
+//! Every candidate is read with a size cap (`--max-file-size`); a file in
+//! UTF-16 or UTF-32 (told by its first bytes) is not read as YAML: a warning
+//! says so when it mentions `$imagepolicy`, a note (`-v`) otherwise.
 
 use std::path::{Path, PathBuf};
 
+use crate::input::{ReadError, SizeLimit, WideEncoding};
 use crate::policies::PolicyTable;
 use crate::text::Position;
 use crate::updater::plan::{self, Plan, PlanError, PlanOptions, Planned};
@@ -70,18 +77,36 @@ impl TreePlan {
 pub enum TreeError {
     #[error(transparent)]
     Walk(#[from] WalkError),
-    #[error("{path}: cannot read")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A candidate could not be read, or is over the size limit.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Lock(#[from] sink::lock::LockError),
 }
 
 enum FileResult {
-    Planned { plan: Plan, old: Option<String> },
-    Unreadable(std::io::Error),
-    Skip { position: Position, message: String },
+    Planned {
+        plan: Plan,
+        old: Option<String>,
+    },
+    Unreadable(ReadError),
+    Skip {
+        position: Position,
+        message: String,
+    },
+    /// Not read as YAML, for a reason worth a note (`-v`).
+    Note(String),
+}
+
+/// What reading a candidate gave.
+enum Screened {
+    /// It mentions `$imagepolicy`: its bytes.
+    Marked(Vec<u8>),
+    Unmarked,
+    /// Not a regular file (any more): skipped.
+    NotRegular,
+    /// UTF-16 or UTF-32 text; whether it mentions `$imagepolicy`.
+    Wide(WideEncoding, bool),
 }
 
 thread_local! {
@@ -91,12 +116,27 @@ thread_local! {
     static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Read `path` and return its bytes if they may hold a marker
-/// ([`crate::updater::scan::marker::screen`]).
-fn read_screened(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+/// Read `path` (at most `limit` bytes) and screen it for `$imagepolicy`.
+fn read_screened(path: &Path, regular: bool, limit: SizeLimit) -> Result<Screened, ReadError> {
     use std::io::Read;
+    let name = || path.display().to_string();
+    let too_large = || ReadError::TooLarge {
+        name: name(),
+        limit,
+        knob: crate::input::FILE_KNOB,
+    };
+    let io = |source| ReadError::Io {
+        name: name(),
+        source,
+    };
     BUFFER.with_borrow_mut(|buf| {
-        let mut file = fs_err::File::open(path)?;
+        let Some((file, size)) = dir::open_regular(path, regular).map_err(io)? else {
+            return Ok(Screened::NotRegular);
+        };
+        if size.is_some_and(|size| size > limit.bytes()) {
+            return Err(too_large());
+        }
+        let mut file = file.take(limit.bytes().saturating_add(1));
         let mut len = 0;
         loop {
             if len == buf.len() {
@@ -106,11 +146,23 @@ fn read_screened(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
                 Ok(0) => break,
                 Ok(n) => len += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(io(e)),
             }
         }
+        if len as u64 > limit.bytes() {
+            return Err(too_large());
+        }
         let bytes = &buf[..len];
-        Ok(crate::updater::scan::marker::screen(bytes).then(|| bytes.to_vec()))
+        if let Some(encoding) = WideEncoding::detect(bytes) {
+            let text = encoding.decode(bytes);
+            let marked = crate::updater::scan::marker::screen(text.as_bytes());
+            return Ok(Screened::Wide(encoding, marked));
+        }
+        Ok(if crate::updater::scan::marker::screen(bytes) {
+            Screened::Marked(bytes.to_vec())
+        } else {
+            Screened::Unmarked
+        })
     })
 }
 
@@ -119,10 +171,31 @@ fn plan_file(
     table: &PolicyTable,
     options: PlanOptions,
     keep_old: bool,
+    limit: SizeLimit,
 ) -> Option<FileResult> {
-    let bytes = match read_screened(&candidate.path) {
-        Ok(Some(b)) => b,
-        Ok(None) => return None,
+    let bytes = match read_screened(&candidate.path, candidate.regular, limit) {
+        Ok(Screened::Marked(b)) => b,
+        Ok(Screened::Unmarked) => return None,
+        Ok(Screened::NotRegular) => {
+            return Some(FileResult::Note(
+                "not a regular file (a FIFO, socket or device), so it is not read".to_owned(),
+            ));
+        }
+        Ok(Screened::Wide(encoding, true)) => {
+            return Some(FileResult::Skip {
+                position: Position { line: 1, column: 1 },
+                message: format!(
+                    "file is {} text, and only UTF-8 is read, so it is skipped; convert it to UTF-8 (e.g. with iconv) to have its markers updated",
+                    encoding.name()
+                ),
+            });
+        }
+        Ok(Screened::Wide(encoding, false)) => {
+            return Some(FileResult::Note(format!(
+                "{} text without markers, not read",
+                encoding.name()
+            )));
+        }
         Err(e) => return Some(FileResult::Unreadable(e)),
     };
     if is_helm_template(&candidate.path) {
@@ -194,21 +267,39 @@ fn plan_bytes(
     }
 }
 
+/// How a tree is planned.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TreeOptions {
+    /// How markers are planned (downgrades).
+    pub plan: PlanOptions,
+    /// Keep each changed file's old text (for a diff).
+    pub keep_old: bool,
+    /// Refuse files that cannot be written in place (symlinks to outside
+    /// the root).
+    pub writing_in_place: bool,
+    /// The most bytes a candidate file may have.
+    pub max_file_size: SizeLimit,
+}
+
 /// Plan the updates of every candidate file under `root` (a directory or
-/// one file). `writing_in_place` refuses files that cannot be written in
-/// place (symlinks to outside the root).
+/// one file).
 ///
 /// # Errors
-/// When the tree cannot be walked or a file cannot be read.
+/// When the tree cannot be walked, or a file cannot be read or is over the
+/// size limit.
 pub fn plan_tree(
     root: &Path,
     table: &PolicyTable,
-    options: PlanOptions,
-    keep_old: bool,
-    writing_in_place: bool,
+    options: TreeOptions,
 ) -> Result<TreePlan, TreeError> {
+    let TreeOptions {
+        plan,
+        keep_old,
+        writing_in_place,
+        max_file_size,
+    } = options;
     let walked = dir::walk(root, |c| {
-        plan_file(c, table, options, keep_old).map(|r| (r, c.clone()))
+        plan_file(c, table, plan, keep_old, max_file_size).map(|r| (r, c.clone()))
     })?;
     let mut tree = TreePlan {
         skipped: walked.skipped,
@@ -217,11 +308,10 @@ pub fn plan_tree(
     };
     for (rel, (result, candidate)) in walked.results {
         let outcome = match result {
-            FileResult::Unreadable(source) => {
-                return Err(TreeError::Read {
-                    path: candidate.path.display().to_string(),
-                    source,
-                });
+            FileResult::Unreadable(e) => return Err(TreeError::Read(e)),
+            FileResult::Note(reason) => {
+                tree.skipped.push(Skipped { rel, reason });
+                continue;
             }
             FileResult::Skip { position, message } => FileOutcome::Skipped { position, message },
             FileResult::Planned { mut plan, old } => {
@@ -264,7 +354,55 @@ pub fn plan_tree(
         tree.files_screened += 1;
         tree.files.push((rel, outcome));
     }
+    tree.skipped.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(tree)
+}
+
+/// A tree made ready for a run: locked, and cleaned of what a killed run
+/// left.
+#[derive(Debug)]
+pub struct Prepared {
+    /// Held until the run's writes are done.
+    pub lock: sink::lock::TreeLock,
+    /// The directory locked, where an in-place commit keeps its journal.
+    pub dir: PathBuf,
+    /// What was recovered, one sentence each.
+    pub notes: Vec<String>,
+    /// Originals that could not be put back, one sentence each.
+    pub problems: Vec<String>,
+}
+
+/// Lock the tree at `path` (its base directory: `path`, or its parent when
+/// it is a file): exclusively when the run writes it in place, shared
+/// otherwise. A writing run then takes over the commits that killed runs
+/// left in that directory (see `sink::dir::recover`) before anything is read.
+///
+/// # Errors
+/// When the directory cannot be locked.
+pub fn prepare(path: &Path, writes_in_place: bool) -> Result<Prepared, TreeError> {
+    let dir = dir::base_dir(path);
+    let lock = sink::lock::lock(&dir, writes_in_place)?;
+    let recovered = if writes_in_place {
+        sink::dir::recover(&dir)
+    } else {
+        sink::dir::Recovered {
+            notes: sink::dir::interrupted(&dir)
+                .into_iter()
+                .map(|pid| {
+                    format!(
+                        "a run (process {pid}) was killed while writing here; the next run that writes in place puts its files back"
+                    )
+                })
+                .collect(),
+            problems: Vec::new(),
+        }
+    };
+    Ok(Prepared {
+        lock,
+        dir,
+        notes: recovered.notes,
+        problems: recovered.problems,
+    })
 }
 
 /// Where updated files go.
@@ -286,16 +424,19 @@ impl Destination {
     }
 }
 
-/// Write every update, plus `extra` files (the report, emitted policies):
-/// all are staged and flushed, then renamed (see `sink::dir`).
+/// Write every update, plus `extra` files (the report, emitted policies),
+/// as one all-or-nothing commit (see `sink::dir`) whose journal is kept in
+/// `journal_dir` (default: the first file's directory).
 ///
 /// # Errors
-/// The first IO error; if it happens while staging, nothing changed.
+/// [`sink::dir::CommitError`]: nothing was written, except when putting
+/// back the originals failed too (the error names them).
 pub fn write_updates<'a>(
     updates: impl IntoIterator<Item = &'a FileUpdate>,
     destination: &Destination,
     extra: &[sink::dir::FileWrite<'_>],
-) -> Result<Vec<PathBuf>, std::io::Error> {
+    journal_dir: Option<&Path>,
+) -> Result<Vec<PathBuf>, sink::dir::CommitError> {
     let updates: Vec<&FileUpdate> = updates.into_iter().collect();
     let targets: Vec<PathBuf> = updates.iter().map(|u| destination.target(u)).collect();
     let writes: Vec<sink::dir::FileWrite<'_>> = updates
@@ -308,6 +449,12 @@ pub fn write_updates<'a>(
         })
         .chain(extra.iter().copied())
         .collect();
-    sink::dir::write_all(&writes)?;
-    Ok(writes.iter().map(|w| w.target.to_path_buf()).collect())
+    sink::dir::write_all(&writes, journal_dir)?;
+    // A file reached twice (itself and a symlink to it) was written once.
+    let mut seen = std::collections::HashSet::new();
+    Ok(writes
+        .iter()
+        .filter(|w| seen.insert(w.target))
+        .map(|w| w.target.to_path_buf())
+        .collect())
 }

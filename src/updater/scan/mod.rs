@@ -200,6 +200,43 @@ struct Frame<'a> {
     count: usize,
     /// Segment to the current (or last) child.
     child: Seg<'a>,
+    /// Maps only: the scalar keys seen so far, to report duplicates.
+    keys: KeySet<'a>,
+}
+
+/// The scalar keys of one mapping and where each first appeared. Most
+/// mappings are small: a list is searched until it grows, then a hash map
+/// takes over.
+#[derive(Debug, Default)]
+struct KeySet<'a> {
+    list: Vec<(Cow<'a, str>, usize)>,
+    map: Option<std::collections::HashMap<Cow<'a, str>, usize>>,
+}
+
+impl<'a> KeySet<'a> {
+    const LIST_MAX: usize = 16;
+
+    /// Record `key` at `offset`; the offset of its first appearance when it
+    /// was seen before.
+    fn insert(&mut self, key: Cow<'a, str>, offset: usize) -> Option<usize> {
+        if let Some(map) = &mut self.map {
+            return match map.entry(key) {
+                std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(offset);
+                    None
+                }
+            };
+        }
+        if let Some((_, first)) = self.list.iter().find(|(k, _)| *k == key) {
+            return Some(*first);
+        }
+        self.list.push((key, offset));
+        if self.list.len() > Self::LIST_MAX {
+            self.map = Some(std::mem::take(&mut self.list).into_iter().collect());
+        }
+        None
+    }
 }
 
 /// The node event just before a comment.
@@ -301,6 +338,7 @@ impl<'a> Walker<'a> {
                     expecting_key: true,
                     count: 0,
                     child: Seg::None,
+                    keys: KeySet::default(),
                 });
                 self.last = Last::Other;
             }
@@ -326,8 +364,13 @@ impl<'a> Walker<'a> {
                 self.before_node(span.start.line(), false, !is_key);
                 self.begin_child(range.start);
                 if is_key {
+                    let mut duplicate = None;
                     if let Some(top) = self.frames.last_mut() {
+                        duplicate = top.keys.insert(value.clone(), range.start);
                         top.child = Seg::Key(value);
+                    }
+                    if let Some(first) = duplicate {
+                        self.duplicate_key(first, range.start);
                     }
                     self.end_child();
                     self.last = Last::Key;
@@ -666,6 +709,23 @@ impl<'a> Walker<'a> {
             },
             _ => {}
         }
+    }
+
+    /// A key that appeared before in the same mapping: YAML forbids it, and
+    /// which of the two values a reader keeps differs between readers, so a
+    /// marker in either may not govern what is deployed.
+    fn duplicate_key(&mut self, first: usize, offset: usize) {
+        let Some(Seg::Key(key)) = self.frames.last().map(|f| &f.child) else {
+            return;
+        };
+        let at = crate::text::position_of(self.text, first);
+        let message = format!(
+            "duplicate key {:?} in this mapping (first at line {}, column {}): YAML forbids duplicate keys, and readers differ in which value they keep",
+            key.as_ref(),
+            at.line,
+            at.column
+        );
+        self.finding(offset, &message);
     }
 
     fn finding(&mut self, offset: usize, message: &str) {

@@ -6,7 +6,15 @@
 //! (gitignore syntax) are honoured; `.gitignore` is not (Flux's source
 //! controller does not either). Directory symlinks are never followed;
 //! dangling symlinks are skipped; a file symlink is read through, and may be
-//! written only when its target lies inside the root.
+//! written only when its target lies inside the root: PATH itself when it is
+//! a directory, PATH's parent directory when it is a file (or a symlink to
+//! one), the same base that relative paths are computed from. The link
+//! itself stays a link: its target is written.
+//!
+//! Only regular files are read: a FIFO, socket or device named `*.yaml`
+//! (or a symlink to one) is skipped with a note (`-v`), and files are opened
+//! without blocking, so a FIFO swapped in after the walk looked cannot hang
+//! the run either.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -20,6 +28,8 @@ pub struct Candidate {
     pub rel: String,
     /// Where to read it.
     pub path: PathBuf,
+    /// Whether the walk saw it as a regular file itself (not a symlink).
+    pub regular: bool,
     /// Where an update is written: the file itself, or a symlink's target
     /// inside the root; `Err` says why it cannot be written.
     pub write_to: Result<PathBuf, String>,
@@ -55,7 +65,9 @@ pub fn is_candidate_name(name: &str) -> bool {
 #[must_use]
 pub fn base_dir(root: &Path) -> PathBuf {
     if root.is_file() {
+        // `a.yaml` has the parent `""`: the current directory.
         root.parent()
+            .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     } else {
         root.to_path_buf()
@@ -132,7 +144,25 @@ where
             }
             let path = entry.path().to_path_buf();
             let rel = relative(&base, &path);
-            let write_to = if file_type.is_symlink() {
+            // The root is given by the user: see it as it is on disk (the
+            // walker reports a symlinked root as what it points to).
+            let is_symlink = if entry.depth() == 0 {
+                fs_err::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink())
+            } else {
+                file_type.is_symlink()
+            };
+            if !is_symlink && !file_type.is_file() {
+                push(
+                    &skipped,
+                    Skipped {
+                        rel,
+                        reason: "not a regular file (a FIFO, socket or device), so it is not read"
+                            .to_owned(),
+                    },
+                );
+                return WalkState::Continue;
+            }
+            let write_to = if is_symlink {
                 match fs_err::metadata(&path) {
                     Err(_) => {
                         push(
@@ -154,6 +184,16 @@ where
                         );
                         return WalkState::Continue;
                     }
+                    Ok(m) if !m.is_file() => {
+                        push(
+                            &skipped,
+                            Skipped {
+                                rel,
+                                reason: "symlink to something that is not a regular file (a FIFO, socket or device), so it is not read".to_owned(),
+                            },
+                        );
+                        return WalkState::Continue;
+                    }
                     Ok(_) => match fs_err::canonicalize(&path) {
                         Ok(target) if target.starts_with(&canonical_base) => Ok(target),
                         Ok(target) => Err(format!(
@@ -170,6 +210,7 @@ where
             let candidate = Candidate {
                 rel,
                 path,
+                regular: !is_symlink,
                 write_to,
             };
             candidates.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -192,6 +233,35 @@ where
         skipped,
         candidates: candidates.into_inner(),
     })
+}
+
+/// Open `path` for reading if it is a regular file (following a symlink);
+/// `None` when it is something else. The open does not block, so a FIFO
+/// cannot hang the caller. `known_regular` skips the check (one `fstat`
+/// per file) when the walk already saw a regular file: if something else
+/// was swapped in since, the open still does not block, reading a FIFO
+/// ends at once, and reading a device stops at the size cap.
+///
+/// # Errors
+/// When the file cannot be opened or its metadata read.
+pub fn open_regular(
+    path: &Path,
+    known_regular: bool,
+) -> std::io::Result<Option<(fs_err::File, Option<u64>)>> {
+    let mut options = fs_err::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if known_regular {
+        return Ok(Some((file, None)));
+    }
+    let meta = file.metadata()?;
+    let len = meta.len();
+    Ok(meta.is_file().then_some((file, Some(len))))
 }
 
 fn push<V>(m: &Mutex<Vec<V>>, v: V) {
