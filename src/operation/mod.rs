@@ -62,7 +62,6 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     let mut documents =
         policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
     let mut prepared = None;
-    let from_files = documents.len();
     match &input {
         Input::Tree(path) => {
             if !path.exists() {
@@ -95,22 +94,11 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
         message.check().map_err(|e| Error::Other(Box::new(e)))?;
     }
     let gathered = policies::gather(config, &documents)?;
-    let tree_origins: std::collections::BTreeSet<&str> = documents[from_files..]
-        .iter()
-        .filter(|d| !d.supplies)
-        .map(|d| d.origin.as_str())
-        .collect();
-    let tree_definitions = gathered
-        .definitions
-        .iter()
-        .filter(|d| tree_origins.contains(d.location.path.as_str()))
-        .count();
     let mut diagnostics = gathered.notes;
     diagnostics.extend(early);
     let mut outcome = Outcome {
         mode: config.mode,
         fetched: gathered.fetched,
-        tree_definitions,
         diagnostics,
         ..Outcome::default()
     };
@@ -173,47 +161,6 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     write(config, rendered, &mut outcome, journal_dir)?;
     drop(prepared);
     Ok(outcome)
-}
-
-/// The policies a run of `config` would apply, as far as they are known
-/// without its input: the values, the ImagePolicies of the policy files,
-/// and (fetching) the results of the definitions in those files. Scope,
-/// conflicts and suspension apply as in [`run`]; nothing is written.
-///
-/// The Job's short-circuit compares these with the last run's before it
-/// clones anything. Definitions that live in the tree itself are not
-/// seen here: a run tells how many it used in
-/// [`Outcome::tree_definitions`].
-///
-/// # Errors
-/// As [`run`] for the policy files and fetching.
-pub fn observe(config: &UpdateConfig) -> Result<Observed, Error> {
-    let mut early = Vec::new();
-    let documents =
-        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
-    let gathered = policies::gather(config, &documents)?;
-    let mut diagnostics = gathered.notes;
-    diagnostics.extend(early);
-    Ok(Observed {
-        policies: gathered
-            .table
-            .observed()
-            .map(|(k, l)| (k.clone(), l.clone()))
-            .collect(),
-        fetched: gathered.fetched,
-        diagnostics,
-    })
-}
-
-/// What [`observe`] found.
-#[derive(Debug, Clone, Default)]
-pub struct Observed {
-    /// Every policy in scope with a latest image.
-    pub policies: std::collections::BTreeMap<crate::policies::PolicyKey, crate::policies::ImageRef>,
-    /// The policies fetched from registries.
-    pub fetched: Vec<crate::reflector::Resolved>,
-    /// Notes and warnings about the policy files.
-    pub diagnostics: Vec<Diagnostic>,
 }
 
 fn tree_error(e: tree::TreeError) -> Error {

@@ -74,10 +74,6 @@ pub struct Outcome {
     pub list_edits: Vec<Edit>,
     /// The policies fetched from registries.
     pub fetched: Vec<Resolved>,
-    /// How many of the fetched policies' definitions were found in the
-    /// tree itself (not in the policy files): their results are only known
-    /// with the tree at hand.
-    pub tree_definitions: usize,
     /// The rendered commit message, when one was asked for and a field
     /// changed.
     pub commit_message: Option<String>,
