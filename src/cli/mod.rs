@@ -22,6 +22,7 @@ use std::path::PathBuf;
 
 pub mod action;
 pub mod completions;
+pub mod job;
 pub mod krm;
 pub mod message;
 pub mod policy;
@@ -87,6 +88,10 @@ pub enum Command {
     /// variables, results in GITHUB_OUTPUT and GITHUB_STEP_SUMMARY.
     #[command(long_about = action::HELP)]
     Action(ActionArgs),
+    /// Clone a git repository, update it, commit (signed), push: Flux's
+    /// image automation as a Kubernetes Job.
+    #[command(after_help = job::AFTER_HELP)]
+    Job(Box<job::JobArgs>),
     /// Print a shell completion script on stdout (bash, zsh, fish, elvish,
     /// powershell).
     Completions(CompletionsArgs),
@@ -446,6 +451,8 @@ pub enum Exit {
     /// The run failed after telling so its own way: `fn` wrote a
     /// ResourceList with error results, `action` wrote error annotations.
     Failed,
+    /// An exit status the command chose (`job`).
+    Code(u8),
 }
 
 impl Exit {
@@ -456,6 +463,7 @@ impl Exit {
             Exit::Success => 0,
             Exit::ChangesPending => 3,
             Exit::Failed => 1,
+            Exit::Code(code) => code,
         }
     }
 }
@@ -478,6 +486,7 @@ pub fn run() -> Result<Exit, Error> {
         Some(Command::Policy(args)) => policy::run(&args),
         Some(Command::Message(args)) => message::run(&args),
         Some(Command::Action(args)) => action::run(&args),
+        Some(Command::Job(args)) => job::run(&args),
         Some(Command::Completions(args)) => completions::run_completions(&args),
         Some(Command::Man(args)) => completions::run_man(&args),
         None => Err(Error::Usage(
