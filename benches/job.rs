@@ -4,7 +4,7 @@
 //! 1. Generates the directory benchmark's 10,000-file repository
 //!    (`benches/common/generate.rs`) under `target/bench-data/job/repo`, and
 //!    commits it to a bare repository served over HTTP with Basic auth by
-//!    lighttpd + `git-http-backend` (the git test bed).
+//!    lighttpd + `git-http-backend` (`image_update_testkit::git`).
 //! 2. Works out the change once, untimed: `image-update update` on a clone
 //!    with the generated policies (every marked field moves to tag `2.N.0`),
 //!    and keeps the changed files.
@@ -28,14 +28,12 @@
 
 #[path = "common/generate.rs"]
 mod generate;
-#[path = "../crates/git/tests/support/mod.rs"]
-mod support;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{Env, HTTP_PASSWORD, HTTP_USER, Need};
+use image_update_testkit::git::{self as bed, Env, HTTP_PASSWORD, HTTP_USER, Need};
 
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
 const REPO: &str = "fleet";
@@ -59,19 +57,12 @@ fn main() {
         .iter()
         .map(|p| p.metadata().unwrap().len())
         .sum();
-    let repos = env.root.join("repos");
-    let bare = repos.join(format!("{REPO}.git"));
+    let fixture = env.fixture_from_tree(REPO, &tree).unwrap();
+    let bare = fixture.bare.clone();
+    let base = fixture.commits[0].clone();
+    // Every measured run starts from a copy of this.
     let pristine = env.root.join("pristine.git");
-    git(
-        &env,
-        &env.root,
-        &["init", "-q", "--bare", "-b", "main", s(&pristine)],
-    );
-    git(&env, &tree, &["init", "-q", "-b", "main"]);
-    git(&env, &tree, &["add", "-A"]);
-    git(&env, &tree, &["commit", "-q", "-m", "the fleet"]);
-    git(&env, &tree, &["push", "-q", s(&pristine), "main"]);
-    let base = git(&env, &pristine, &["rev-parse", "main"]);
+    run_ok(Command::new("cp").arg("-a").arg(&bare).arg(&pristine));
 
     // The change, worked out once: the files `image-update update` changes.
     let edit = env.root.join("edit");
@@ -97,7 +88,7 @@ fn main() {
         changed.len()
     );
 
-    let url = format!("http://127.0.0.1:{}/git/{REPO}.git", env.http_port());
+    let url = env.http_url(&fixture);
     let cred_url = format!(
         "http://{HTTP_USER}:{HTTP_PASSWORD}@127.0.0.1:{}/git/{REPO}.git",
         env.http_port()
@@ -232,14 +223,11 @@ fn s(path: &Path) -> &str {
 
 /// `git ARGS` in `dir` with the bed's private configuration; trimmed stdout.
 fn git(env: &Env, dir: &Path, args: &[&str]) -> String {
-    support::run(env.git(dir).args(args))
-        .unwrap()
-        .trim()
-        .to_owned()
+    bed::run(env.git(dir).args(args)).unwrap().trim().to_owned()
 }
 
 fn run_ok(command: &mut Command) {
-    support::run(command).unwrap();
+    bed::run(command).unwrap();
 }
 
 fn loadavg() -> String {

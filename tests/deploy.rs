@@ -39,6 +39,7 @@ const CONFIG_MOUNT: &str = "/config";
 
 fn main() {
     image_update_testkit::run(vec![
+        trial("README exit-code reader", &[], exit_code_reader),
         trial("documents", &[], documents),
         trial("image is the published one", &[], image),
         trial("pod is hardened", &[], pod_shape),
@@ -149,21 +150,30 @@ fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 fn readme_job_section() -> String {
     let readme = read("README.md");
     let mut section = None::<String>;
+    // The subsection on deploy/ itself is left out: the facts checked here
+    // must come from the Job mode's own documentation.
+    let mut skipping = false;
     for line in readme.lines() {
         if let Some(heading) = line.strip_prefix("## ") {
             if section.is_some() {
                 break;
             }
-            if heading
-                .to_lowercase()
-                .split(|c: char| !c.is_alphanumeric())
-                .any(|word| word == "job")
+            if !heading.contains("Kubernetes Job")
+                && heading
+                    .to_lowercase()
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|word| word == "job")
             {
                 section = Some(String::new());
             }
             continue;
         }
-        if let Some(text) = &mut section {
+        if let Some(heading) = line.strip_prefix("### ") {
+            skipping = heading.contains("Kubernetes Job");
+        }
+        if let Some(text) = &mut section
+            && !skipping
+        {
             text.push_str(line);
             text.push('\n');
         }
@@ -173,53 +183,103 @@ fn readme_job_section() -> String {
     })
 }
 
-/// The exit codes the README's Job section documents: each `` `N` `` with the
-/// text up to the next code, a cell or the end of the line.
-fn readme_exit_codes() -> Vec<(i64, String)> {
+/// The exit codes documented in `section`, each with its text (lower
+/// case), in any of the README's three ways of listing them: a table row
+/// (`` | `2` | usage or configuration | ``), a line that starts with the
+/// code (`2  usage or configuration`, also as a list item), or codes in a
+/// sentence (`` `2` usage or configuration, `4` push conflict ``).
+fn exit_codes(section: &str) -> Vec<(i64, String)> {
+    let number = |token: &str| token.trim().trim_matches('`').parse::<i64>().ok();
     let mut codes = Vec::new();
-    for line in readme_job_section().lines() {
-        let mut rest = line;
-        while let Some(start) = rest.find('`') {
-            let after = &rest[start + 1..];
-            let Some(end) = after.find('`') else { break };
-            let token = &after[..end];
-            rest = &after[end + 1..];
-            if let Ok(code) = token.parse::<i64>() {
-                let text_end = rest
-                    .char_indices()
-                    .find(|&(i, c)| {
-                        c == '\n'
-                            || (c == '`'
-                                && rest[i + 1..]
-                                    .split('`')
-                                    .next()
-                                    .is_some_and(|t| t.parse::<i64>().is_ok()))
-                    })
-                    .map_or(rest.len(), |(i, _)| i);
-                let text = rest[..text_end].trim_matches(|c: char| c == '|' || c.is_whitespace());
-                codes.push((code, text.to_lowercase()));
+    for line in section.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('|') {
+            let cells: Vec<&str> = trimmed.trim_matches('|').split('|').collect();
+            if let Some(code) = cells.first().and_then(|c| number(c)) {
+                codes.push((code, cells[1..].join(" ").to_lowercase()));
+            }
+            continue;
+        }
+        let item = trimmed.trim_start_matches(['-', '*']).trim_start();
+        if let Some((first, rest)) = item.split_once(char::is_whitespace)
+            && !first.starts_with('`')
+            && let Ok(code) = first.parse::<i64>()
+        {
+            codes.push((code, rest.trim().to_lowercase()));
+            continue;
+        }
+        // Sentence form: each `N` owns the text up to the next `N`.
+        let pieces: Vec<&str> = line.split('`').collect();
+        let mut i = 1;
+        while i < pieces.len() {
+            if let Some(code) = number(pieces[i]) {
+                let mut text = String::new();
+                let mut j = i + 1;
+                while j < pieces.len() && !(j % 2 == 1 && number(pieces[j]).is_some()) {
+                    text.push_str(pieces[j]);
+                    j += 1;
+                }
+                codes.push((code, text.trim().to_lowercase()));
+                i = j;
+            } else {
+                i += 2;
             }
         }
     }
     codes
 }
 
-/// The one exit code whose README text mentions `word`.
-fn readme_code(word: &str) -> i64 {
-    let codes: BTreeSet<i64> = readme_exit_codes()
-        .into_iter()
-        .filter(|(_, text)| text.contains(word))
-        .map(|(code, _)| code)
+/// The one exit code whose documented text has one of `words` (whole words).
+fn code_for(codes: &[(i64, String)], words: &[&str]) -> Result<i64, String> {
+    let found: BTreeSet<i64> = codes
+        .iter()
+        .filter(|(_, text)| {
+            text.split(|c: char| !c.is_alphanumeric())
+                .any(|w| words.contains(&w))
+        })
+        .map(|(code, _)| *code)
         .collect();
-    assert_eq!(
-        codes.len(),
-        1,
-        "the README's Job section should document exactly one exit code for `{word}`, found {codes:?}"
-    );
-    codes.into_iter().next().unwrap()
+    match found.len() {
+        1 => Ok(found.into_iter().next().unwrap()),
+        _ => Err(format!(
+            "exactly one exit code should be documented for {words:?}; found {found:?} in {codes:?}"
+        )),
+    }
+}
+
+/// Words that name the configuration exit code.
+const CONFIGURATION: &[&str] = &["configuration"];
+/// Words that name the push-conflict exit code.
+const CONFLICT: &[&str] = &["conflict", "conflicts", "race", "races"];
+
+/// The README's Job section's exit code for `words`.
+fn readme_code(words: &[&str]) -> i64 {
+    code_for(&exit_codes(&readme_job_section()), words)
+        .unwrap_or_else(|e| panic!("README.md, Job section: {e}"))
 }
 
 // ------------------------------------------------------------ trials
+
+/// The reader finds the codes in each of the README's layouts, and refuses
+/// an ambiguous or missing one.
+fn exit_code_reader() {
+    let table = "| Code | Meaning |\n|---|---|\n| `0` | pushed |\n| `2` | usage or configuration error |\n| `4` | the push conflict persisted |\n";
+    let block = "```text\n  1  failed: network\n  2  usage or configuration error\n  4  every push lost a race with other writers\n  128+N  ended by signal N\n```\n";
+    let sentence = "Exit status: `0` success, `1` failure, `2` usage or configuration, `4` push conflict after the retries.\n";
+    for text in [table, block, sentence] {
+        let codes = exit_codes(text);
+        assert_eq!(code_for(&codes, CONFIGURATION), Ok(2), "{text}: {codes:?}");
+        assert_eq!(code_for(&codes, CONFLICT), Ok(4), "{text}: {codes:?}");
+    }
+    assert!(
+        code_for(
+            &exit_codes("`2` configuration, `3` configuration\n"),
+            CONFIGURATION
+        )
+        .is_err()
+    );
+    assert!(code_for(&exit_codes("`0` success\n"), CONFLICT).is_err());
+}
 
 fn documents() {
     assert_eq!(kinds("job.yaml"), ["ConfigMap", "Secret", "Job"]);
@@ -345,8 +405,8 @@ fn pod_shape() {
 }
 
 fn failure_policy() {
-    let configuration = readme_code("configuration");
-    let conflict = readme_code("conflict");
+    let configuration = readme_code(CONFIGURATION);
+    let conflict = readme_code(CONFLICT);
     assert_ne!(configuration, conflict);
     for (file, spec) in job_specs() {
         assert_eq!(
@@ -645,7 +705,7 @@ fn path(p: PathBuf) -> String {
 
 fn config_runs() {
     require_job();
-    let configuration = readme_code("configuration");
+    let configuration = readme_code(CONFIGURATION);
     for (file, spec) in job_specs() {
         let dir = tempfile::tempdir().unwrap();
         let mut args = localised(file, &args(&spec), dir.path());
