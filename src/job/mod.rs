@@ -114,7 +114,7 @@ pub struct Status {
     pub last_push_time: Option<String>,
     /// Every policy in scope with its latest image, keyed by policy name
     /// (Flux's `observedPolicies`).
-    pub observed_policies: BTreeMap<String, ImageRef>,
+    pub observed_policies: BTreeMap<String, ObservedImage>,
     /// `BRANCH@sha1:HEX`: the pushed commit, or the checked-out one when
     /// nothing was pushed or the push went to another branch (Flux).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -131,6 +131,18 @@ pub struct Status {
     /// Why the run failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<StatusError>,
+}
+
+/// An image reference of `observedPolicies`, as Flux writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObservedImage {
+    /// The image name.
+    pub name: String,
+    /// The tag.
+    pub tag: String,
+    /// The digest, when known.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub digest: String,
 }
 
 /// The `error` of a failed run's status.
@@ -404,31 +416,41 @@ fn latest_message(checkout: &Checkout, commit: image_update_git::Oid) -> Option<
 }
 
 /// The config of an update after a lost race: the same, except that the
-/// policies the first run fetched from registries are given as values, so
-/// a retry does not ask the registries again (and cannot see other
-/// results than the commit it replaces).
+/// first run's policy results are given as values (no policy file, stdin
+/// or registry is read again), so the retry applies exactly the results
+/// of the commit it replaces.
 fn reapply_config(config: &UpdateConfig, outcome: &operation::Outcome) -> UpdateConfig {
     let mut again = config.clone();
-    if again.fetch.take().is_some() {
-        again
-            .values
-            .extend(outcome.fetched.iter().map(|r| PolicyValue {
-                key: r.key.clone(),
-                image: r.latest.clone(),
-                source: r.source.clone(),
-            }));
-    }
+    again.fetch = None;
+    again.policy_files.clear();
+    again.values = outcome
+        .report
+        .observed_policies
+        .iter()
+        .filter_map(|(key, image)| {
+            Some(PolicyValue {
+                key: PolicyKey::parse(key)?,
+                image: image.clone(),
+                source: format!("{key} (the first attempt's result)"),
+            })
+        })
+        .collect();
     again
 }
 
 /// Flux keys `observedPolicies` by policy name (one automation sees one
 /// namespace); the report keys them `NAMESPACE:NAME`.
-fn by_name(observed: &BTreeMap<String, ImageRef>) -> BTreeMap<String, ImageRef> {
+fn by_name(observed: &BTreeMap<String, ImageRef>) -> BTreeMap<String, ObservedImage> {
     observed
         .iter()
         .map(|(key, image)| {
             let name = PolicyKey::parse(key).map_or_else(|| key.clone(), |k| k.name);
-            (name, image.clone())
+            let image = ObservedImage {
+                name: image.name.clone(),
+                tag: image.tag.clone(),
+                digest: image.digest.clone(),
+            };
+            (name, image)
         })
         .collect()
 }
