@@ -17,7 +17,10 @@ use super::{Exit, MessageArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
 use crate::input::SizeLimit;
-use crate::job::{EXIT_CONFIGURATION, JobConfig, JobError, JobResult, PushSettings, Status};
+use crate::job::flux::{self, GitRepository, SecretObject, Secrets};
+use crate::job::{
+    EXIT_CONFIGURATION, JobConfig, JobError, JobResult, PushSettings, SourceRef, Status,
+};
 use crate::operation::{Mode, UpdateConfig};
 
 /// Where Kubernetes reads a container's termination message.
@@ -63,11 +66,30 @@ Examples:
 pub struct JobArgs {
     /// The repository: https://, ssh:// or user@host:path (plain http:// only to
     /// loopback; file:// and paths only with --allow-local).
-    #[arg(long, value_name = "URL", help_heading = "Repository")]
-    pub url: String,
+    /// Default: the --git-repository's spec.url.
+    #[arg(
+        long,
+        value_name = "URL",
+        help_heading = "Repository",
+        required_unless_present = "git_repository"
+    )]
+    pub url: Option<String>,
+
+    /// A Flux GitRepository (YAML): its spec.url, spec.ref (branch, tag,
+    /// semver, name, commit) and spec.secretRef (username, password,
+    /// bearerToken, identity, known_hosts), from the --secret files.
+    #[arg(long, value_name = "FILE", help_heading = "Flux objects")]
+    pub git_repository: Option<PathBuf>,
+
+    /// Kubernetes Secrets (YAML, multi-document; repeatable) that
+    /// --git-repository and --automation reference: git credentials, the
+    /// signing key (git.asc + passphrase, or identity + password). The
+    /// environment variables and key flags override them.
+    #[arg(long = "secret", value_name = "FILE", help_heading = "Flux objects")]
+    pub secrets: Vec<PathBuf>,
 
     /// Check out this branch (default: the automation's checkout ref, else the
-    /// remote's default branch).
+    /// GitRepository's spec.ref, else the remote's default branch).
     #[arg(
         long,
         value_name = "NAME",
@@ -361,6 +383,31 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .map(|file| super::update::read_automation(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
+    let repository = args
+        .git_repository
+        .as_deref()
+        .map(|file| flux::read_git_repository(file, args.max_file_size))
+        .transpose()?;
+    let secrets = Secrets::read(&args.secrets, args.max_file_size)?;
+    let git_secret = match &repository {
+        Some(GitRepository {
+            namespace,
+            name,
+            secret_name: Some(secret),
+            ..
+        }) => {
+            let who = format!("GitRepository {namespace}/{name} spec.secretRef");
+            let found = secrets.get(namespace, secret, &who)?;
+            flux::check_git_secret(found, &format!("{namespace}/{secret}"))?;
+            Some(found)
+        }
+        _ => None,
+    };
+    let url = args
+        .url
+        .clone()
+        .or_else(|| repository.as_ref().map(|r| r.url.clone()))
+        .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
     let mut update = UpdateConfig {
         values: args
             .policies
@@ -414,7 +461,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             .clone()
             .unwrap_or_else(|| commit.author_email.clone()),
     };
-    let reference = checkout_ref(args, automation.as_ref())?;
+    let reference = checkout_ref(args, automation.as_ref(), repository.as_ref())?;
     let push_spec = git
         .as_ref()
         .and_then(|g| g.push.clone())
@@ -438,15 +485,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             args.push_options.clone()
         },
     };
-    let has_branch = matches!(
-        reference.normalized(),
-        CheckoutRef::DefaultBranch
-            | CheckoutRef::Branch(_)
-            | CheckoutRef::Commit {
-                branch: Some(_),
-                ..
-            }
-    );
+    let has_branch = reference.has_branch();
     if !has_branch && push.branch.is_none() {
         return Err(Error::Usage(format!(
             "{reference} is not a branch to push back to: give --push-branch"
@@ -458,13 +497,21 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
                 Some(SigningKind::Ssh) => SigningKeyType::Ssh,
                 _ => SigningKeyType::Gpg,
             });
-    let signer = signer(args.signing_key.as_deref(), signing_kind)?;
+    let signing_secret = match (&automation, &commit.signing_key) {
+        (Some(automation), Some(key)) if args.signing_key.is_none() => Some(secrets.get(
+            &automation.namespace,
+            &key.secret_name,
+            &format!("{} spec.git.commit.signingKey", automation.describe()),
+        )?),
+        _ => None,
+    };
+    let signer = signer(args.signing_key.as_deref(), signing_kind, signing_secret)?;
     if let Some(timeout) = args.git_timeout {
         image_update_git::set_timeouts(timeout, timeout);
     }
     Ok(JobConfig {
-        remote: remote_settings(args)?,
-        url: args.url.clone(),
+        remote: remote_settings(args, &url, git_secret)?,
+        url,
         reference,
         depth: (args.depth > 0).then_some(args.depth),
         update,
@@ -480,49 +527,39 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
 }
 
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,
-/// else the remote's default branch.
-fn checkout_ref(args: &JobArgs, automation: Option<&Automation>) -> Result<CheckoutRef, Error> {
-    if let Some(branch) = &args.branch {
-        return Ok(CheckoutRef::Branch(branch.clone()));
-    }
-    if let Some(tag) = &args.tag {
-        return Ok(CheckoutRef::Tag(tag.clone()));
-    }
-    if let Some(id) = &args.commit {
-        return Ok(CheckoutRef::Commit {
+/// else the GitRepository's `spec.ref`, else the remote's default branch.
+fn checkout_ref(
+    args: &JobArgs,
+    automation: Option<&Automation>,
+    repository: Option<&GitRepository>,
+) -> Result<SourceRef, Error> {
+    let flag = if let Some(branch) = &args.branch {
+        Some(CheckoutRef::Branch(branch.clone()))
+    } else if let Some(tag) = &args.tag {
+        Some(CheckoutRef::Tag(tag.clone()))
+    } else if let Some(id) = &args.commit {
+        Some(CheckoutRef::Commit {
             id: id.clone(),
             branch: args.branch_of.clone(),
-        });
-    }
-    if let Some(name) = &args.reference {
-        return Ok(CheckoutRef::Name(name.clone()));
-    }
-    let Some(checkout) = automation
-        .and_then(|a| a.git.as_ref())
-        .and_then(|g| g.checkout.as_ref())
-    else {
-        return Ok(CheckoutRef::DefaultBranch);
-    };
-    if checkout.semver.is_some() {
-        return Err(Error::Usage(
-            "the automation's spec.git.checkout.ref.semver is not supported by `job`; give --tag"
-                .to_owned(),
-        ));
-    }
-    Ok(if let Some(id) = &checkout.commit {
-        CheckoutRef::Commit {
-            id: id.clone(),
-            branch: checkout.branch.clone(),
-        }
-    } else if let Some(name) = &checkout.name {
-        CheckoutRef::Name(name.clone())
-    } else if let Some(tag) = &checkout.tag {
-        CheckoutRef::Tag(tag.clone())
-    } else if let Some(branch) = &checkout.branch {
-        CheckoutRef::Branch(branch.clone())
+        })
     } else {
-        CheckoutRef::DefaultBranch
-    })
+        args.reference.clone().map(CheckoutRef::Name)
+    };
+    let reference = flag
+        .map(SourceRef::Checkout)
+        .or_else(|| {
+            automation
+                .and_then(|a| a.git.as_ref())
+                .and_then(|g| g.checkout.as_ref())
+                .and_then(flux::source_ref)
+        })
+        .or_else(|| repository.and_then(|r| r.reference.clone()))
+        .unwrap_or(SourceRef::Checkout(CheckoutRef::DefaultBranch));
+    if let SourceRef::Semver(range) = &reference {
+        crate::reflector::selection::semver::Range::parse(range)
+            .map_err(|e| Error::Usage(format!("semver checkout range `{range}`: {e}")))?;
+    }
+    Ok(reference)
 }
 
 /// An environment variable, unset when empty.
@@ -541,10 +578,16 @@ fn file_or_env(file: Option<&std::path::Path>, name: &str) -> Result<Option<Secr
     }
 }
 
-/// Credentials and host key policy for the URL's transport.
-fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
+/// Credentials and host key policy for the URL's transport: the
+/// environment and flags, else the GitRepository's Secret.
+fn remote_settings(
+    args: &JobArgs,
+    url: &str,
+    secret: Option<&SecretObject>,
+) -> Result<RemoteSettings, Error> {
+    let from_secret = |key: &str| secret.and_then(|s| s.get(key)).cloned();
     let probe = Remote::new(
-        &args.url,
+        url,
         RemoteSettings {
             allow_local: args.allow_local,
             ..RemoteSettings::default()
@@ -558,7 +601,14 @@ fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
                 private_key,
                 passphrase: env("IMAGE_UPDATE_GIT_SSH_KEY_PASSPHRASE"),
             },
-            None => Auth::None,
+            None => match from_secret("identity") {
+                Some(private_key) => Auth::SshKey {
+                    username: None,
+                    private_key,
+                    passphrase: from_secret("password"),
+                },
+                None => Auth::None,
+            },
         }
     } else if let Some(token) = env("IMAGE_UPDATE_GIT_BEARER_TOKEN") {
         Auth::Bearer { token }
@@ -578,7 +628,16 @@ fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
                 username: username.unwrap_or_default(),
                 password,
             },
-            (None, None) => Auth::None,
+            (None, None) => match (from_secret("bearerToken"), from_secret("password")) {
+                (Some(token), _) => Auth::Bearer { token },
+                (None, Some(password)) => Auth::Basic {
+                    username: from_secret("username")
+                        .map(|u| u.expose().to_owned())
+                        .unwrap_or_default(),
+                    password,
+                },
+                (None, None) => Auth::None,
+            },
         }
     };
     let host_key_check = if args.insecure_skip_host_key_check {
@@ -587,7 +646,8 @@ fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
         );
         HostKeyCheck::AcceptAny
     } else {
-        let text = file_or_env(args.known_hosts.as_deref(), "IMAGE_UPDATE_GIT_KNOWN_HOSTS")?;
+        let text = file_or_env(args.known_hosts.as_deref(), "IMAGE_UPDATE_GIT_KNOWN_HOSTS")?
+            .or_else(|| from_secret("known_hosts"));
         let known = match text {
             Some(text) => KnownHosts::parse(text.expose())
                 .map_err(|e| Error::Usage(format!("known hosts: {}", crate::job::one_line(&e))))?,
@@ -605,12 +665,37 @@ fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
 }
 
 /// The commit signer, unlocked (a wrong passphrase is a configuration
-/// error now, not a failed commit later).
-fn signer(file: Option<&std::path::Path>, kind: SigningKeyType) -> Result<Option<Signer>, Error> {
-    let Some(key) = file_or_env(file, "IMAGE_UPDATE_SIGNING_KEY")? else {
+/// error now, not a failed commit later): the flag or environment, else
+/// the automation's signing key Secret (Flux's keys: `git.asc` and
+/// `passphrase`, or `identity` and `password`).
+fn signer(
+    file: Option<&std::path::Path>,
+    kind: SigningKeyType,
+    secret: Option<&SecretObject>,
+) -> Result<Option<Signer>, Error> {
+    let (key_name, passphrase_name) = match kind {
+        SigningKeyType::Gpg => ("git.asc", "passphrase"),
+        SigningKeyType::Ssh => ("identity", "password"),
+    };
+    let key = match file_or_env(file, "IMAGE_UPDATE_SIGNING_KEY")? {
+        Some(key) => Some(key),
+        None => match secret {
+            Some(secret) => Some(secret.get(key_name).cloned().ok_or_else(|| {
+                Error::invalid(vec![
+                    crate::diagnostic::Diagnostic::error(format!(
+                        "the signing key Secret has no {key_name}"
+                    ))
+                    .at(secret.location.clone()),
+                ])
+            })?),
+            None => None,
+        },
+    };
+    let Some(key) = key else {
         return Ok(None);
     };
-    let passphrase = env("IMAGE_UPDATE_SIGNING_PASSPHRASE");
+    let passphrase = env("IMAGE_UPDATE_SIGNING_PASSPHRASE")
+        .or_else(|| secret.and_then(|s| s.get(passphrase_name)).cloned());
     let signer = match kind {
         SigningKeyType::Gpg => Signer::openpgp(&key, passphrase.as_ref()),
         SigningKeyType::Ssh => Signer::ssh(&key, passphrase.as_ref()),

@@ -30,11 +30,15 @@ use image_update_git::{
 };
 use serde::Serialize;
 
+pub use self::flux::SourceRef;
+
 use crate::error::Error;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
 use crate::policies::{ImageRef, PolicyKey};
 use crate::updater::report::Report;
 use crate::updater::sink::interrupt;
+
+pub mod flux;
 
 /// Exit status of a run that failed for a reason a retry cannot fix: a
 /// usage mistake or invalid configuration (a Job's `podFailurePolicy`
@@ -52,7 +56,7 @@ pub struct JobConfig {
     /// The repository URL (credentials are never part of it).
     pub url: String,
     /// What to check out.
-    pub reference: CheckoutRef,
+    pub reference: SourceRef,
     /// History depth of the clone: `Some(1)` is Flux's shallow clone,
     /// `None` the full history.
     pub depth: Option<u32>,
@@ -227,6 +231,14 @@ pub enum JobError {
     /// The update after a lost race failed.
     #[error("re-applying the update after a rejected push")]
     Reapply(#[source] Error),
+    /// No tag of the remote satisfies the semver range of the checkout ref.
+    #[error("no tag of {url} is in semver range `{range}`")]
+    NoTagInRange {
+        /// The repository.
+        url: String,
+        /// The range.
+        range: String,
+    },
     /// The temporary work tree could not be made.
     #[error("making a temporary work tree under {}", .parent.display())]
     WorkDir {
@@ -265,7 +277,10 @@ impl JobError {
                 _ => "failed",
             },
             Self::Update(e) | Self::Reapply(e) if e.is_usage() => "configuration",
-            Self::Update(_) | Self::Reapply(_) | Self::WorkDir { .. } => "failed",
+            Self::Update(_)
+            | Self::Reapply(_)
+            | Self::WorkDir { .. }
+            | Self::NoTagInRange { .. } => "failed",
         }
     }
 }
@@ -303,9 +318,13 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
 
 fn run_in(config: &JobConfig, remote: Remote, dir: &Path) -> Result<Status, JobError> {
     let url = remote.url().to_owned();
+    let reference = match &config.reference {
+        SourceRef::Checkout(reference) => reference.clone(),
+        SourceRef::Semver(range) => newest_tag(&remote, range)?,
+    };
     let mut checkout = Checkout::clone(
         remote,
-        &config.reference,
+        &reference,
         dir,
         &CloneOptions {
             depth: config.depth,
@@ -403,6 +422,28 @@ fn run_in(config: &JobConfig, remote: Remote, dir: &Path) -> Result<Status, JobE
         }),
         Err(RetryError::Reapply(e)) => Err(JobError::Reapply(e)),
     }
+}
+
+/// The remote's tag with the highest version in `range` (tags parsed as
+/// Flux does: an optional `v`, then strict SemVer).
+fn newest_tag(remote: &Remote, range: &str) -> Result<CheckoutRef, JobError> {
+    use crate::reflector::selection::semver::{Range, parse_tag};
+    let invalid = || JobError::NoTagInRange {
+        url: remote.url().to_owned(),
+        range: range.to_owned(),
+    };
+    let parsed = Range::parse(range).map_err(|_| invalid())?;
+    let refs = remote
+        .list()
+        .map_err(JobError::git("listing the remote's tags"))?;
+    refs.iter()
+        .filter_map(|r| r.name.strip_prefix("refs/tags/"))
+        .filter(|tag| !tag.ends_with("^{}"))
+        .filter_map(|tag| parse_tag(tag).map(|version| (version, tag)))
+        .filter(|(version, _)| parsed.matches(version))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, tag)| CheckoutRef::Tag(tag.to_owned()))
+        .ok_or_else(invalid)
 }
 
 /// The message of the commit that was pushed (after a retry it is the
