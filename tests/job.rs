@@ -69,6 +69,21 @@ fn main() {
             sigterm_removes_the_work_tree,
         ),
         env.trial("termination_log", HTTP, termination_log),
+        env.trial(
+            "flux_objects_over_http_signed",
+            HTTP_GPG,
+            flux_objects_over_http_signed,
+        ),
+        env.trial(
+            "flux_objects_over_ssh_semver",
+            SSH,
+            flux_objects_over_ssh_semver,
+        ),
+        env.trial(
+            "flux_objects_unsupported_fields",
+            NONE,
+            flux_objects_unsupported_fields,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     drop(env);
@@ -712,5 +727,162 @@ fn termination_log(env: &Env) -> TestResult {
     let written: Value = serde_json::from_str(&text)?;
     ensure(written == ran.status, || {
         format!("{written:#} vs {:#}", ran.status)
+    })
+}
+
+fn b64(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// `text` indented by `n` spaces, for a YAML block scalar.
+fn indent(text: &str, n: usize) -> String {
+    let pad = " ".repeat(n);
+    text.lines().map(|l| format!("{pad}{l}\n")).collect()
+}
+
+fn automation_yaml(extra_commit: &str, push_branch: &str) -> String {
+    format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  sourceRef:\n    kind: GitRepository\n    name: fleet\n  git:\n    commit:\n      author:\n        name: Flux\n        email: flux@example.com\n{extra_commit}    push:\n      branch: {push_branch}\n  update:\n    strategy: Setters\n"
+    )
+}
+
+fn flux_objects_over_http_signed(env: &Env) -> TestResult {
+    let fixture = env.fixture("job-flux-http")?;
+    let dir = env.root.join("flux-http");
+    fs::create_dir_all(&dir)?;
+    fs::write(
+        dir.join("repository.yaml"),
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  interval: 1m\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: git-auth\n",
+            env.http_url(&fixture)
+        ),
+    )?;
+    fs::write(
+        dir.join("automation.yaml"),
+        automation_yaml(
+            "      signingKey:\n        secretRef:\n          name: signing\n",
+            "main",
+        ),
+    )?;
+    fs::write(
+        dir.join("secrets.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: git-auth\n  namespace: flux-system\ndata:\n  username: {}\n  password: {}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: signing\n  namespace: flux-system\nstringData:\n  passphrase: {GPG_PASSPHRASE}\n  git.asc: |\n{}",
+            b64(HTTP_USER),
+            b64(HTTP_PASSWORD),
+            indent(&env.gpg().ed25519_armored, 4)
+        ),
+    )?;
+    let (mut command, parent) = job_without_author(env, &fixture.name);
+    let ran = parse(&output(
+        command
+            .arg("--git-repository")
+            .arg(dir.join("repository.yaml"))
+            .arg("--automation")
+            .arg(dir.join("automation.yaml"))
+            .arg("--secret")
+            .arg(dir.join("secrets.yaml"))
+            .args(["--policy", POLICY_2]),
+    ))?;
+    expect_code(&ran, 0)?;
+    let author = env.git_out(&fixture.bare, &["log", "-1", "--format=%an <%ae>", "main"])?;
+    ensure(author == "Flux <flux@example.com>", || author.clone())?;
+    let verified = env
+        .git(&fixture.bare)
+        .env("GNUPGHOME", &env.gpg().home)
+        .args(["verify-commit", "main"])
+        .output()?;
+    ensure(verified.status.success(), || {
+        String::from_utf8_lossy(&verified.stderr).into_owned()
+    })?;
+    empty_dir(&parent)
+}
+
+fn flux_objects_over_ssh_semver(env: &Env) -> TestResult {
+    // spec.ref.semver picks the tag v1.0.0 (the second commit); the push goes to a new branch.
+    let fixture = env.fixture("job-flux-ssh")?;
+    let ssh = env.ssh();
+    let dir = env.root.join("flux-ssh");
+    fs::create_dir_all(&dir)?;
+    fs::write(
+        dir.join("objects.yaml"),
+        format!(
+            "{}---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  url: {}\n  ref:\n    semver: \">=1.0.0 <2.0.0\"\n  secretRef:\n    name: ssh-auth\n",
+            automation_yaml("", "release-auto"),
+            env.ssh_url(&fixture)
+        ),
+    )?;
+    fs::write(
+        dir.join("secret.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ssh-auth\n  namespace: flux-system\ndata:\n  identity: {}\n  password: {}\n  known_hosts: {}\n",
+            b64(&ssh.ed25519_key),
+            b64(SSH_PASSPHRASE),
+            b64(&env.known_hosts())
+        ),
+    )?;
+    let (mut command, _) = job_without_author(env, &fixture.name);
+    let ran = parse(&output(
+        command
+            .arg("--git-repository")
+            .arg(dir.join("objects.yaml"))
+            .arg("--automation")
+            .arg(dir.join("objects.yaml"))
+            .arg("--secret")
+            .arg(dir.join("secret.yaml"))
+            .args(["--policy", POLICY_2]),
+    ))?;
+    expect_code(&ran, 0)?;
+    ensure(
+        ran.status["observedSourceRevision"]
+            == format!("v1.0.0@sha1:{}", fixture.commits[1]).as_str(),
+        || format!("{:#}", ran.status),
+    )?;
+    ensure(
+        rev(env, &fixture, "release-auto~1")? == fixture.commits[1],
+        || "release-auto is not made from the tag".to_owned(),
+    )
+}
+
+fn flux_objects_unsupported_fields(env: &Env) -> TestResult {
+    let dir = env.root.join("flux-unsupported");
+    fs::create_dir_all(&dir)?;
+    let repository = dir.join("repository.yaml");
+    fs::write(
+        &repository,
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  url: https://github.com/acme/fleet\n  provider: github\n  verify:\n    mode: HEAD\n",
+    )?;
+    let (mut command, _) = job(env, "unsupported");
+    let ran = parse(&output(
+        command
+            .arg("--git-repository")
+            .arg(&repository)
+            .args(["--policy", POLICY_2]),
+    ))?;
+    expect_code(&ran, 2)?;
+    let shown = repository.display().to_string();
+    ensure(
+        ran.stderr.contains(&format!("{shown}:8:"))
+            && ran.stderr.contains("spec.provider")
+            && ran.stderr.contains(&format!("{shown}:10:"))
+            && ran.stderr.contains("spec.verify"),
+        || ran.stderr.clone(),
+    )?;
+    // A GitRepository whose Secret is missing from the --secret files.
+    fs::write(
+        &repository,
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  url: https://github.com/acme/fleet\n  secretRef:\n    name: nowhere\n",
+    )?;
+    let (mut command, _) = job(env, "unsupported");
+    let ran = parse(&output(
+        command
+            .arg("--git-repository")
+            .arg(&repository)
+            .args(["--policy", POLICY_2]),
+    ))?;
+    expect_code(&ran, 2)?;
+    ensure(ran.stderr.contains("flux-system/nowhere"), || {
+        ran.stderr.clone()
     })
 }
