@@ -84,6 +84,7 @@ fn main() {
             NONE,
             flux_objects_unsupported_fields,
         ),
+        env.trial("state_short_circuit", HTTP, state_short_circuit),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     drop(env);
@@ -884,5 +885,89 @@ fn flux_objects_unsupported_fields(env: &Env) -> TestResult {
     expect_code(&ran, 2)?;
     ensure(ran.stderr.contains("flux-system/nowhere"), || {
         ran.stderr.clone()
+    })
+}
+
+fn state_short_circuit(env: &Env) -> TestResult {
+    let fixture = env.fixture("job-state")?;
+    let dir = env.root.join("state");
+    fs::create_dir_all(&dir)?;
+    let state = dir.join("state.json");
+    let policies = dir.join("policies.yaml");
+    fs::write(&policies, image_policy("2.0.0"))?;
+    let run_job = |extra: &[&str]| -> Result<Ran, libtest_mimic::Failed> {
+        let (mut command, _) = http_job(env, &fixture);
+        Ok(parse(&output(
+            command
+                .arg("--state")
+                .arg(&state)
+                .arg("--policies")
+                .arg(&policies)
+                .args(extra),
+        ))?)
+    };
+    let short = |ran: &Ran| {
+        ran.status["shortCircuit"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    let first = run_job(&[])?;
+    expect_code(&first, 0)?;
+    ensure(first.status["result"] == "pushed", || {
+        format!("{:#}", first.status)
+    })?;
+    ensure(short(&first).contains("no state"), || {
+        format!("{:#}", first.status)
+    })?;
+    ensure(state.exists(), || "no state file written".to_owned())?;
+    let pushed = rev(env, &fixture, "main")?;
+
+    let second = run_job(&["--exit-code-unchanged", "3"])?;
+    expect_code(&second, 3)?;
+    ensure(second.status["result"] == "skipped", || {
+        format!("{:#}", second.status)
+    })?;
+    ensure(second.status["lastPushCommit"] == pushed.as_str(), || {
+        format!("{:#}", second.status)
+    })?;
+    ensure(!second.stderr.contains("cloned "), || second.stderr.clone())?;
+
+    // Someone else pushes: the remote head changed, so the job runs (and finds nothing to do).
+    env.cli_push_change(&fixture, "job-state-cli", "README.md", "other\n", "other")?;
+    let third = run_job(&[])?;
+    expect_code(&third, 0)?;
+    ensure(third.status["result"] == "nothingToDo", || {
+        format!("{:#}", third.status)
+    })?;
+    ensure(short(&third).contains("remote changed"), || {
+        format!("{:#}", third.status)
+    })?;
+    let fourth = run_job(&[])?;
+    ensure(fourth.status["result"] == "skipped", || {
+        format!("{:#}", fourth.status)
+    })?;
+
+    // A new latest image: the policies changed.
+    fs::write(&policies, image_policy("3.0.0"))?;
+    let fifth = run_job(&[])?;
+    ensure(fifth.status["result"] == "pushed", || {
+        format!("{:#}", fifth.status)
+    })?;
+    ensure(short(&fifth).contains("policies changed"), || {
+        format!("{:#}", fifth.status)
+    })?;
+    // Another setting (the message template): the configuration changed.
+    let sixth = run_job(&["--commit-value", "k=v"])?;
+    ensure(sixth.status["result"] == "nothingToDo", || {
+        format!("{:#}", sixth.status)
+    })?;
+    ensure(short(&sixth).contains("configuration changed"), || {
+        format!("{:#}", sixth.status)
+    })?;
+    let seventh = run_job(&["--commit-value", "k=v"])?;
+    ensure(seventh.status["result"] == "skipped", || {
+        format!("{:#}", seventh.status)
     })
 }

@@ -41,13 +41,15 @@ Credentials come from the environment, never from flags:
   IMAGE_UPDATE_SIGNING_KEY       commit signing key (contents; or --signing-key FILE)
   IMAGE_UPDATE_SIGNING_PASSPHRASE       its passphrase
 
-Status: one JSON object on stdout: result (pushed | nothingToDo | failed), lastPushCommit,
-lastPushTime, observedPolicies, observedSourceRevision (BRANCH@sha1:HEX), changes (the
-ResultV2 report), attempts, commitMessage, and on failure error {kind, message, exitCode}.
+Status: one JSON object on stdout: result (pushed | nothingToDo | skipped | failed),
+lastPushCommit, lastPushTime, observedPolicies, observedSourceRevision (BRANCH@sha1:HEX),
+changes (the ResultV2 report), attempts, commitMessage, shortCircuit (with --state), and on
+failure error {kind, message, exitCode}.
 The same object, made to fit 4 KiB, is the termination message (--termination-log).
 
 Exit status:
-  0  pushed, or nothing to do (--exit-code-unchanged N gives \"nothing pushed\" its own code)
+  0  pushed, nothing to do, or skipped (--exit-code-unchanged N gives \"nothing pushed\" its
+     own code)
   1  failed: network, registry, git server, credentials, host key, template, repository content
   2  usage or configuration error: retrying will not help (podFailurePolicy: FailJob)
   4  every push lost a race with other writers (--max-attempts): retry later
@@ -253,7 +255,16 @@ pub struct JobArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Push")]
     pub max_attempts: u32,
 
-    /// Exit with N when nothing was pushed (nothing to do), for scripts.
+    /// Remember what this run saw in FILE (JSON); skip the next run, without
+    /// cloning, when the configuration, the remote heads (ls-remote) and the
+    /// policies' latest images are all unchanged. Policies defined only in
+    /// the repository cannot be seen without a clone: such runs are never
+    /// skipped.
+    #[arg(long, value_name = "FILE", help_heading = "Status")]
+    pub state: Option<PathBuf>,
+
+    /// Exit with N when nothing was pushed (nothing to do, or skipped), for
+    /// scripts.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Status")]
     pub exit_code_unchanged: u8,
 
@@ -383,6 +394,12 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .map(|file| super::update::read_automation(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
+    if args.state.is_some() && args.policy_files.iter().any(|f| f.as_os_str() == "-") {
+        return Err(Error::Usage(
+            "--state reads the policies before the run, so it cannot take --policies - (stdin)"
+                .to_owned(),
+        ));
+    }
     let repository = args
         .git_repository
         .as_deref()
@@ -523,6 +540,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             ..RetryPolicy::default()
         },
         work_parent: args.work_dir.clone(),
+        state_file: args.state.clone(),
     })
 }
 

@@ -39,6 +39,7 @@ use crate::updater::report::Report;
 use crate::updater::sink::interrupt;
 
 pub mod flux;
+pub mod state;
 
 /// Exit status of a run that failed for a reason a retry cannot fix: a
 /// usage mistake or invalid configuration (a Job's `podFailurePolicy`
@@ -76,6 +77,8 @@ pub struct JobConfig {
     /// The directory the temporary work tree is made in (default: the
     /// system's temporary directory).
     pub work_parent: Option<PathBuf>,
+    /// The short-circuit's memory between runs ([`state`]).
+    pub state_file: Option<PathBuf>,
 }
 
 /// Where the commit goes.
@@ -99,6 +102,8 @@ pub enum JobResult {
     /// No marked field needed a change (or someone else made it first, or
     /// the automation is suspended): nothing was pushed.
     NothingToDo,
+    /// Nothing changed since the last run (`--state`): nothing was cloned.
+    Skipped,
     /// The run failed (the status's `error` says why).
     Failed,
 }
@@ -132,6 +137,9 @@ pub struct Status {
     /// The message of the pushed commit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit_message: Option<String>,
+    /// With `--state`: why the run was skipped, or why it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_circuit: Option<String>,
     /// Why the run failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<StatusError>,
@@ -172,6 +180,7 @@ impl Status {
             changes: None,
             attempts: 0,
             commit_message: None,
+            short_circuit: None,
             error: None,
         }
     }
@@ -293,6 +302,21 @@ impl JobError {
 pub fn run(config: &JobConfig) -> Result<Status, JobError> {
     let remote = Remote::new(&config.url, config.remote.clone())
         .map_err(JobError::git("checking the URL"))?;
+    let reference = match &config.reference {
+        SourceRef::Checkout(reference) => reference.clone(),
+        SourceRef::Semver(range) => newest_tag(&remote, range)?,
+    };
+    let mut before = None;
+    if let Some(path) = &config.state_file {
+        let (check, seen) = short_circuit(config, &remote, &reference, path)?;
+        match check {
+            Ok(skipped) => return Ok(skipped),
+            Err(reason) => {
+                eprintln!("running: {reason}");
+                before = Some((path, seen, reason));
+            }
+        }
+    }
     let parent = config
         .work_parent
         .clone()
@@ -308,20 +332,124 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
             source,
         })?;
     let watch = SignalWatch::start(temp.path().to_owned());
-    let result = run_in(config, remote, &temp.path().join("repo"));
+    let result = run_in(config, remote, reference, &temp.path().join("repo"));
     if let Err(e) = temp.close() {
         tracing::warn!("cannot remove the work tree: {e}");
     }
     drop(watch);
-    result
+    let mut status = result?;
+    if let Some((path, seen, reason)) = before {
+        status.short_circuit = Some(reason);
+        remember(config, path, seen, &status);
+    }
+    Ok(status)
 }
 
-fn run_in(config: &JobConfig, remote: Remote, dir: &Path) -> Result<Status, JobError> {
-    let url = remote.url().to_owned();
-    let reference = match &config.reference {
-        SourceRef::Checkout(reference) => reference.clone(),
-        SourceRef::Semver(range) => newest_tag(&remote, range)?,
+/// Whether the run can be skipped: `Ok(status)` when the configuration,
+/// the remote heads and the policies are all as the last run left them;
+/// else `Err(why not)`. Also returns what was seen, for the state file.
+fn short_circuit(
+    config: &JobConfig,
+    remote: &Remote,
+    reference: &CheckoutRef,
+    path: &Path,
+) -> Result<(Result<Status, String>, state::State), JobError> {
+    let revision = remote
+        .resolve(reference)
+        .map_err(JobError::git("reading the remote head"))?;
+    let push = match &config.push.branch {
+        Some(branch) if revision.name.as_deref() != Some(branch.as_str()) => remote
+            .ls_remote(&format!("refs/heads/{branch}"))
+            .map_err(JobError::git("reading the push branch's head"))?
+            .map(|id| id.to_string()),
+        _ => None,
     };
+    let seen = state::State {
+        config_hash: state::config_hash(config),
+        heads: state::Heads {
+            checkout: revision.id.to_string(),
+            push,
+        },
+        observed_policies: operation::observe(&config.update).map_err(JobError::Update)?,
+        observed_source_revision: Some(revision.to_string()),
+        last_push_commit: None,
+        last_push_time: None,
+    };
+    let Some(last) = state::read(path) else {
+        return Ok((Err("no state from an earlier run".to_owned()), seen));
+    };
+    let why_not = if last.config_hash != seen.config_hash {
+        Some("the configuration changed since the last run")
+    } else if last.heads != seen.heads {
+        Some("the remote changed since the last run")
+    } else if last.observed_policies != seen.observed_policies {
+        Some(
+            "the policies changed since the last run (or some are defined in the repository, \
+             which the short-circuit cannot see without a clone)",
+        )
+    } else {
+        None
+    };
+    if let Some(reason) = why_not {
+        return Ok((Err(reason.to_owned()), seen));
+    }
+    eprintln!("nothing changed since the last run: skipped");
+    let mut status = Status::new(JobResult::Skipped);
+    status.observed_policies = by_name(&last.observed_policies);
+    status.observed_source_revision = last.observed_source_revision;
+    status.last_push_commit = last.last_push_commit;
+    status.last_push_time = last.last_push_time;
+    status.short_circuit = Some("nothing changed since the last run".to_owned());
+    Ok((Ok(status), seen))
+}
+
+/// Writes the state after a successful run: what it saw, with the heads
+/// its push moved. A run that lost a race and then found nothing to do
+/// leaves no state (the heads it ended on are not the ones it saw).
+fn remember(config: &JobConfig, path: &Path, mut seen: state::State, status: &Status) {
+    if status.result == JobResult::NothingToDo && status.attempts > 0 {
+        return;
+    }
+    let last = state::read(path);
+    if let Some(pushed) = &status.last_push_commit {
+        let to_checkout_branch = match (&config.push.branch, &seen.observed_source_revision) {
+            (None, _) => true,
+            (Some(branch), Some(revision)) => revision.starts_with(&format!("{branch}@")),
+            (Some(_), None) => false,
+        };
+        if to_checkout_branch {
+            seen.heads.checkout.clone_from(pushed);
+        } else {
+            seen.heads.push = Some(pushed.clone());
+        }
+        seen.last_push_commit = Some(pushed.clone());
+        seen.last_push_time.clone_from(&status.last_push_time);
+    } else if let Some(last) = last {
+        seen.last_push_commit = last.last_push_commit;
+        seen.last_push_time = last.last_push_time;
+    }
+    seen.observed_source_revision
+        .clone_from(&status.observed_source_revision);
+    seen.observed_policies = status
+        .changes
+        .as_ref()
+        .map(|report| report.observed_policies.clone())
+        .unwrap_or_default();
+    if let Err(e) = state::write(path, &seen) {
+        eprintln!(
+            "image-update: warning: cannot write the state file {}: {e}",
+            path.display()
+        );
+    }
+}
+
+fn run_in(
+    config: &JobConfig,
+    remote: Remote,
+    reference: CheckoutRef,
+    dir: &Path,
+) -> Result<Status, JobError> {
+    let url = remote.url().to_owned();
     let mut checkout = Checkout::clone(
         remote,
         &reference,
