@@ -85,6 +85,11 @@ fn main() {
             flux_objects_unsupported_fields,
         ),
         env.trial("state_short_circuit", HTTP, state_short_circuit),
+        env.trial(
+            "sigterm_during_a_stalled_clone",
+            NONE,
+            sigterm_during_a_stalled_clone,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     drop(env);
@@ -970,4 +975,40 @@ fn state_short_circuit(env: &Env) -> TestResult {
     ensure(seventh.status["result"] == "skipped", || {
         format!("{:#}", seventh.status)
     })
+}
+
+fn sigterm_during_a_stalled_clone(env: &Env) -> TestResult {
+    // Fault injection: a server that accepts and never answers, so the clone hangs in a read.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+            let _ = accepted_tx.send(());
+        }
+    });
+    let (mut command, parent) = job(env, "stalled");
+    let mut child = command
+        .args(["--url", &format!("http://127.0.0.1:{port}/stalled.git")])
+        .args(["--policy", POLICY_2])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if accepted_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+        let _ = child.kill();
+        return Err("the job never connected".into());
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    ensure(fs::read_dir(&parent)?.count() == 1, || {
+        "no work tree while cloning".to_owned()
+    })?;
+    run(Command::new("kill").args(["-TERM", &child.id().to_string()]))?;
+    let status = wait_timeout(&mut child, Duration::from_secs(5))?;
+    ensure(status.code() == Some(143), || {
+        format!("exit {status:?}, expected 143")
+    })?;
+    empty_dir(&parent)
 }
