@@ -137,11 +137,27 @@ fn job_without_author(env: &Env, name: &str) -> (Command, PathBuf) {
 }
 
 fn http_job(env: &Env, fixture: &Fixture) -> (Command, PathBuf) {
-    let (mut command, parent) = job(env, &fixture.name);
+    over_http(
+        env,
+        job(env, &fixture.name),
+        fixture,
+        "IMAGE_UPDATE_GIT_PASSWORD",
+        HTTP_PASSWORD,
+    )
+}
+
+/// `job` cloning `fixture` over HTTP as the user `alice`, with `secret` in the variable `var`.
+fn over_http(
+    env: &Env,
+    (mut command, parent): (Command, PathBuf),
+    fixture: &Fixture,
+    var: &str,
+    secret: &str,
+) -> (Command, PathBuf) {
     command
         .args(["--url", &env.http_url(fixture)])
         .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
-        .env("IMAGE_UPDATE_GIT_PASSWORD", HTTP_PASSWORD);
+        .env(var, secret);
     (command, parent)
 }
 
@@ -179,6 +195,13 @@ fn expect_code(ran: &Ran, code: i32) -> TestResult {
             "exit {:?}, expected {code}\nstatus: {:#}\nstderr:\n{}",
             ran.code, ran.status, ran.stderr
         )
+    })
+}
+
+fn expect_result(ran: &Ran, code: i32, result: &str) -> TestResult {
+    expect_code(ran, code)?;
+    ensure(ran.status["result"] == result, || {
+        format!("result is not {result}: {:#}", ran.status)
     })
 }
 
@@ -263,10 +286,7 @@ fn nothing_to_do_exit_codes(env: &Env) -> TestResult {
     let same = "flux-system:app=ghcr.io/example/app:1.0.0";
     let (mut command, parent) = http_job(env, &fixture);
     let first = parse(&output(command.args(["--policy", same])))?;
-    expect_code(&first, 0)?;
-    ensure(first.status["result"] == "nothingToDo", || {
-        format!("{:#}", first.status)
-    })?;
+    expect_result(&first, 0, "nothingToDo")?;
     ensure(first.status.get("lastPushCommit").is_none(), || {
         format!("{:#}", first.status)
     })?;
@@ -292,13 +312,14 @@ fn nothing_to_do_exit_codes(env: &Env) -> TestResult {
 fn token_as_basic_password(env: &Env) -> TestResult {
     // lighttpd's user file has the user `alice`; the token rides as her password.
     let fixture = env.fixture("job-token")?;
-    let (mut command, _) = job(env, &fixture.name);
-    let ran = parse(&output(
-        command
-            .args(["--url", &env.http_url(&fixture), "--policy", POLICY_2])
-            .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
-            .env("IMAGE_UPDATE_GIT_TOKEN", HTTP_PASSWORD),
-    ))?;
+    let (mut command, _) = over_http(
+        env,
+        job(env, &fixture.name),
+        &fixture,
+        "IMAGE_UPDATE_GIT_TOKEN",
+        HTTP_PASSWORD,
+    );
+    let ran = parse(&output(command.args(["--policy", POLICY_2])))?;
     expect_code(&ran, 0)?;
     ensure(ran.status["result"] == "pushed", || {
         format!("{:#}", ran.status)
@@ -352,10 +373,7 @@ fn ssh_clone_and_ssh_signed_commit(env: &Env) -> TestResult {
             .env("IMAGE_UPDATE_GIT_KNOWN_HOSTS", env.known_hosts())
             .env("IMAGE_UPDATE_SIGNING_KEY", &ssh.rsa_key),
     ))?;
-    expect_code(&ran, 0)?;
-    ensure(ran.status["result"] == "pushed", || {
-        format!("{:#}", ran.status)
-    })?;
+    expect_result(&ran, 0, "pushed")?;
     let allowed = env.root.join("allowed_signers");
     fs::write(&allowed, format!("bot@example.com {}\n", ssh.rsa_pub))?;
     let verified = env
@@ -435,13 +453,16 @@ fn automation_gives_git_settings(env: &Env) -> TestResult {
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 5m\n  sourceRef:\n    kind: GitRepository\n    name: fleet\n  git:\n    checkout:\n      ref:\n        branch: main\n    commit:\n      author:\n        name: Automation Bot\n        email: automation@example.com\n      messageTemplate: 'auto: {{ range .Changed.Changes }}{{ .NewValue }}{{ end }}'\n    push:\n      branch: automation\n  update:\n    path: ./deploy\n    strategy: Setters\n",
     )?;
     // No --author-*: they come from the automation.
-    let (mut command, _) = job_without_author(env, &fixture.name);
+    let (mut command, _) = over_http(
+        env,
+        job_without_author(env, &fixture.name),
+        &fixture,
+        "IMAGE_UPDATE_GIT_PASSWORD",
+        HTTP_PASSWORD,
+    );
     command
-        .args(["--url", &env.http_url(&fixture), "--policy", POLICY_2])
-        .arg("--automation")
-        .arg(&automation)
-        .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
-        .env("IMAGE_UPDATE_GIT_PASSWORD", HTTP_PASSWORD);
+        .args(["--policy", POLICY_2, "--automation"])
+        .arg(&automation);
     let ran = parse(&output(&mut command))?;
     expect_code(&ran, 0)?;
     let log = env.git_out(
@@ -570,10 +591,7 @@ fn race_attempts_run_out(env: &Env) -> TestResult {
         Ok(())
     })?;
     let ran = parse(&output)?;
-    expect_code(&ran, 4)?;
-    ensure(ran.status["result"] == "failed", || {
-        format!("{:#}", ran.status)
-    })?;
+    expect_result(&ran, 4, "failed")?;
     ensure(ran.status["error"]["kind"] == "conflict", || {
         format!("{:#}", ran.status)
     })?;
@@ -585,13 +603,14 @@ fn race_attempts_run_out(env: &Env) -> TestResult {
 
 fn wrong_credentials(env: &Env) -> TestResult {
     let fixture = env.fixture("job-wrong")?;
-    let (mut command, parent) = job(env, &fixture.name);
-    let ran = parse(&output(
-        command
-            .args(["--url", &env.http_url(&fixture), "--policy", POLICY_2])
-            .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
-            .env("IMAGE_UPDATE_GIT_PASSWORD", SSH_PASSPHRASE),
-    ))?;
+    let (mut command, parent) = over_http(
+        env,
+        job(env, &fixture.name),
+        &fixture,
+        "IMAGE_UPDATE_GIT_PASSWORD",
+        SSH_PASSPHRASE,
+    );
+    let ran = parse(&output(command.args(["--policy", POLICY_2])))?;
     expect_code(&ran, 1)?;
     let message = ran.status["error"]["message"]
         .as_str()
@@ -919,10 +938,7 @@ fn state_short_circuit(env: &Env) -> TestResult {
     };
 
     let first = run_job(&[])?;
-    expect_code(&first, 0)?;
-    ensure(first.status["result"] == "pushed", || {
-        format!("{:#}", first.status)
-    })?;
+    expect_result(&first, 0, "pushed")?;
     ensure(short(&first).contains("no state"), || {
         format!("{:#}", first.status)
     })?;
@@ -930,10 +946,7 @@ fn state_short_circuit(env: &Env) -> TestResult {
     let pushed = rev(env, &fixture, "main")?;
 
     let second = run_job(&["--exit-code-unchanged", "3"])?;
-    expect_code(&second, 3)?;
-    ensure(second.status["result"] == "skipped", || {
-        format!("{:#}", second.status)
-    })?;
+    expect_result(&second, 3, "skipped")?;
     ensure(second.status["lastPushCommit"] == pushed.as_str(), || {
         format!("{:#}", second.status)
     })?;
@@ -942,10 +955,7 @@ fn state_short_circuit(env: &Env) -> TestResult {
     // Someone else pushes: the remote head changed, so the job runs (and finds nothing to do).
     env.cli_push_change(&fixture, "job-state-cli", "README.md", "other\n", "other")?;
     let third = run_job(&[])?;
-    expect_code(&third, 0)?;
-    ensure(third.status["result"] == "nothingToDo", || {
-        format!("{:#}", third.status)
-    })?;
+    expect_result(&third, 0, "nothingToDo")?;
     ensure(short(&third).contains("remote changed"), || {
         format!("{:#}", third.status)
     })?;
@@ -1007,8 +1017,10 @@ fn sigterm_during_a_stalled_clone(env: &Env) -> TestResult {
     })?;
     run(Command::new("kill").args(["-TERM", &child.id().to_string()]))?;
     let status = wait_timeout(&mut child, Duration::from_secs(5))?;
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said)?;
     ensure(status.code() == Some(143), || {
-        format!("exit {status:?}, expected 143")
+        format!("exit {status:?}, expected 143; stderr:\n{said}")
     })?;
     empty_dir(&parent)
 }

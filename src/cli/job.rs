@@ -13,7 +13,7 @@ use image_update_git::{
     Secret, Signer, Transport,
 };
 
-use super::{Exit, MessageArgs, RegistryArgs};
+use super::{Exit, MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
 use crate::input::SizeLimit;
@@ -177,17 +177,8 @@ pub struct JobArgs {
     #[arg(long, value_name = "DIR")]
     pub path: Option<String>,
 
-    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
-    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
-    pub policies: Vec<String>,
-
-    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
-    #[arg(long = "policies", value_name = "FILE")]
-    pub policy_files: Vec<PathBuf>,
-
-    /// Label selector over the ImagePolicies (kubectl -l syntax).
-    #[arg(long, short = 'l', value_name = "EXPR")]
-    pub selector: Option<String>,
+    #[command(flatten)]
+    pub source: PolicySourceArgs,
 
     /// Follow a Flux ImageUpdateAutomation: its namespace and
     /// spec.policySelector scope the policies, spec.update.path limits the
@@ -394,7 +385,13 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .map(|file| super::update::read_automation(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
-    if args.state.is_some() && args.policy_files.iter().any(|f| f.as_os_str() == "-") {
+    if args.state.is_some()
+        && args
+            .source
+            .policy_files
+            .iter()
+            .any(|f| f.as_os_str() == "-")
+    {
         return Err(Error::Usage(
             "--state reads the policies before the run, so it cannot take --policies - (stdin)"
                 .to_owned(),
@@ -426,12 +423,6 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .or_else(|| repository.as_ref().map(|r| r.url.clone()))
         .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
     let mut update = UpdateConfig {
-        values: args
-            .policies
-            .iter()
-            .map(|flag| super::update::policy_value_from("--policy", flag))
-            .collect::<Result<_, _>>()?,
-        policy_files: args.policy_files.clone(),
         fetch: args
             .fetch
             .then(|| super::update::fetch_settings(&args.registry)),
@@ -442,14 +433,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         max_file_size: args.max_file_size,
         ..UpdateConfig::default()
     };
-    if let Some(expr) = &args.selector {
-        let selector = crate::policies::selector::Selector::parse(expr)
-            .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
-        update
-            .scope
-            .selectors
-            .push(("--selector".to_owned(), selector));
-    }
+    super::update::policy_source(&mut update, &args.source)?;
     if let Some(automation) = automation.clone() {
         update = update.with_automation(automation);
     }

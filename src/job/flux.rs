@@ -114,18 +114,6 @@ fn located(origin: &str, doc: &Document, pointer: &str, message: String) -> Diag
     Diagnostic::error(message).at(Location::new(origin, doc.position(pointer)))
 }
 
-fn read_documents(file: &Path, limit: SizeLimit) -> Result<(String, Vec<Document>), Error> {
-    let origin = crate::input::name(file);
-    let text = crate::input::read_text(file, limit)?;
-    let documents = crate::yaml::parse_documents(&text).map_err(|e| {
-        Error::invalid(vec![
-            Diagnostic::error(format!("not valid YAML: {}", e.message))
-                .at(Location::new(origin.clone(), e.position)),
-        ])
-    })?;
-    Ok((origin, documents))
-}
-
 fn string_at(doc: &Document, pointer: &str) -> Option<String> {
     doc.value
         .pointer(pointer)
@@ -139,7 +127,7 @@ fn string_at(doc: &Document, pointer: &str) -> Option<String> {
 /// An unreadable file, invalid YAML, no or several GitRepositories, a
 /// missing `spec.url`, and every field the Job cannot honour, at its line.
 pub fn read_git_repository(file: &Path, limit: SizeLimit) -> Result<GitRepository, Error> {
-    let (origin, documents) = read_documents(file, limit)?;
+    let (origin, documents) = crate::input::read_yaml(file, limit)?;
     let found: Vec<&Document> = documents
         .iter()
         .filter(|d| crate::yaml::is_kind(&d.value, "source.toolkit.fluxcd.io", "GitRepository"))
@@ -264,7 +252,7 @@ impl Secrets {
         let mut secrets = Self::default();
         let mut errors = Vec::new();
         for file in files {
-            let (origin, documents) = read_documents(file, limit)?;
+            let (origin, documents) = crate::input::read_yaml(file, limit)?;
             for doc in &documents {
                 let value = &doc.value;
                 if value.get("kind").and_then(Value::as_str) != Some("Secret")

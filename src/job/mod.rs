@@ -248,6 +248,12 @@ pub enum JobError {
         /// The range.
         range: String,
     },
+    /// SIGTERM, SIGINT or SIGHUP ended the run (the work tree is removed).
+    #[error("interrupted by {}; the work tree was removed", interrupt::name(*.signal))]
+    Interrupted {
+        /// The signal.
+        signal: i32,
+    },
     /// The temporary work tree could not be made.
     #[error("making a temporary work tree under {}", .parent.display())]
     WorkDir {
@@ -265,9 +271,12 @@ impl JobError {
 
     /// The process exit status: [`EXIT_CONFIGURATION`] for configuration
     /// that cannot work, [`EXIT_CONFLICT`] when every push lost a race,
-    /// [`EXIT_FAILED`] otherwise.
+    /// 128 + the signal when interrupted, [`EXIT_FAILED`] otherwise.
     #[must_use]
     pub fn exit_code(&self) -> u8 {
+        if let Self::Interrupted { signal } = self {
+            return u8::try_from(128 + signal).unwrap_or(EXIT_FAILED);
+        }
         match self.kind() {
             "configuration" => EXIT_CONFIGURATION,
             "conflict" => EXIT_CONFLICT,
@@ -275,7 +284,7 @@ impl JobError {
         }
     }
 
-    /// `configuration`, `conflict` or `failed`.
+    /// `configuration`, `conflict`, `interrupted` or `failed`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         use image_update_git::ErrorKind;
@@ -286,6 +295,7 @@ impl JobError {
                 _ => "failed",
             },
             Self::Update(e) | Self::Reapply(e) if e.is_usage() => "configuration",
+            Self::Interrupted { .. } => "interrupted",
             Self::Update(_)
             | Self::Reapply(_)
             | Self::WorkDir { .. }
@@ -337,6 +347,11 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
         tracing::warn!("cannot remove the work tree: {e}");
     }
     drop(watch);
+    // A signal also interrupts a blocked network read (EINTR), which fails
+    // the step: the signal, not that failure, is what happened.
+    if let Some(signal) = interrupt::received() {
+        return Err(JobError::Interrupted { signal });
+    }
     let mut status = result?;
     if let Some((path, seen, reason)) = before {
         status.short_circuit = Some(reason);
@@ -636,7 +651,7 @@ fn now_rfc3339() -> String {
 }
 
 /// Watches for SIGTERM, SIGINT and SIGHUP while the work tree exists
-/// (they are deferred by [`interrupt::guard`]): on one, removes the work
+/// (they are deferred by `updater::sink::interrupt::guard`): on one, removes the work
 /// tree and ends the process with 128 + the signal, as a shell reports a
 /// process killed by it. A clone or push in progress is abandoned: libgit2
 /// offers no cancellation that reaches a blocked network read.
