@@ -90,6 +90,11 @@ fn main() {
             NONE,
             sigterm_during_a_stalled_clone,
         ),
+        env.trial(
+            "git_timeout_ends_a_stalled_clone",
+            NONE,
+            git_timeout_ends_a_stalled_clone,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     drop(env);
@@ -987,8 +992,9 @@ fn state_short_circuit(env: &Env) -> TestResult {
     })
 }
 
-fn sigterm_during_a_stalled_clone(env: &Env) -> TestResult {
-    // Fault injection: a server that accepts and never answers, so the clone hangs in a read.
+/// Fault injection: a server on 127.0.0.1 that accepts and never answers, so a clone hangs in
+/// a read. Returns its port and a receiver told of each connection.
+fn stalled_server() -> Result<(u16, std::sync::mpsc::Receiver<()>), libtest_mimic::Failed> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
@@ -999,6 +1005,28 @@ fn sigterm_during_a_stalled_clone(env: &Env) -> TestResult {
             let _ = accepted_tx.send(());
         }
     });
+    Ok((port, accepted_rx))
+}
+
+fn git_timeout_ends_a_stalled_clone(env: &Env) -> TestResult {
+    let (port, _accepted) = stalled_server()?;
+    let (mut command, parent) = job(env, "timeout");
+    let started = std::time::Instant::now();
+    let ran = parse(&output(
+        command
+            .args(["--url", &format!("http://127.0.0.1:{port}/stalled.git")])
+            .args(["--policy", POLICY_2, "--git-timeout", "1s"]),
+    ))?;
+    let took = started.elapsed();
+    expect_code(&ran, 1)?;
+    ensure(took < Duration::from_secs(20), || {
+        format!("took {took:?} with --git-timeout 1s")
+    })?;
+    empty_dir(&parent)
+}
+
+fn sigterm_during_a_stalled_clone(env: &Env) -> TestResult {
+    let (port, accepted_rx) = stalled_server()?;
     let (mut command, parent) = job(env, "stalled");
     let mut child = command
         .args(["--url", &format!("http://127.0.0.1:{port}/stalled.git")])

@@ -379,6 +379,14 @@ fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
 /// Usage errors (conflicting or malformed flags, a missing author),
 /// unreadable key and automation files, keys that cannot be used.
 pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
+    // Before anything touches libgit2: its options are set once.
+    if let Some(timeout) = args.git_timeout
+        && !image_update_git::set_timeouts(timeout, timeout)
+    {
+        return Err(Error::Internal(
+            "--git-timeout came after the first git operation".to_owned(),
+        ));
+    }
     let automation = args
         .automation
         .as_deref()
@@ -507,9 +515,6 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         _ => None,
     };
     let signer = signer(args.signing_key.as_deref(), signing_kind, signing_secret)?;
-    if let Some(timeout) = args.git_timeout {
-        image_update_git::set_timeouts(timeout, timeout);
-    }
     Ok(JobConfig {
         remote: remote_settings(args, &url, git_secret)?,
         url,
