@@ -13,11 +13,14 @@ use image_update_git::{
     Secret, Signer, Transport,
 };
 
-use super::{Exit, MessageArgs, RegistryArgs};
+use super::{Exit, MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
 use crate::input::SizeLimit;
-use crate::job::{EXIT_CONFIGURATION, JobConfig, JobError, JobResult, PushSettings, Status};
+use crate::job::flux::{self, GitRepository, SecretObject, Secrets};
+use crate::job::{
+    EXIT_CONFIGURATION, JobConfig, JobError, JobResult, PushSettings, SourceRef, Status,
+};
 use crate::operation::{Mode, UpdateConfig};
 
 /// Where Kubernetes reads a container's termination message.
@@ -38,13 +41,15 @@ Credentials come from the environment, never from flags:
   IMAGE_UPDATE_SIGNING_KEY       commit signing key (contents; or --signing-key FILE)
   IMAGE_UPDATE_SIGNING_PASSPHRASE       its passphrase
 
-Status: one JSON object on stdout: result (pushed | nothingToDo | failed), lastPushCommit,
-lastPushTime, observedPolicies, observedSourceRevision (BRANCH@sha1:HEX), changes (the
-ResultV2 report), attempts, commitMessage, and on failure error {kind, message, exitCode}.
+Status: one JSON object on stdout: result (pushed | nothingToDo | skipped | failed),
+lastPushCommit, lastPushTime, observedPolicies, observedSourceRevision (BRANCH@sha1:HEX),
+changes (the ResultV2 report), attempts, commitMessage, shortCircuit (with --state), and on
+failure error {kind, message, exitCode}.
 The same object, made to fit 4 KiB, is the termination message (--termination-log).
 
 Exit status:
-  0  pushed, or nothing to do (--exit-code-unchanged N gives \"nothing pushed\" its own code)
+  0  pushed, nothing to do, or skipped (--exit-code-unchanged N gives \"nothing pushed\" its
+     own code)
   1  failed: network, registry, git server, credentials, host key, template, repository content
   2  usage or configuration error: retrying will not help (podFailurePolicy: FailJob)
   4  every push lost a race with other writers (--max-attempts): retry later
@@ -63,11 +68,30 @@ Examples:
 pub struct JobArgs {
     /// The repository: https://, ssh:// or user@host:path (plain http:// only to
     /// loopback; file:// and paths only with --allow-local).
-    #[arg(long, value_name = "URL", help_heading = "Repository")]
-    pub url: String,
+    /// Default: the --git-repository's spec.url.
+    #[arg(
+        long,
+        value_name = "URL",
+        help_heading = "Repository",
+        required_unless_present = "git_repository"
+    )]
+    pub url: Option<String>,
+
+    /// A Flux GitRepository (YAML): its spec.url, spec.ref (branch, tag,
+    /// semver, name, commit) and spec.secretRef (username, password,
+    /// bearerToken, identity, known_hosts), from the --secret files.
+    #[arg(long, value_name = "FILE", help_heading = "Flux objects")]
+    pub git_repository: Option<PathBuf>,
+
+    /// Kubernetes Secrets (YAML, multi-document; repeatable) that
+    /// --git-repository and --automation reference: git credentials, the
+    /// signing key (git.asc + passphrase, or identity + password). The
+    /// environment variables and key flags override them.
+    #[arg(long = "secret", value_name = "FILE", help_heading = "Flux objects")]
+    pub secrets: Vec<PathBuf>,
 
     /// Check out this branch (default: the automation's checkout ref, else the
-    /// remote's default branch).
+    /// GitRepository's spec.ref, else the remote's default branch).
     #[arg(
         long,
         value_name = "NAME",
@@ -153,17 +177,8 @@ pub struct JobArgs {
     #[arg(long, value_name = "DIR")]
     pub path: Option<String>,
 
-    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
-    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
-    pub policies: Vec<String>,
-
-    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
-    #[arg(long = "policies", value_name = "FILE")]
-    pub policy_files: Vec<PathBuf>,
-
-    /// Label selector over the ImagePolicies (kubectl -l syntax).
-    #[arg(long, short = 'l', value_name = "EXPR")]
-    pub selector: Option<String>,
+    #[command(flatten)]
+    pub source: PolicySourceArgs,
 
     /// Follow a Flux ImageUpdateAutomation: its namespace and
     /// spec.policySelector scope the policies, spec.update.path limits the
@@ -231,7 +246,16 @@ pub struct JobArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Push")]
     pub max_attempts: u32,
 
-    /// Exit with N when nothing was pushed (nothing to do), for scripts.
+    /// Remember what this run saw in FILE (JSON); skip the next run, without
+    /// cloning, when the configuration, the remote heads (ls-remote) and the
+    /// policies' latest images are all unchanged. Policies defined only in
+    /// the repository cannot be seen without a clone: such runs are never
+    /// skipped.
+    #[arg(long, value_name = "FILE", help_heading = "Status")]
+    pub state: Option<PathBuf>,
+
+    /// Exit with N when nothing was pushed (nothing to do, or skipped), for
+    /// scripts.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Status")]
     pub exit_code_unchanged: u8,
 
@@ -355,19 +379,58 @@ fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
 /// Usage errors (conflicting or malformed flags, a missing author),
 /// unreadable key and automation files, keys that cannot be used.
 pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
+    // Before anything touches libgit2: its options are set once.
+    if let Some(timeout) = args.git_timeout
+        && !image_update_git::set_timeouts(timeout, timeout)
+    {
+        return Err(Error::Internal(
+            "--git-timeout came after the first git operation".to_owned(),
+        ));
+    }
     let automation = args
         .automation
         .as_deref()
         .map(|file| super::update::read_automation(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
-    let mut update = UpdateConfig {
-        values: args
-            .policies
+    if args.state.is_some()
+        && args
+            .source
+            .policy_files
             .iter()
-            .map(|flag| super::update::policy_value_from("--policy", flag))
-            .collect::<Result<_, _>>()?,
-        policy_files: args.policy_files.clone(),
+            .any(|f| f.as_os_str() == "-")
+    {
+        return Err(Error::Usage(
+            "--state reads the policies before the run, so it cannot take --policies - (stdin)"
+                .to_owned(),
+        ));
+    }
+    let repository = args
+        .git_repository
+        .as_deref()
+        .map(|file| flux::read_git_repository(file, args.max_file_size))
+        .transpose()?;
+    let secrets = Secrets::read(&args.secrets, args.max_file_size)?;
+    let git_secret = match &repository {
+        Some(GitRepository {
+            namespace,
+            name,
+            secret_name: Some(secret),
+            ..
+        }) => {
+            let who = format!("GitRepository {namespace}/{name} spec.secretRef");
+            let found = secrets.get(namespace, secret, &who)?;
+            flux::check_git_secret(found, &format!("{namespace}/{secret}"))?;
+            Some(found)
+        }
+        _ => None,
+    };
+    let url = args
+        .url
+        .clone()
+        .or_else(|| repository.as_ref().map(|r| r.url.clone()))
+        .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
+    let mut update = UpdateConfig {
         fetch: args
             .fetch
             .then(|| super::update::fetch_settings(&args.registry)),
@@ -378,14 +441,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         max_file_size: args.max_file_size,
         ..UpdateConfig::default()
     };
-    if let Some(expr) = &args.selector {
-        let selector = crate::policies::selector::Selector::parse(expr)
-            .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
-        update
-            .scope
-            .selectors
-            .push(("--selector".to_owned(), selector));
-    }
+    super::update::policy_source(&mut update, &args.source)?;
     if let Some(automation) = automation.clone() {
         update = update.with_automation(automation);
     }
@@ -414,7 +470,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             .clone()
             .unwrap_or_else(|| commit.author_email.clone()),
     };
-    let reference = checkout_ref(args, automation.as_ref())?;
+    let reference = checkout_ref(args, automation.as_ref(), repository.as_ref())?;
     let push_spec = git
         .as_ref()
         .and_then(|g| g.push.clone())
@@ -438,15 +494,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             args.push_options.clone()
         },
     };
-    let has_branch = matches!(
-        reference.normalized(),
-        CheckoutRef::DefaultBranch
-            | CheckoutRef::Branch(_)
-            | CheckoutRef::Commit {
-                branch: Some(_),
-                ..
-            }
-    );
+    let has_branch = reference.has_branch();
     if !has_branch && push.branch.is_none() {
         return Err(Error::Usage(format!(
             "{reference} is not a branch to push back to: give --push-branch"
@@ -458,13 +506,18 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
                 Some(SigningKind::Ssh) => SigningKeyType::Ssh,
                 _ => SigningKeyType::Gpg,
             });
-    let signer = signer(args.signing_key.as_deref(), signing_kind)?;
-    if let Some(timeout) = args.git_timeout {
-        image_update_git::set_timeouts(timeout, timeout);
-    }
+    let signing_secret = match (&automation, &commit.signing_key) {
+        (Some(automation), Some(key)) if args.signing_key.is_none() => Some(secrets.get(
+            &automation.namespace,
+            &key.secret_name,
+            &format!("{} spec.git.commit.signingKey", automation.describe()),
+        )?),
+        _ => None,
+    };
+    let signer = signer(args.signing_key.as_deref(), signing_kind, signing_secret)?;
     Ok(JobConfig {
-        remote: remote_settings(args)?,
-        url: args.url.clone(),
+        remote: remote_settings(args, &url, git_secret)?,
+        url,
         reference,
         depth: (args.depth > 0).then_some(args.depth),
         update,
@@ -476,53 +529,44 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             ..RetryPolicy::default()
         },
         work_parent: args.work_dir.clone(),
+        state_file: args.state.clone(),
     })
 }
 
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,
-/// else the remote's default branch.
-fn checkout_ref(args: &JobArgs, automation: Option<&Automation>) -> Result<CheckoutRef, Error> {
-    if let Some(branch) = &args.branch {
-        return Ok(CheckoutRef::Branch(branch.clone()));
-    }
-    if let Some(tag) = &args.tag {
-        return Ok(CheckoutRef::Tag(tag.clone()));
-    }
-    if let Some(id) = &args.commit {
-        return Ok(CheckoutRef::Commit {
+/// else the GitRepository's `spec.ref`, else the remote's default branch.
+fn checkout_ref(
+    args: &JobArgs,
+    automation: Option<&Automation>,
+    repository: Option<&GitRepository>,
+) -> Result<SourceRef, Error> {
+    let flag = if let Some(branch) = &args.branch {
+        Some(CheckoutRef::Branch(branch.clone()))
+    } else if let Some(tag) = &args.tag {
+        Some(CheckoutRef::Tag(tag.clone()))
+    } else if let Some(id) = &args.commit {
+        Some(CheckoutRef::Commit {
             id: id.clone(),
             branch: args.branch_of.clone(),
-        });
-    }
-    if let Some(name) = &args.reference {
-        return Ok(CheckoutRef::Name(name.clone()));
-    }
-    let Some(checkout) = automation
-        .and_then(|a| a.git.as_ref())
-        .and_then(|g| g.checkout.as_ref())
-    else {
-        return Ok(CheckoutRef::DefaultBranch);
-    };
-    if checkout.semver.is_some() {
-        return Err(Error::Usage(
-            "the automation's spec.git.checkout.ref.semver is not supported by `job`; give --tag"
-                .to_owned(),
-        ));
-    }
-    Ok(if let Some(id) = &checkout.commit {
-        CheckoutRef::Commit {
-            id: id.clone(),
-            branch: checkout.branch.clone(),
-        }
-    } else if let Some(name) = &checkout.name {
-        CheckoutRef::Name(name.clone())
-    } else if let Some(tag) = &checkout.tag {
-        CheckoutRef::Tag(tag.clone())
-    } else if let Some(branch) = &checkout.branch {
-        CheckoutRef::Branch(branch.clone())
+        })
     } else {
-        CheckoutRef::DefaultBranch
-    })
+        args.reference.clone().map(CheckoutRef::Name)
+    };
+    let reference = flag
+        .map(SourceRef::Checkout)
+        .or_else(|| {
+            automation
+                .and_then(|a| a.git.as_ref())
+                .and_then(|g| g.checkout.as_ref())
+                .and_then(flux::source_ref)
+        })
+        .or_else(|| repository.and_then(|r| r.reference.clone()))
+        .unwrap_or(SourceRef::Checkout(CheckoutRef::DefaultBranch));
+    if let SourceRef::Semver(range) = &reference {
+        crate::reflector::selection::semver::Range::parse(range)
+            .map_err(|e| Error::Usage(format!("semver checkout range `{range}`: {e}")))?;
+    }
+    Ok(reference)
 }
 
 /// An environment variable, unset when empty.
@@ -541,10 +585,16 @@ fn file_or_env(file: Option<&std::path::Path>, name: &str) -> Result<Option<Secr
     }
 }
 
-/// Credentials and host key policy for the URL's transport.
-fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
+/// Credentials and host key policy for the URL's transport: the
+/// environment and flags, else the GitRepository's Secret.
+fn remote_settings(
+    args: &JobArgs,
+    url: &str,
+    secret: Option<&SecretObject>,
+) -> Result<RemoteSettings, Error> {
+    let from_secret = |key: &str| secret.and_then(|s| s.get(key)).cloned();
     let probe = Remote::new(
-        &args.url,
+        url,
         RemoteSettings {
             allow_local: args.allow_local,
             ..RemoteSettings::default()
@@ -558,7 +608,14 @@ fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
                 private_key,
                 passphrase: env("IMAGE_UPDATE_GIT_SSH_KEY_PASSPHRASE"),
             },
-            None => Auth::None,
+            None => match from_secret("identity") {
+                Some(private_key) => Auth::SshKey {
+                    username: None,
+                    private_key,
+                    passphrase: from_secret("password"),
+                },
+                None => Auth::None,
+            },
         }
     } else if let Some(token) = env("IMAGE_UPDATE_GIT_BEARER_TOKEN") {
         Auth::Bearer { token }
@@ -578,7 +635,16 @@ fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
                 username: username.unwrap_or_default(),
                 password,
             },
-            (None, None) => Auth::None,
+            (None, None) => match (from_secret("bearerToken"), from_secret("password")) {
+                (Some(token), _) => Auth::Bearer { token },
+                (None, Some(password)) => Auth::Basic {
+                    username: from_secret("username")
+                        .map(|u| u.expose().to_owned())
+                        .unwrap_or_default(),
+                    password,
+                },
+                (None, None) => Auth::None,
+            },
         }
     };
     let host_key_check = if args.insecure_skip_host_key_check {
@@ -587,7 +653,8 @@ fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
         );
         HostKeyCheck::AcceptAny
     } else {
-        let text = file_or_env(args.known_hosts.as_deref(), "IMAGE_UPDATE_GIT_KNOWN_HOSTS")?;
+        let text = file_or_env(args.known_hosts.as_deref(), "IMAGE_UPDATE_GIT_KNOWN_HOSTS")?
+            .or_else(|| from_secret("known_hosts"));
         let known = match text {
             Some(text) => KnownHosts::parse(text.expose())
                 .map_err(|e| Error::Usage(format!("known hosts: {}", crate::job::one_line(&e))))?,
@@ -605,12 +672,37 @@ fn remote_settings(args: &JobArgs) -> Result<RemoteSettings, Error> {
 }
 
 /// The commit signer, unlocked (a wrong passphrase is a configuration
-/// error now, not a failed commit later).
-fn signer(file: Option<&std::path::Path>, kind: SigningKeyType) -> Result<Option<Signer>, Error> {
-    let Some(key) = file_or_env(file, "IMAGE_UPDATE_SIGNING_KEY")? else {
+/// error now, not a failed commit later): the flag or environment, else
+/// the automation's signing key Secret (Flux's keys: `git.asc` and
+/// `passphrase`, or `identity` and `password`).
+fn signer(
+    file: Option<&std::path::Path>,
+    kind: SigningKeyType,
+    secret: Option<&SecretObject>,
+) -> Result<Option<Signer>, Error> {
+    let (key_name, passphrase_name) = match kind {
+        SigningKeyType::Gpg => ("git.asc", "passphrase"),
+        SigningKeyType::Ssh => ("identity", "password"),
+    };
+    let key = match file_or_env(file, "IMAGE_UPDATE_SIGNING_KEY")? {
+        Some(key) => Some(key),
+        None => match secret {
+            Some(secret) => Some(secret.get(key_name).cloned().ok_or_else(|| {
+                Error::invalid(vec![
+                    crate::diagnostic::Diagnostic::error(format!(
+                        "the signing key Secret has no {key_name}"
+                    ))
+                    .at(secret.location.clone()),
+                ])
+            })?),
+            None => None,
+        },
+    };
+    let Some(key) = key else {
         return Ok(None);
     };
-    let passphrase = env("IMAGE_UPDATE_SIGNING_PASSPHRASE");
+    let passphrase = env("IMAGE_UPDATE_SIGNING_PASSPHRASE")
+        .or_else(|| secret.and_then(|s| s.get(passphrase_name)).cloned());
     let signer = match kind {
         SigningKeyType::Gpg => Signer::openpgp(&key, passphrase.as_ref()),
         SigningKeyType::Ssh => Signer::ssh(&key, passphrase.as_ref()),

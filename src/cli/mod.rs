@@ -220,19 +220,8 @@ pub struct UpdateArgs {
     #[arg(default_value = ".")]
     pub path: PathBuf,
 
-    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
-    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
-    pub policies: Vec<String>,
-
-    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
-    #[arg(long = "policies", value_name = "FILE")]
-    pub policy_files: Vec<PathBuf>,
-
-    /// Label selector over the ImagePolicies (from --policies, and the
-    /// definitions with --fetch; kubectl -l syntax). --policy values are
-    /// always used.
-    #[arg(long, short = 'l', value_name = "EXPR")]
-    pub selector: Option<String>,
+    #[command(flatten)]
+    pub source: PolicySourceArgs,
 
     /// Follow a Flux ImageUpdateAutomation (v1 or v1beta2): its namespace
     /// scopes the ImagePolicies, spec.policySelector selects them,
@@ -320,6 +309,24 @@ pub struct UpdateArgs {
     /// when nothing changed).
     #[arg(long, value_name = "FILE|-", help_heading = "Commit message")]
     pub commit_message_file: Option<PathBuf>,
+}
+
+/// Where the policy results come from (`update`, `job`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct PolicySourceArgs {
+    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
+    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
+    pub policies: Vec<String>,
+
+    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
+    #[arg(long = "policies", value_name = "FILE")]
+    pub policy_files: Vec<PathBuf>,
+
+    /// Label selector over the ImagePolicies (from --policies, and the
+    /// definitions with --fetch; kubectl -l syntax). --policy values are
+    /// always used.
+    #[arg(long, short = 'l', value_name = "EXPR")]
+    pub selector: Option<String>,
 }
 
 /// What a commit message is made of (`update`, `message`).

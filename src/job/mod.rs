@@ -30,11 +30,16 @@ use image_update_git::{
 };
 use serde::Serialize;
 
+pub use self::flux::SourceRef;
+
 use crate::error::Error;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
 use crate::policies::{ImageRef, PolicyKey};
 use crate::updater::report::Report;
 use crate::updater::sink::interrupt;
+
+pub mod flux;
+pub mod state;
 
 /// Exit status of a run that failed for a reason a retry cannot fix: a
 /// usage mistake or invalid configuration (a Job's `podFailurePolicy`
@@ -52,7 +57,7 @@ pub struct JobConfig {
     /// The repository URL (credentials are never part of it).
     pub url: String,
     /// What to check out.
-    pub reference: CheckoutRef,
+    pub reference: SourceRef,
     /// History depth of the clone: `Some(1)` is Flux's shallow clone,
     /// `None` the full history.
     pub depth: Option<u32>,
@@ -72,6 +77,8 @@ pub struct JobConfig {
     /// The directory the temporary work tree is made in (default: the
     /// system's temporary directory).
     pub work_parent: Option<PathBuf>,
+    /// The short-circuit's memory between runs ([`state`]).
+    pub state_file: Option<PathBuf>,
 }
 
 /// Where the commit goes.
@@ -95,6 +102,8 @@ pub enum JobResult {
     /// No marked field needed a change (or someone else made it first, or
     /// the automation is suspended): nothing was pushed.
     NothingToDo,
+    /// Nothing changed since the last run (`--state`): nothing was cloned.
+    Skipped,
     /// The run failed (the status's `error` says why).
     Failed,
 }
@@ -114,7 +123,7 @@ pub struct Status {
     pub last_push_time: Option<String>,
     /// Every policy in scope with its latest image, keyed by policy name
     /// (Flux's `observedPolicies`).
-    pub observed_policies: BTreeMap<String, ImageRef>,
+    pub observed_policies: BTreeMap<String, ObservedImage>,
     /// `BRANCH@sha1:HEX`: the pushed commit, or the checked-out one when
     /// nothing was pushed or the push went to another branch (Flux).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -128,9 +137,24 @@ pub struct Status {
     /// The message of the pushed commit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit_message: Option<String>,
+    /// With `--state`: why the run was skipped, or why it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_circuit: Option<String>,
     /// Why the run failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<StatusError>,
+}
+
+/// An image reference of `observedPolicies`, as Flux writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObservedImage {
+    /// The image name.
+    pub name: String,
+    /// The tag.
+    pub tag: String,
+    /// The digest, when known.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub digest: String,
 }
 
 /// The `error` of a failed run's status.
@@ -156,6 +180,7 @@ impl Status {
             changes: None,
             attempts: 0,
             commit_message: None,
+            short_circuit: None,
             error: None,
         }
     }
@@ -215,6 +240,20 @@ pub enum JobError {
     /// The update after a lost race failed.
     #[error("re-applying the update after a rejected push")]
     Reapply(#[source] Error),
+    /// No tag of the remote satisfies the semver range of the checkout ref.
+    #[error("no tag of {url} is in semver range `{range}`")]
+    NoTagInRange {
+        /// The repository.
+        url: String,
+        /// The range.
+        range: String,
+    },
+    /// SIGTERM, SIGINT or SIGHUP ended the run (the work tree is removed).
+    #[error("interrupted by {}; the work tree was removed", interrupt::name(*.signal))]
+    Interrupted {
+        /// The signal.
+        signal: i32,
+    },
     /// The temporary work tree could not be made.
     #[error("making a temporary work tree under {}", .parent.display())]
     WorkDir {
@@ -232,9 +271,12 @@ impl JobError {
 
     /// The process exit status: [`EXIT_CONFIGURATION`] for configuration
     /// that cannot work, [`EXIT_CONFLICT`] when every push lost a race,
-    /// [`EXIT_FAILED`] otherwise.
+    /// 128 + the signal when interrupted, [`EXIT_FAILED`] otherwise.
     #[must_use]
     pub fn exit_code(&self) -> u8 {
+        if let Self::Interrupted { signal } = self {
+            return u8::try_from(128 + signal).unwrap_or(EXIT_FAILED);
+        }
         match self.kind() {
             "configuration" => EXIT_CONFIGURATION,
             "conflict" => EXIT_CONFLICT,
@@ -242,7 +284,7 @@ impl JobError {
         }
     }
 
-    /// `configuration`, `conflict` or `failed`.
+    /// `configuration`, `conflict`, `interrupted` or `failed`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         use image_update_git::ErrorKind;
@@ -253,7 +295,11 @@ impl JobError {
                 _ => "failed",
             },
             Self::Update(e) | Self::Reapply(e) if e.is_usage() => "configuration",
-            Self::Update(_) | Self::Reapply(_) | Self::WorkDir { .. } => "failed",
+            Self::Interrupted { .. } => "interrupted",
+            Self::Update(_)
+            | Self::Reapply(_)
+            | Self::WorkDir { .. }
+            | Self::NoTagInRange { .. } => "failed",
         }
     }
 }
@@ -266,6 +312,21 @@ impl JobError {
 pub fn run(config: &JobConfig) -> Result<Status, JobError> {
     let remote = Remote::new(&config.url, config.remote.clone())
         .map_err(JobError::git("checking the URL"))?;
+    let reference = match &config.reference {
+        SourceRef::Checkout(reference) => reference.clone(),
+        SourceRef::Semver(range) => newest_tag(&remote, range)?,
+    };
+    let mut before = None;
+    if let Some(path) = &config.state_file {
+        let (check, seen) = short_circuit(config, &remote, &reference, path)?;
+        match check {
+            Ok(skipped) => return Ok(skipped),
+            Err(reason) => {
+                eprintln!("running: {reason}");
+                before = Some((path, seen, reason));
+            }
+        }
+    }
     let parent = config
         .work_parent
         .clone()
@@ -281,19 +342,132 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
             source,
         })?;
     let watch = SignalWatch::start(temp.path().to_owned());
-    let result = run_in(config, remote, &temp.path().join("repo"));
+    let result = run_in(config, remote, reference, &temp.path().join("repo"));
     if let Err(e) = temp.close() {
         tracing::warn!("cannot remove the work tree: {e}");
     }
     drop(watch);
-    result
+    // A signal also interrupts a blocked network read (EINTR), which fails
+    // the step: the signal, not that failure, is what happened.
+    if let Some(signal) = interrupt::received() {
+        return Err(JobError::Interrupted { signal });
+    }
+    let mut status = result?;
+    if let Some((path, seen, reason)) = before {
+        status.short_circuit = Some(reason);
+        remember(config, path, seen, &status);
+    }
+    Ok(status)
 }
 
-fn run_in(config: &JobConfig, remote: Remote, dir: &Path) -> Result<Status, JobError> {
+/// Whether the run can be skipped: `Ok(status)` when the configuration,
+/// the remote heads and the policies are all as the last run left them;
+/// else `Err(why not)`. Also returns what was seen, for the state file.
+fn short_circuit(
+    config: &JobConfig,
+    remote: &Remote,
+    reference: &CheckoutRef,
+    path: &Path,
+) -> Result<(Result<Status, String>, state::State), JobError> {
+    let revision = remote
+        .resolve(reference)
+        .map_err(JobError::git("reading the remote head"))?;
+    let push = match &config.push.branch {
+        Some(branch) if revision.name.as_deref() != Some(branch.as_str()) => remote
+            .ls_remote(&format!("refs/heads/{branch}"))
+            .map_err(JobError::git("reading the push branch's head"))?
+            .map(|id| id.to_string()),
+        _ => None,
+    };
+    let seen = state::State {
+        config_hash: state::config_hash(config),
+        heads: state::Heads {
+            checkout: revision.id.to_string(),
+            push,
+        },
+        observed_policies: operation::observe(&config.update).map_err(JobError::Update)?,
+        observed_source_revision: Some(revision.to_string()),
+        last_push_commit: None,
+        last_push_time: None,
+    };
+    let Some(last) = state::read(path) else {
+        return Ok((Err("no state from an earlier run".to_owned()), seen));
+    };
+    let why_not = if last.config_hash != seen.config_hash {
+        Some("the configuration changed since the last run")
+    } else if last.heads != seen.heads {
+        Some("the remote changed since the last run")
+    } else if last.observed_policies != seen.observed_policies {
+        Some(
+            "the policies changed since the last run (or some are defined in the repository, \
+             which the short-circuit cannot see without a clone)",
+        )
+    } else {
+        None
+    };
+    if let Some(reason) = why_not {
+        return Ok((Err(reason.to_owned()), seen));
+    }
+    eprintln!("nothing changed since the last run: skipped");
+    let mut status = Status::new(JobResult::Skipped);
+    status.observed_policies = by_name(&last.observed_policies);
+    status.observed_source_revision = last.observed_source_revision;
+    status.last_push_commit = last.last_push_commit;
+    status.last_push_time = last.last_push_time;
+    status.short_circuit = Some("nothing changed since the last run".to_owned());
+    Ok((Ok(status), seen))
+}
+
+/// Writes the state after a successful run: what it saw, with the heads
+/// its push moved. A run that lost a race and then found nothing to do
+/// leaves no state (the heads it ended on are not the ones it saw).
+fn remember(config: &JobConfig, path: &Path, mut seen: state::State, status: &Status) {
+    if status.result == JobResult::NothingToDo && status.attempts > 0 {
+        return;
+    }
+    let last = state::read(path);
+    if let Some(pushed) = &status.last_push_commit {
+        let to_checkout_branch = match (&config.push.branch, &seen.observed_source_revision) {
+            (None, _) => true,
+            (Some(branch), Some(revision)) => revision.starts_with(&format!("{branch}@")),
+            (Some(_), None) => false,
+        };
+        if to_checkout_branch {
+            seen.heads.checkout.clone_from(pushed);
+        } else {
+            seen.heads.push = Some(pushed.clone());
+        }
+        seen.last_push_commit = Some(pushed.clone());
+        seen.last_push_time.clone_from(&status.last_push_time);
+    } else if let Some(last) = last {
+        seen.last_push_commit = last.last_push_commit;
+        seen.last_push_time = last.last_push_time;
+    }
+    seen.observed_source_revision
+        .clone_from(&status.observed_source_revision);
+    seen.observed_policies = status
+        .changes
+        .as_ref()
+        .map(|report| report.observed_policies.clone())
+        .unwrap_or_default();
+    if let Err(e) = state::write(path, &seen) {
+        eprintln!(
+            "image-update: warning: cannot write the state file {}: {e}",
+            path.display()
+        );
+    }
+}
+
+fn run_in(
+    config: &JobConfig,
+    remote: Remote,
+    reference: CheckoutRef,
+    dir: &Path,
+) -> Result<Status, JobError> {
     let url = remote.url().to_owned();
     let mut checkout = Checkout::clone(
         remote,
-        &config.reference,
+        &reference,
         dir,
         &CloneOptions {
             depth: config.depth,
@@ -393,6 +567,28 @@ fn run_in(config: &JobConfig, remote: Remote, dir: &Path) -> Result<Status, JobE
     }
 }
 
+/// The remote's tag with the highest version in `range` (tags parsed as
+/// Flux does: an optional `v`, then strict SemVer).
+fn newest_tag(remote: &Remote, range: &str) -> Result<CheckoutRef, JobError> {
+    use crate::reflector::selection::semver::{Range, parse_tag};
+    let invalid = || JobError::NoTagInRange {
+        url: remote.url().to_owned(),
+        range: range.to_owned(),
+    };
+    let parsed = Range::parse(range).map_err(|_| invalid())?;
+    let refs = remote
+        .list()
+        .map_err(JobError::git("listing the remote's tags"))?;
+    refs.iter()
+        .filter_map(|r| r.name.strip_prefix("refs/tags/"))
+        .filter(|tag| !tag.ends_with("^{}"))
+        .filter_map(|tag| parse_tag(tag).map(|version| (version, tag)))
+        .filter(|(version, _)| parsed.matches(version))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, tag)| CheckoutRef::Tag(tag.to_owned()))
+        .ok_or_else(invalid)
+}
+
 /// The message of the commit that was pushed (after a retry it is the
 /// re-applied update's).
 fn latest_message(checkout: &Checkout, commit: image_update_git::Oid) -> Option<String> {
@@ -404,31 +600,41 @@ fn latest_message(checkout: &Checkout, commit: image_update_git::Oid) -> Option<
 }
 
 /// The config of an update after a lost race: the same, except that the
-/// policies the first run fetched from registries are given as values, so
-/// a retry does not ask the registries again (and cannot see other
-/// results than the commit it replaces).
+/// first run's policy results are given as values (no policy file, stdin
+/// or registry is read again), so the retry applies exactly the results
+/// of the commit it replaces.
 fn reapply_config(config: &UpdateConfig, outcome: &operation::Outcome) -> UpdateConfig {
     let mut again = config.clone();
-    if again.fetch.take().is_some() {
-        again
-            .values
-            .extend(outcome.fetched.iter().map(|r| PolicyValue {
-                key: r.key.clone(),
-                image: r.latest.clone(),
-                source: r.source.clone(),
-            }));
-    }
+    again.fetch = None;
+    again.policy_files.clear();
+    again.values = outcome
+        .report
+        .observed_policies
+        .iter()
+        .filter_map(|(key, image)| {
+            Some(PolicyValue {
+                key: PolicyKey::parse(key)?,
+                image: image.clone(),
+                source: format!("{key} (the first attempt's result)"),
+            })
+        })
+        .collect();
     again
 }
 
 /// Flux keys `observedPolicies` by policy name (one automation sees one
 /// namespace); the report keys them `NAMESPACE:NAME`.
-fn by_name(observed: &BTreeMap<String, ImageRef>) -> BTreeMap<String, ImageRef> {
+fn by_name(observed: &BTreeMap<String, ImageRef>) -> BTreeMap<String, ObservedImage> {
     observed
         .iter()
         .map(|(key, image)| {
             let name = PolicyKey::parse(key).map_or_else(|| key.clone(), |k| k.name);
-            (name, image.clone())
+            let image = ObservedImage {
+                name: image.name.clone(),
+                tag: image.tag.clone(),
+                digest: image.digest.clone(),
+            };
+            (name, image)
         })
         .collect()
 }
@@ -445,7 +651,7 @@ fn now_rfc3339() -> String {
 }
 
 /// Watches for SIGTERM, SIGINT and SIGHUP while the work tree exists
-/// (they are deferred by [`interrupt::guard`]): on one, removes the work
+/// (they are deferred by `updater::sink::interrupt::guard`): on one, removes the work
 /// tree and ends the process with 128 + the signal, as a shell reports a
 /// process killed by it. A clone or push in progress is abandoned: libgit2
 /// offers no cancellation that reaches a blocked network read.

@@ -293,9 +293,9 @@ impl Env {
         Ok(run(self.git(dir).args(args))?.trim().to_owned())
     }
 
-    /// Makes `repos/NAME.git` with three commits on `main` and an annotated tag `v1.0.0` on the
-    /// second one.
-    pub fn fixture(&self, name: &str) -> Result<Fixture, Failed> {
+    /// An empty bare repository `repos/NAME.git` and an empty work tree `seed/NAME` to fill it
+    /// from, both on `main`.
+    fn init_repositories(&self, name: &str) -> Result<(PathBuf, PathBuf), Failed> {
         let bare = self.root.join("repos").join(format!("{name}.git"));
         let seed = self.root.join("seed").join(name);
         fs::create_dir_all(&seed)?;
@@ -311,6 +311,13 @@ impl Env {
             ],
         )?;
         self.git_out(&seed, &["init", "-q", "-b", "main"])?;
+        Ok((bare, seed))
+    }
+
+    /// Makes `repos/NAME.git` with three commits on `main` and an annotated tag `v1.0.0` on the
+    /// second one.
+    pub fn fixture(&self, name: &str) -> Result<Fixture, Failed> {
+        let (bare, seed) = self.init_repositories(name)?;
         fs::create_dir_all(seed.join("deploy"))?;
         let mut commits = Vec::new();
         fs::write(seed.join("deploy/app.yaml"), APP_YAML)?;
@@ -339,22 +346,8 @@ impl Env {
     /// Makes `repos/NAME.git` whose `main` holds one commit with the files of `tree` (a
     /// directory, copied as is), for tests and benchmarks that need their own content.
     pub fn fixture_from_tree(&self, name: &str, tree: &Path) -> Result<Fixture, Failed> {
-        let bare = self.root.join("repos").join(format!("{name}.git"));
-        self.git_out(
-            &self.root,
-            &[
-                "init",
-                "-q",
-                "--bare",
-                "-b",
-                "main",
-                &bare.to_string_lossy(),
-            ],
-        )?;
-        let seed = self.root.join("seed").join(name);
-        fs::create_dir_all(&seed)?;
+        let (bare, seed) = self.init_repositories(name)?;
         run(Command::new("cp").arg("-a").arg(tree.join(".")).arg(&seed))?;
-        self.git_out(&seed, &["init", "-q", "-b", "main"])?;
         self.git_out(&seed, &["add", "-A"])?;
         self.git_out(&seed, &["commit", "-q", "-m", "initial"])?;
         let head = self.git_out(&seed, &["rev-parse", "HEAD"])?;
@@ -416,20 +409,13 @@ impl Env {
         content: &str,
         message: &str,
     ) -> Result<String, Failed> {
-        let dir = self.root.join("seed").join(dir_name);
-        if !dir.exists() {
-            self.git_out(
-                &self.root,
-                &[
-                    "clone",
-                    "-q",
-                    &fixture.bare.to_string_lossy(),
-                    &dir.to_string_lossy(),
-                ],
-            )?;
+        let existing = self.root.join("seed").join(dir_name);
+        let dir = if existing.exists() {
+            self.git_out(&existing, &["pull", "-q", "--ff-only"])?;
+            existing
         } else {
-            self.git_out(&dir, &["pull", "-q", "--ff-only"])?;
-        }
+            self.cli_clone(fixture, dir_name)?
+        };
         fs::write(dir.join(path), content)?;
         self.git_out(&dir, &["commit", "-q", "-am", message])?;
         self.git_out(&dir, &["push", "-q", "origin", "HEAD:main"])?;
