@@ -736,6 +736,14 @@ fn config_runs() {
             "deploy/{file}: the configuration was refused: {stderr}"
         );
         assert_eq!(out.status.code(), Some(1), "deploy/{file}: {stderr}");
+        let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(status["result"], "failed", "deploy/{file}: {status}");
+        assert_eq!(status["error"]["kind"], "failed", "deploy/{file}: {status}");
+        // Kubernetes' termination message: the status, compact, within 4 KiB.
+        let message = fs_err::read(dir.path().join("termination-log")).unwrap();
+        assert!(message.len() <= 4096, "deploy/{file}");
+        let message: Value = serde_json::from_slice(&message).unwrap();
+        assert_eq!(message["error"], status["error"], "deploy/{file}");
         assert!(
             !stderr.contains("not-a-real-token"),
             "deploy/{file}: {stderr}"
