@@ -55,7 +55,7 @@ fn main() {
     let policies = generate::generate(&tree, files);
     let bytes: u64 = generate::walk(&tree)
         .iter()
-        .map(|p| p.metadata().unwrap().len())
+        .map(|p| fs_err::metadata(p).unwrap().len())
         .sum();
     let fixture = env.fixture_from_tree(REPO, &tree).unwrap();
     let bare = fixture.bare.clone();

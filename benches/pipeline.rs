@@ -14,7 +14,7 @@
 //! `BENCH_FILES=N` changes the file count; `BENCH_RUNS=N` the repetitions.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
