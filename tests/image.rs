@@ -85,17 +85,11 @@ fn main() {
         let name = format!("action_shape::{}", case.name);
         trials.push(image_case_trial(name, case));
     }
-    // The sink does not keep a file's owner yet when it replaces the file
-    // as root (another change does that): this trial is ignored until then.
-    trials.push(
-        image_trial(
-            "action_shape_keeps_workspace_owner",
-            &["podman"],
-            action_keeps_owner,
-        )
-        .with_kind("pending: the sink keeps file owners")
-        .with_ignored_flag(true),
-    );
+    trials.push(image_trial(
+        "action_shape_keeps_workspace_owner",
+        &["podman"],
+        action_keeps_owner,
+    ));
     image_update_testkit::run(trials);
 }
 

@@ -256,6 +256,30 @@ mod tests {
     }
     use crate::policies::{ImageRef, PolicyKey};
 
+    /// Found by the `plan` fuzz target: two markers on one sequence item
+    /// (above it and at the end of its line) made overlapping edits, and
+    /// the file could not be planned at all.
+    #[test]
+    fn an_item_with_two_markers_is_planned_once() {
+        let text = "a:\n# {\"$imagepolicy\": \"ns:p\"}\n- app:1 # {\"$imagepolicy\": \"ns:q\"}\n";
+        let mut table = PolicyTable::new();
+        for (key, image) in [("ns:p", "app:2"), ("ns:q", "app:3")] {
+            table
+                .insert(
+                    PolicyKey::parse(key).unwrap(),
+                    Some(ImageRef::parse(image).unwrap()),
+                    "test",
+                )
+                .unwrap();
+        }
+        let plan = plan(text, Layout::Documents, &table, PlanOptions::default()).unwrap();
+        assert_eq!(
+            plan.new_text.as_deref(),
+            Some(text.replace("- app:1", "- app:3").as_str())
+        );
+        assert_eq!(plan.planned.warnings.len(), 1);
+    }
+
     #[test]
     fn objects_left_out_give_neither_changes_nor_warnings() {
         let text = "kind: ResourceList\nitems:\n- kind: A\n  image: app:1 # {\"$imagepolicy\": \"ns:app\"}\n  bad: x # {'$imagepolicy': 'ns:app'}\n- kind: B\n  image: app:1 # {\"$imagepolicy\": \"ns:app\"}\n  other: x # {\"$imagepolicy\": \"ns:unknown\"}\n";

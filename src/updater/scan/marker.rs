@@ -66,15 +66,27 @@ pub fn classify(payload: &str) -> Comment {
 /// the same letters in another case or with `-`, `_` or without `$`, or
 /// within two typing slips (Damerau-Levenshtein) of it.
 fn near_miss(body: &str) -> Option<String> {
-    let trimmed = body.trim();
-    if !trimmed.starts_with('{') {
+    // Only comments of the shape [`screen`] lets in are diagnosed: files
+    // without such a comment are never parsed, so a wider shape here would
+    // warn about a comment in one file and stay silent about it in another.
+    let inner = body.trim_start_matches(BLANKS).strip_prefix('{')?;
+    let first = *inner.trim_start_matches(BLANKS).as_bytes().first()?;
+    if !opens_object_key(first) {
         return None;
     }
     // Keys only: the comment need not be valid JSON to be a near miss
     // (`{imagepolicy: ns:p}`), so read `"key"` / `'key'` / `key` before `:`.
-    let inner = trimmed.trim_start_matches('{');
     let key = inner.split(':').next()?.trim().trim_matches(['"', '\'']);
     is_near_miss(key).then(|| key.to_owned())
+}
+
+/// The blanks [`screen`] skips between `#`, `{` and a key.
+const BLANKS: [char; 2] = [' ', '\t'];
+
+/// Whether a key may start with this byte in an object comment: a quote, a
+/// letter or `$`.
+fn opens_object_key(b: u8) -> bool {
+    b == b'"' || b == b'\'' || b.is_ascii_alphabetic() || b == b'$'
 }
 
 /// Whether `key` is not `$imagepolicy` but close to it.
@@ -145,9 +157,7 @@ fn has_object_comment(bytes: &[u8]) -> bool {
     memchr::memchr_iter(b'{', bytes).any(|i| {
         let before = bytes[..i].iter().rev().find(|&&b| b != b' ' && b != b'\t');
         let after = bytes[i + 1..].iter().find(|&&b| b != b' ' && b != b'\t');
-        before == Some(&b'#')
-            && after
-                .is_some_and(|&b| b == b'"' || b == b'\'' || b.is_ascii_alphabetic() || b == b'$')
+        before == Some(&b'#') && after.is_some_and(|&b| opens_object_key(b))
     })
 }
 
@@ -316,6 +326,30 @@ mod tests {
             " {not json at all",
         ] {
             assert_eq!(classify(other), Comment::Other, "{other}");
+        }
+    }
+
+    /// Found by the `marker` fuzz target: a near miss whose key starts with
+    /// `#` was diagnosed, but a file holding it failed the screen, so the
+    /// diagnosis depended on the rest of the file.
+    #[test]
+    fn near_misses_are_diagnosed_only_in_comments_the_screen_lets_in() {
+        for payload in [
+            r#" {#$imagepolcy": "ns:p:tag"}"#,
+            " {{imagepolicy: ns:p}",
+            " \u{a0}{\"imagepolicy\": \"ns:p\"}",
+            " { 1imagepolicy: ns:p}",
+            " {_imagepolicy: ns:p}",
+        ] {
+            assert_eq!(classify(payload), Comment::Other, "{payload:?}");
+            assert!(!screen(format!("a: 1 #{payload}\n").as_bytes()));
+        }
+        for payload in [" {\t\"imagepolicy\": 1}", "\t{imagepolicy: ns:p}"] {
+            assert!(
+                matches!(classify(payload), Comment::LookAlike(_)),
+                "{payload:?}"
+            );
+            assert!(screen(format!("a: 1 #{payload}\n").as_bytes()));
         }
     }
 

@@ -10,7 +10,9 @@
 //! * a comment at the end of a line belongs to the scalar value that ends on
 //!   that line: `key: value # marker`, `- value # marker`;
 //! * a single comment line directly above a scalar sequence item is that
-//!   item's head comment, and a marker there applies to the item;
+//!   item's head comment, and a marker there applies to the item, unless
+//!   the item has a comment at the end of its line (which is read instead,
+//!   marker or not);
 //! * anything else (a marker above a `key: value` pair, after a key whose value
 //!   is a nested collection, after a flow collection, an alias or a block
 //!   scalar header) applies to nothing, and is reported.
@@ -283,6 +285,11 @@ struct Walker<'a> {
     object_depth: usize,
     last: Last<'a>,
     pending: Option<Pending>,
+    /// The head marker (setter, comment offset) taken by the scalar in
+    /// `last`, applied once it is known that no line comment follows it:
+    /// Flux reads a node's line comment, and its head comment only when
+    /// the line comment is empty.
+    head: Option<(String, usize)>,
 }
 
 impl<'a> Walker<'a> {
@@ -297,12 +304,16 @@ impl<'a> Walker<'a> {
             object_depth: 0,
             last: Last::Nothing,
             pending: None,
+            head: None,
             // Documents are counted from 0; the first DocumentStart sets 0.
         }
     }
 
     fn event(&mut self, event: Event<'a>, span: &Span) {
         let range = span.byte_range().unwrap_or(0..0);
+        if !matches!(event, Event::Comment(..)) {
+            self.apply_head();
+        }
         match event {
             Event::Comment(text, _) => self.comment(&text, range.start, span.start.line()),
             Event::DocumentStart(..) => {
@@ -390,11 +401,8 @@ impl<'a> Walker<'a> {
                     in_flow: self.frames.last().is_some_and(|f| f.flow),
                     root: self.frames.is_empty(),
                 };
-                let head = self.take_head_marker(span.start.line(), &candidate);
+                self.head = self.take_head_marker(span.start.line(), &candidate);
                 self.end_child();
-                if let Some(head) = head {
-                    self.apply(head, &candidate);
-                }
                 self.last = Last::Value(candidate);
             }
             _ => {}
@@ -489,7 +497,20 @@ impl<'a> Walker<'a> {
         self.pending.take().and_then(|p| p.marker)
     }
 
+    /// Apply the head marker of the last scalar: no line comment follows it.
+    fn apply_head(&mut self) {
+        let Some(head) = self.head.take() else {
+            return;
+        };
+        let last = std::mem::replace(&mut self.last, Last::Other);
+        if let Last::Value(c) = &last {
+            self.apply(head, c);
+        }
+        self.last = last;
+    }
+
     fn flush_pending(&mut self) {
+        self.apply_head();
         if let Some(pending) = self.pending.take()
             && let Some((_, offset)) = pending.marker
         {
@@ -507,6 +528,20 @@ impl<'a> Walker<'a> {
             .take_while(|&b| b != b'\n')
             .all(|b| b == b' ' || b == b'\t' || b == b'\r');
         let kind = marker::classify(payload);
+        let line_comment_of_last =
+            !own_line && matches!(&self.last, Last::Value(c) if c.end_line == line);
+        if line_comment_of_last {
+            // The scalar's line comment: Flux reads it instead of the head
+            // comment, marker or not.
+            if let Some((_, head_offset)) = self.head.take() {
+                self.finding(
+                    head_offset,
+                    "marker above a sequence item is not used: the item has a comment at the end of its line, which is read instead",
+                );
+            }
+        } else {
+            self.apply_head();
+        }
         if let Comment::LookAlike(reason) = &kind {
             self.finding(
                 offset,

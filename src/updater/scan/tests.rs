@@ -98,6 +98,39 @@ fn head_comment_must_be_directly_above_and_alone() {
     assert!(only_finding(&docs(&text)).contains("multi-line comment block"));
 }
 
+/// Found by the `plan` fuzz target: an item with a head marker and a line
+/// marker got two overlapping edits, and planning its file failed. As in
+/// Flux, the line comment is read, and the head comment only without one.
+#[test]
+fn a_line_comment_is_read_instead_of_a_head_marker() {
+    let q = r#"# {"$imagepolicy": "ns:q"}"#;
+    let text = format!("images:\n{M}\n- app:1 {q}\n");
+    let s = docs(&text);
+    let setters: Vec<_> = s.markers.iter().map(|m| m.setter.as_str()).collect();
+    assert_eq!(setters, ["ns:q"]);
+    assert_eq!(s.findings.len(), 1, "{:?}", s.findings);
+    assert!(s.findings[0].message.contains("is not used"));
+    assert_eq!(s.findings[0].offset, text.find(M).unwrap());
+
+    let text = format!("images:\n{M}\n- app:1 # pinned by hand\n");
+    assert!(only_finding(&docs(&text)).contains("is read instead"));
+
+    let text = format!("images:\n{M}\n- app:1\n# about the next one\n- app:2 {q}\n");
+    let s = docs(&text);
+    let values: Vec<_> = s
+        .markers
+        .iter()
+        .map(|m| (m.setter.as_str(), m.field_path.as_str()))
+        .collect();
+    assert_eq!(values, [("ns:p", "images[0]"), ("ns:q", "images[1]")]);
+    assert!(s.findings.is_empty(), "{:?}", s.findings);
+
+    let rl = format!("kind: ResourceList\nitems:\n- kind: A\n  images:\n  {M}\n  - app:1 {q}\n");
+    let s = scan(&rl, Layout::ResourceList).unwrap();
+    assert_eq!(s.markers.len(), 1);
+    assert_eq!(s.markers[0].setter, "ns:q");
+}
+
 #[test]
 fn marker_above_a_key_is_reported() {
     let text = format!("spec:\n  {M}\n  image: app:1\n");

@@ -254,6 +254,9 @@ fn read_stale(path: &Path) -> Option<Stale> {
     }
     let mut text = String::new();
     file.read_to_string(&mut text).ok()?;
+    if !text.contains('\n') {
+        return died_at_birth(path, file);
+    }
     let mut lines = text.lines();
     let Ok(Line::Begin { pid, id }) = serde_json::from_str(lines.next()?) else {
         return None;
@@ -289,6 +292,26 @@ fn read_stale(path: &Path) -> Option<Stale> {
         pid,
         slots,
         committed,
+        file,
+    })
+}
+
+/// A journal whose first line was never completed: its run was killed
+/// between creating it and writing its first line, so before it staged
+/// anything. Only a name of this commit's own form
+/// (`.image-update.<pid>-<token>.journal`) counts; it names no files.
+fn died_at_birth(path: &Path, file: fs_err::File) -> Option<Stale> {
+    let name = path.file_name()?.to_str()?;
+    let id = name.strip_prefix(PREFIX)?.strip_suffix(JOURNAL_SUFFIX)?;
+    let (pid, token) = id.split_once('-')?;
+    if token.is_empty() || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some(Stale {
+        path: path.to_path_buf(),
+        pid: pid.parse().ok()?,
+        slots: Vec::new(),
+        committed: false,
         file,
     })
 }

@@ -194,9 +194,9 @@ impl Walk {
         if self.depth == 0 {
             return Err(ShapeError::NotAMapping);
         }
-        if !range.is_empty() {
-            self.content_end = self.content_end.max(range.end);
-        }
+        // An empty scalar (`-` or `key:` with no value) sits right after its
+        // indicator: it ends content there too.
+        self.content_end = self.content_end.max(range.end);
         match self.depth {
             1 => match self.entry {
                 None => {

@@ -182,6 +182,24 @@ fn the_journal_of_a_live_commit_is_left_alone() {
     assert_eq!(contents(&paths), olds(2));
 }
 
+#[test]
+fn a_journal_killed_before_its_first_line_is_removed_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = files(dir.path(), 2);
+    // A run killed between creating its journal and writing to it.
+    fs_err::write(dir.path().join(".image-update.31-0badcafe.journal"), "").unwrap();
+    // Files of other forms are not this program's journals.
+    fs_err::write(dir.path().join(".image-update.notes.journal"), "").unwrap();
+    fs_err::write(dir.path().join(".image-update.32-nothex!.journal"), "").unwrap();
+    let recovered = recover(dir.path());
+    assert_eq!(recovered.notes.len(), 1, "{recovered:?}");
+    let mut expected: BTreeSet<String> = ["f00.yaml", "f01.yaml"].map(str::to_owned).into();
+    expected.insert(".image-update.notes.journal".to_owned());
+    expected.insert(".image-update.32-nothex!.journal".to_owned());
+    assert_eq!(names(dir.path()), expected);
+    assert_eq!(contents(&paths), olds(2));
+}
+
 #[cfg(unix)]
 #[test]
 fn owner_and_group_are_kept_when_the_process_may() {

@@ -1,0 +1,35 @@
+//! The bodies of image-update's fuzz targets, one module per target.
+//!
+//! Each `fuzz_targets/NAME.rs` is one line that hands libFuzzer's input to
+//! `NAME::run`. Keeping the bodies in a library lets `tests/replay.rs` run
+//! the committed seeds and every saved crash through the same checks with
+//! plain `cargo test`, on the stable toolchain and without libFuzzer.
+//!
+//! A target reports a finding by panicking: an `assert!` that states the
+//! invariant, with the input's relevant parts in the message. Everything
+//! else (an input the library rejects with an error) is an ordinary run.
+
+pub mod krm;
+pub mod marker;
+pub mod plan;
+pub mod policies;
+pub mod report;
+pub mod semver;
+pub mod tags;
+pub mod template;
+pub mod tree;
+
+/// The body of a target: one input in, a panic for a finding.
+pub type Run = fn(&[u8]);
+
+/// The targets, by name, as `fuzz_targets/` and `corpus/` name them.
+pub const TARGETS: [(&str, Run); 8] = [
+    ("marker", marker::run),
+    ("plan", plan::run),
+    ("krm", krm::run),
+    ("policies", policies::run),
+    ("tags", tags::run),
+    ("semver", semver::run),
+    ("template", template::run),
+    ("report", report::run),
+];

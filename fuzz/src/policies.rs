@@ -1,0 +1,82 @@
+//! Target `policies`: policy files and policy definitions.
+//!
+//! Input: a YAML text, read as a `--policies` file: every document through
+//! [`parse_documents`], every ImagePolicy as a supplied result
+//! ([`read_supplied`], in a run that fetches and one that does not), every
+//! ImageUpdateAutomation through [`automation::read`], and the whole stream
+//! through [`definitions::collect`], whose policies are then compiled
+//! ([`PolicySpec::new`]). Checks that none of them panics, and
+//! that what they produce can be shown: every diagnostic renders, and a
+//! supplied result's latest image is a valid reference.
+
+use image_update::automation;
+use image_update::policies::PolicyDocument;
+use image_update::policies::image_policy::{Role, is_flux_kind, read_supplied, role};
+use image_update::reflector::definitions;
+use image_update::reflector::selection::PolicySpec;
+use image_update::yaml::{self, parse_documents};
+
+/// How the input is named in diagnostics.
+const ORIGIN: &str = "policies.yaml";
+
+/// Run the target on one input.
+pub fn run(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(documents) = parse_documents(text) else {
+        return;
+    };
+    let documents: Vec<PolicyDocument> = documents
+        .into_iter()
+        .map(|document| PolicyDocument {
+            document,
+            origin: ORIGIN.to_owned(),
+            positions: true,
+            dir: None,
+            supplies: true,
+        })
+        .collect();
+    for doc in &documents {
+        for object in yaml::objects(&doc.document) {
+            for fetching in [false, true] {
+                if role(object.value, fetching) != Role::Supplied {
+                    continue;
+                }
+                match read_supplied(&object, ORIGIN, true) {
+                    Ok(supplied) => {
+                        if let Some(latest) = &supplied.latest {
+                            assert!(
+                                latest.validate().is_ok(),
+                                "an invalid latest image was accepted: {latest:?}"
+                            );
+                        }
+                        assert!(!supplied.key.name.is_empty());
+                    }
+                    Err(diagnostic) => show(&diagnostic),
+                }
+            }
+            if is_flux_kind(object.value, "ImageUpdateAutomation")
+                && object.pointer.is_empty()
+                && let Err(diagnostics) = automation::read(&doc.document, ORIGIN, true)
+            {
+                diagnostics.iter().for_each(show);
+            }
+        }
+    }
+    match definitions::collect(&documents) {
+        Ok(found) => {
+            for definition in &found {
+                assert!(!definition.key.name.is_empty());
+                if let Err(e) = PolicySpec::new(definition.config.clone()) {
+                    show(&e);
+                }
+            }
+        }
+        Err(diagnostics) => diagnostics.iter().for_each(show),
+    }
+}
+
+fn show(diagnostic: &impl std::fmt::Display) {
+    assert!(!diagnostic.to_string().is_empty());
+}
