@@ -180,6 +180,26 @@ pub fn read_text(path: &Path, limit: SizeLimit) -> Result<String, Error> {
     })
 }
 
+/// The YAML documents of `path` (at most `limit` bytes; `-` reads stdin),
+/// with the file's name for messages.
+///
+/// # Errors
+/// As [`read_text`]; YAML that does not parse, at its line and column.
+pub fn read_yaml(
+    path: &Path,
+    limit: SizeLimit,
+) -> Result<(String, Vec<crate::yaml::Document>), Error> {
+    let origin = name(path);
+    let text = read_text(path, limit)?;
+    let documents = crate::yaml::parse_documents(&text).map_err(|e| {
+        Error::invalid(vec![
+            crate::diagnostic::Diagnostic::error(format!("not valid YAML: {}", e.message))
+                .at(crate::diagnostic::Location::new(origin.clone(), e.position)),
+        ])
+    })?;
+    Ok((origin, documents))
+}
+
 /// `stdin` for `-`, else the path as given.
 #[must_use]
 pub fn name(path: &Path) -> String {

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 
 pub mod action;
 pub mod completions;
+pub mod job;
 pub mod krm;
 pub mod message;
 pub mod policy;
@@ -87,6 +88,10 @@ pub enum Command {
     /// variables, results in GITHUB_OUTPUT and GITHUB_STEP_SUMMARY.
     #[command(long_about = action::HELP)]
     Action(ActionArgs),
+    /// Clone a git repository, update it, commit (signed), push: Flux's
+    /// image automation as a Kubernetes Job.
+    #[command(after_help = job::AFTER_HELP)]
+    Job(Box<job::JobArgs>),
     /// Print a shell completion script on stdout (bash, zsh, fish, elvish,
     /// powershell).
     Completions(CompletionsArgs),
@@ -215,19 +220,8 @@ pub struct UpdateArgs {
     #[arg(default_value = ".")]
     pub path: PathBuf,
 
-    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
-    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
-    pub policies: Vec<String>,
-
-    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
-    #[arg(long = "policies", value_name = "FILE")]
-    pub policy_files: Vec<PathBuf>,
-
-    /// Label selector over the ImagePolicies (from --policies, and the
-    /// definitions with --fetch; kubectl -l syntax). --policy values are
-    /// always used.
-    #[arg(long, short = 'l', value_name = "EXPR")]
-    pub selector: Option<String>,
+    #[command(flatten)]
+    pub source: PolicySourceArgs,
 
     /// Follow a Flux ImageUpdateAutomation (v1 or v1beta2): its namespace
     /// scopes the ImagePolicies, spec.policySelector selects them,
@@ -315,6 +309,24 @@ pub struct UpdateArgs {
     /// when nothing changed).
     #[arg(long, value_name = "FILE|-", help_heading = "Commit message")]
     pub commit_message_file: Option<PathBuf>,
+}
+
+/// Where the policy results come from (`update`, `job`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct PolicySourceArgs {
+    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
+    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
+    pub policies: Vec<String>,
+
+    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
+    #[arg(long = "policies", value_name = "FILE")]
+    pub policy_files: Vec<PathBuf>,
+
+    /// Label selector over the ImagePolicies (from --policies, and the
+    /// definitions with --fetch; kubectl -l syntax). --policy values are
+    /// always used.
+    #[arg(long, short = 'l', value_name = "EXPR")]
+    pub selector: Option<String>,
 }
 
 /// What a commit message is made of (`update`, `message`).
@@ -446,6 +458,8 @@ pub enum Exit {
     /// The run failed after telling so its own way: `fn` wrote a
     /// ResourceList with error results, `action` wrote error annotations.
     Failed,
+    /// An exit status the command chose (`job`).
+    Code(u8),
 }
 
 impl Exit {
@@ -456,6 +470,7 @@ impl Exit {
             Exit::Success => 0,
             Exit::ChangesPending => 3,
             Exit::Failed => 1,
+            Exit::Code(code) => code,
         }
     }
 }
@@ -478,6 +493,7 @@ pub fn run() -> Result<Exit, Error> {
         Some(Command::Policy(args)) => policy::run(&args),
         Some(Command::Message(args)) => message::run(&args),
         Some(Command::Action(args)) => action::run(&args),
+        Some(Command::Job(args)) => job::run(&args),
         Some(Command::Completions(args)) => completions::run_completions(&args),
         Some(Command::Man(args)) => completions::run_man(&args),
         None => Err(Error::Usage(

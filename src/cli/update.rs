@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{Exit, RegistryArgs, UpdateArgs};
+use super::{Exit, PolicySourceArgs, RegistryArgs, UpdateArgs};
 use crate::automation::{self, Automation};
 use crate::diagnostic::{Diagnostic, Location, Severity};
 use crate::error::Error;
@@ -91,7 +91,7 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
         ),
         (
             args.message.template.as_deref() == Some(stdout)
-                && args.policy_files.iter().any(|f| f == stdout),
+                && args.source.policy_files.iter().any(|f| f == stdout),
             "--commit-template - and --policies -",
         ),
     ]
@@ -105,12 +105,6 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
         )));
     }
     let mut config = UpdateConfig {
-        values: args
-            .policies
-            .iter()
-            .map(|flag| policy_value(flag))
-            .collect::<Result<_, _>>()?,
-        policy_files: args.policy_files.clone(),
         fetch: args.fetch.then(|| fetch_settings(&args.registry)),
         mode: if args.check {
             Mode::Check
@@ -136,14 +130,7 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
         max_file_size: args.max_file_size,
         ..UpdateConfig::default()
     };
-    if let Some(expr) = &args.selector {
-        let selector =
-            Selector::parse(expr).map_err(|e| Error::Usage(format!("--selector: {e}")))?;
-        config
-            .scope
-            .selectors
-            .push(("--selector".to_owned(), selector));
-    }
+    policy_source(&mut config, &args.source)?;
     if let Some(file) = &args.automation {
         config = config.with_automation(read_automation(file, args.max_file_size)?);
     }
@@ -156,9 +143,30 @@ pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
     Ok(config)
 }
 
-/// `--policy NAMESPACE:NAME=IMAGE:TAG[@DIGEST]`.
-fn policy_value(flag: &str) -> Result<PolicyValue, Error> {
-    policy_value_from("--policy", flag)
+/// Sets the policy values, the policy files and the `--selector` of
+/// `config` from the flags.
+///
+/// # Errors
+/// A malformed `--policy` or `--selector`.
+pub(crate) fn policy_source(
+    config: &mut UpdateConfig,
+    source: &PolicySourceArgs,
+) -> Result<(), Error> {
+    config.values = source
+        .policies
+        .iter()
+        .map(|flag| policy_value_from("--policy", flag))
+        .collect::<Result<_, _>>()?;
+    config.policy_files.clone_from(&source.policy_files);
+    if let Some(expr) = &source.selector {
+        let selector =
+            Selector::parse(expr).map_err(|e| Error::Usage(format!("--selector: {e}")))?;
+        config
+            .scope
+            .selectors
+            .push(("--selector".to_owned(), selector));
+    }
+    Ok(())
 }
 
 /// A policy result `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` given by `what` (a
@@ -201,14 +209,7 @@ pub fn fetch_settings(args: &RegistryArgs) -> FetchSettings {
 /// An unreadable file, invalid YAML, no or several automations, or an
 /// invalid automation; each at its line and column.
 pub fn read_automation(file: &Path, limit: crate::input::SizeLimit) -> Result<Automation, Error> {
-    let origin = crate::input::name(file);
-    let text = crate::input::read_text(file, limit)?;
-    let documents = crate::yaml::parse_documents(&text).map_err(|e| {
-        Error::invalid(vec![
-            Diagnostic::error(format!("not valid YAML: {}", e.message))
-                .at(Location::new(origin.clone(), e.position)),
-        ])
-    })?;
+    let (origin, documents) = crate::input::read_yaml(file, limit)?;
     let found: Vec<&crate::yaml::Document> = documents
         .iter()
         .filter(|d| crate::policies::image_policy::is_flux_kind(&d.value, "ImageUpdateAutomation"))

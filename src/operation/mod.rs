@@ -163,6 +163,28 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     Ok(outcome)
 }
 
+/// The policies a run of `config` would apply, as far as they are known
+/// without its input: the values, the ImagePolicies of the policy files
+/// and, fetching, the results of the definitions in those files; in scope,
+/// keyed `NAMESPACE:NAME` as in the report's `observedPolicies`. Nothing
+/// is read from a tree and nothing is written.
+///
+/// The Job's short-circuit compares these with the last run's before it
+/// clones anything; definitions that live only in the tree are not seen
+/// here, so a run that used them never compares equal.
+///
+/// # Errors
+/// As [`run`] for the policy files and fetching.
+pub fn observe(
+    config: &UpdateConfig,
+) -> Result<std::collections::BTreeMap<String, crate::policies::ImageRef>, Error> {
+    let mut early = Vec::new();
+    let documents =
+        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
+    let gathered = policies::gather(config, &documents)?;
+    Ok(Report::new(&gathered.table).observed_policies)
+}
+
 fn tree_error(e: tree::TreeError) -> Error {
     match e {
         tree::TreeError::Walk(w) => Error::Walk(w),

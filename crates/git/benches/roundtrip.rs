@@ -12,8 +12,7 @@
 //! the client CPU times (this process for the crate, the git processes for the CLI) less so.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use image_update_testkit::git as support;
 
 use std::fmt::Write as _;
 use std::path::Path;

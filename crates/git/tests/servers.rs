@@ -1,8 +1,8 @@
-//! The git layer against real servers on 127.0.0.1 (see `support/mod.rs`): clone, observe,
+//! The git layer against real servers on 127.0.0.1 (see `image_update_testkit::git`): clone, observe,
 //! commit, sign, push, race and failure handling, each checked with the git CLI.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use image_update_testkit::git as support;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -7,6 +7,8 @@
 //!   without having run.
 //! * [`registry`]: a real Debian `docker-registry` on a free 127.0.0.1 port,
 //!   a token service, an image pusher and a fault-injecting fake HTTP server.
+//! * [`git`]: lighttpd + `git-http-backend` with Basic auth, sshd with keys, GnuPG keys, and
+//!   bare repositories to clone from and push to.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -15,6 +17,7 @@
     clippy::new_without_default
 )]
 
+pub mod git;
 pub mod registry;
 
 use std::path::PathBuf;

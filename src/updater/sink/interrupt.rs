@@ -65,12 +65,12 @@ fn state() -> Option<&'static State> {
 
 /// While alive, the deferred signals are recorded instead of ending the
 /// process.
-pub(super) struct Guard {
+pub(crate) struct Guard {
     _private: (),
 }
 
 /// Defer the signals until the returned guard is dropped.
-pub(super) fn guard() -> Guard {
+pub(crate) fn guard() -> Guard {
     if let Some(state) = state() {
         let mut active = state
             .active
@@ -101,7 +101,7 @@ impl Drop for Guard {
 }
 
 /// The signal received since the first live guard was taken, if any.
-pub(super) fn received() -> Option<i32> {
+pub(crate) fn received() -> Option<i32> {
     let state = state()?;
     match state.received.load(Ordering::SeqCst) {
         0 => None,
@@ -111,7 +111,7 @@ pub(super) fn received() -> Option<i32> {
 
 /// The conventional name of `signal`.
 #[must_use]
-pub(super) fn name(signal: i32) -> String {
+pub(crate) fn name(signal: i32) -> String {
     signal_hook::low_level::signal_name(signal)
         .map_or_else(|| format!("signal {signal}"), str::to_owned)
 }

@@ -9,6 +9,6 @@
 //!   instead of killing the process half-way.
 
 pub mod dir;
-mod interrupt;
+pub(crate) mod interrupt;
 mod journal;
 pub mod lock;

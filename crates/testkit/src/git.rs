@@ -1,4 +1,5 @@
-//! The test bed: real git servers on 127.0.0.1, started once for the whole test binary.
+//! The git test bed: real git servers on 127.0.0.1, started once per test binary, shared by the
+//! git crate's tests, the Job mode's tests and its benchmark.
 //!
 //! * lighttpd running `git-http-backend` as CGI behind `mod_auth` Basic auth
 //!   (`server.stream-request-body = 0`: libgit2 pushes with chunked encoding, which lighttpd
@@ -10,8 +11,6 @@
 //!
 //! A missing tool makes the tests that need it ignored with the reason (failed when `CI` is set).
 
-#![allow(dead_code)]
-
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -21,28 +20,40 @@ use std::time::{Duration, Instant};
 use fs_err as fs;
 use libtest_mimic::{Completion, Failed, Trial};
 
+/// The Basic auth user lighttpd accepts.
 pub const HTTP_USER: &str = "alice";
+/// The Basic auth password of [`HTTP_USER`].
 pub const HTTP_PASSWORD: &str = "pw-Xq7-never-shown";
+/// Passphrase of the ed25519 SSH client key.
 pub const SSH_PASSPHRASE: &str = "ssh-pass-Kk2-never-shown";
+/// Passphrase of the OpenPGP keys.
 pub const GPG_PASSPHRASE: &str = "gpg-pass-Zr4-never-shown";
+/// A token value tests may hand out (never valid).
 pub const TOKEN: &str = "token-Vb8-never-shown";
 /// Every secret a test hands to the crate; none may appear in an error.
 pub const SECRETS: [&str; 4] = [HTTP_PASSWORD, SSH_PASSPHRASE, GPG_PASSPHRASE, TOKEN];
 
 const HTTP_BACKEND: &str = "/usr/lib/git-core/git-http-backend";
 
+/// What a trial returns.
 pub type TestResult = Result<(), Failed>;
 
 /// What a test needs besides the git CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
+    /// lighttpd + git-http-backend.
     Http,
+    /// sshd.
     Ssh,
+    /// gpg keys.
     Gpg,
 }
 
+/// The running sshd and its keys.
 pub struct Ssh {
+    /// Port on 127.0.0.1.
     pub port: u16,
+    /// The login user (the current user).
     pub user: String,
     /// `ssh-ed25519 AAAA...` of the server's host key.
     pub host_key: String,
@@ -50,27 +61,38 @@ pub struct Ssh {
     pub host_fingerprint: String,
     /// Passphrase-protected ed25519 client key (OpenSSH format), authorized.
     pub ed25519_key: String,
+    /// Public half of `ed25519_key`.
     pub ed25519_pub: String,
     /// RSA-3072 client key without passphrase, authorized.
     pub rsa_key: String,
+    /// Public half of `rsa_key`.
     pub rsa_pub: String,
     /// An ed25519 key the server does not know.
     pub stranger_key: String,
+    /// Public half of `stranger_key`.
     pub stranger_pub: String,
 }
 
+/// A private GnuPG home and its keys.
 pub struct Gpg {
+    /// `GNUPGHOME`.
     pub home: PathBuf,
     /// Armored secret keys, passphrase [`GPG_PASSPHRASE`].
     pub ed25519_armored: String,
+    /// The RSA key, armored.
     pub rsa_armored: String,
 }
 
+/// The started servers and what could not be started.
 pub struct Env {
+    /// Scratch root: `repos/` (bare repositories served), `work/`, `home/`, `seed/`...
     pub root: PathBuf,
     git: Result<(), String>,
+    /// lighttpd's port.
     pub http: Result<u16, String>,
+    /// sshd.
     pub ssh: Result<Ssh, String>,
+    /// gpg.
     pub gpg: Result<Gpg, String>,
 }
 
@@ -219,16 +241,19 @@ impl Env {
         })
     }
 
+    /// lighttpd's port (0 when it did not start).
     pub fn http_port(&self) -> u16 {
         *self.http.as_ref().unwrap_or(&0)
     }
 
+    /// The sshd (only in trials that need it).
     pub fn ssh(&self) -> &Ssh {
         self.ssh
             .as_ref()
             .unwrap_or_else(|_| unreachable!("trial ran without sshd"))
     }
 
+    /// The gpg keys (only in trials that need it).
     pub fn gpg(&self) -> &Gpg {
         self.gpg
             .as_ref()
@@ -268,9 +293,9 @@ impl Env {
         Ok(run(self.git(dir).args(args))?.trim().to_owned())
     }
 
-    /// Makes `repos/NAME.git` with three commits on `main` and an annotated tag `v1.0.0` on the
-    /// second one.
-    pub fn fixture(&self, name: &str) -> Result<Fixture, Failed> {
+    /// An empty bare repository `repos/NAME.git` and an empty work tree `seed/NAME` to fill it
+    /// from, both on `main`.
+    fn init_repositories(&self, name: &str) -> Result<(PathBuf, PathBuf), Failed> {
         let bare = self.root.join("repos").join(format!("{name}.git"));
         let seed = self.root.join("seed").join(name);
         fs::create_dir_all(&seed)?;
@@ -286,6 +311,13 @@ impl Env {
             ],
         )?;
         self.git_out(&seed, &["init", "-q", "-b", "main"])?;
+        Ok((bare, seed))
+    }
+
+    /// Makes `repos/NAME.git` with three commits on `main` and an annotated tag `v1.0.0` on the
+    /// second one.
+    pub fn fixture(&self, name: &str) -> Result<Fixture, Failed> {
+        let (bare, seed) = self.init_repositories(name)?;
         fs::create_dir_all(seed.join("deploy"))?;
         let mut commits = Vec::new();
         fs::write(seed.join("deploy/app.yaml"), APP_YAML)?;
@@ -311,6 +343,23 @@ impl Env {
         })
     }
 
+    /// Makes `repos/NAME.git` whose `main` holds one commit with the files of `tree` (a
+    /// directory, copied as is), for tests and benchmarks that need their own content.
+    pub fn fixture_from_tree(&self, name: &str, tree: &Path) -> Result<Fixture, Failed> {
+        let (bare, seed) = self.init_repositories(name)?;
+        run(Command::new("cp").arg("-a").arg(tree.join(".")).arg(&seed))?;
+        self.git_out(&seed, &["add", "-A"])?;
+        self.git_out(&seed, &["commit", "-q", "-m", "initial"])?;
+        let head = self.git_out(&seed, &["rev-parse", "HEAD"])?;
+        self.git_out(&seed, &["push", "-q", &bare.to_string_lossy(), "main"])?;
+        Ok(Fixture {
+            name: name.to_owned(),
+            bare,
+            commits: vec![head],
+        })
+    }
+
+    /// The HTTP URL of a fixture.
     pub fn http_url(&self, fixture: &Fixture) -> String {
         format!(
             "http://127.0.0.1:{}/git/{}.git",
@@ -319,6 +368,7 @@ impl Env {
         )
     }
 
+    /// The SSH URL of a fixture.
     pub fn ssh_url(&self, fixture: &Fixture) -> String {
         let ssh = self.ssh();
         format!(
@@ -359,20 +409,13 @@ impl Env {
         content: &str,
         message: &str,
     ) -> Result<String, Failed> {
-        let dir = self.root.join("seed").join(dir_name);
-        if !dir.exists() {
-            self.git_out(
-                &self.root,
-                &[
-                    "clone",
-                    "-q",
-                    &fixture.bare.to_string_lossy(),
-                    &dir.to_string_lossy(),
-                ],
-            )?;
+        let existing = self.root.join("seed").join(dir_name);
+        let dir = if existing.exists() {
+            self.git_out(&existing, &["pull", "-q", "--ff-only"])?;
+            existing
         } else {
-            self.git_out(&dir, &["pull", "-q", "--ff-only"])?;
-        }
+            self.cli_clone(fixture, dir_name)?
+        };
         fs::write(dir.join(path), content)?;
         self.git_out(&dir, &["commit", "-q", "-am", message])?;
         self.git_out(&dir, &["push", "-q", "origin", "HEAD:main"])?;
@@ -407,6 +450,7 @@ impl Env {
     }
 }
 
+/// The fixture's `deploy/app.yaml`: one marked image.
 pub const APP_YAML: &str = "\
 apiVersion: apps/v1
 kind: Deployment
@@ -420,10 +464,14 @@ spec:
           image: ghcr.io/example/app:1.0.0 # {\"$imagepolicy\": \"flux-system:app\"}
 ";
 
+/// A bare repository under `repos/`.
 pub struct Fixture {
+    /// Name (without `.git`).
     pub name: String,
+    /// Path of the bare repository.
     pub bare: PathBuf,
-    /// first, second (tagged v1.0.0), third (tip of main).
+    /// first, second (tagged v1.0.0), third (tip of main) for [`Env::fixture`]; the one commit
+    /// for [`Env::fixture_from_tree`].
     pub commits: Vec<String>,
 }
 

@@ -1,0 +1,712 @@
+//! `image-update job`: clone a repository, update it, commit, sign and push
+//! (Kubernetes Job mode). Flags and the environment become a
+//! [`JobConfig`]; [`crate::job::run`] does the work; the status becomes one
+//! JSON object on stdout, a termination message, and an exit status.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use image_update_git::{
+    Auth, Author, CheckoutRef, HostKeyCheck, KnownHosts, Remote, RemoteSettings, RetryPolicy,
+    Secret, Signer, Transport,
+};
+
+use super::{Exit, MessageArgs, PolicySourceArgs, RegistryArgs};
+use crate::automation::{Automation, SigningKind};
+use crate::error::Error;
+use crate::input::SizeLimit;
+use crate::job::flux::{self, GitRepository, SecretObject, Secrets};
+use crate::job::{
+    EXIT_CONFIGURATION, JobConfig, JobError, JobResult, PushSettings, SourceRef, Status,
+};
+use crate::operation::{Mode, UpdateConfig};
+
+/// Where Kubernetes reads a container's termination message.
+const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
+/// The most bytes Kubernetes keeps of a termination message.
+const TERMINATION_LOG_LIMIT: usize = 4096;
+
+/// `job --help`, after the options.
+pub const AFTER_HELP: &str = "\
+Credentials come from the environment, never from flags:
+  IMAGE_UPDATE_GIT_USERNAME, IMAGE_UPDATE_GIT_PASSWORD   HTTP Basic auth
+  IMAGE_UPDATE_GIT_TOKEN         HTTP token, sent as the Basic password (user
+                                 x-access-token unless IMAGE_UPDATE_GIT_USERNAME is set)
+  IMAGE_UPDATE_GIT_BEARER_TOKEN  HTTP `Authorization: Bearer` token
+  IMAGE_UPDATE_GIT_SSH_KEY       SSH private key (contents; or --ssh-key FILE)
+  IMAGE_UPDATE_GIT_SSH_KEY_PASSPHRASE   its passphrase
+  IMAGE_UPDATE_GIT_KNOWN_HOSTS   known_hosts lines (contents; or --known-hosts FILE)
+  IMAGE_UPDATE_SIGNING_KEY       commit signing key (contents; or --signing-key FILE)
+  IMAGE_UPDATE_SIGNING_PASSPHRASE       its passphrase
+
+Status: one JSON object on stdout: result (pushed | nothingToDo | skipped | failed),
+lastPushCommit, lastPushTime, observedPolicies, observedSourceRevision (BRANCH@sha1:HEX),
+changes (the ResultV2 report), attempts, commitMessage, shortCircuit (with --state), and on
+failure error {kind, message, exitCode}.
+The same object, made to fit 4 KiB, is the termination message (--termination-log).
+
+Exit status:
+  0  pushed, nothing to do, or skipped (--exit-code-unchanged N gives \"nothing pushed\" its
+     own code)
+  1  failed: network, registry, git server, credentials, host key, template, repository content
+  2  usage or configuration error: retrying will not help (podFailurePolicy: FailJob)
+  4  every push lost a race with other writers (--max-attempts): retry later
+  128+N  ended by signal N (143 for SIGTERM); the work tree is removed
+
+Examples:
+  IMAGE_UPDATE_GIT_TOKEN=... image-update job --url https://github.com/acme/fleet \\
+      --branch main --path clusters/prod --policies policies.yaml \\
+      --author-name fluxbot --author-email fluxbot@acme.example
+  IMAGE_UPDATE_GIT_SSH_KEY=\"$(cat id_ed25519)\" IMAGE_UPDATE_GIT_KNOWN_HOSTS=\"$(cat known_hosts)\" \\
+      image-update job --url ssh://git@github.com/acme/fleet --automation automation.yaml \\
+      --policy flux-system:app=ghcr.io/acme/app:1.4.2";
+
+/// `image-update job`.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// The repository: https://, ssh:// or user@host:path (plain http:// only to
+    /// loopback; file:// and paths only with --allow-local).
+    /// Default: the --git-repository's spec.url.
+    #[arg(
+        long,
+        value_name = "URL",
+        help_heading = "Repository",
+        required_unless_present = "git_repository"
+    )]
+    pub url: Option<String>,
+
+    /// A Flux GitRepository (YAML): its spec.url, spec.ref (branch, tag,
+    /// semver, name, commit) and spec.secretRef (username, password,
+    /// bearerToken, identity, known_hosts), from the --secret files.
+    #[arg(long, value_name = "FILE", help_heading = "Flux objects")]
+    pub git_repository: Option<PathBuf>,
+
+    /// Kubernetes Secrets (YAML, multi-document; repeatable) that
+    /// --git-repository and --automation reference: git credentials, the
+    /// signing key (git.asc + passphrase, or identity + password). The
+    /// environment variables and key flags override them.
+    #[arg(long = "secret", value_name = "FILE", help_heading = "Flux objects")]
+    pub secrets: Vec<PathBuf>,
+
+    /// Check out this branch (default: the automation's checkout ref, else the
+    /// GitRepository's spec.ref, else the remote's default branch).
+    #[arg(
+        long,
+        value_name = "NAME",
+        help_heading = "Repository",
+        group = "checkout"
+    )]
+    pub branch: Option<String>,
+
+    /// Check out this tag (needs --push-branch).
+    #[arg(
+        long,
+        value_name = "NAME",
+        help_heading = "Repository",
+        group = "checkout"
+    )]
+    pub tag: Option<String>,
+
+    /// Check out this commit (40 hex digits; with --branch-of, on that branch).
+    #[arg(
+        long,
+        value_name = "SHA",
+        help_heading = "Repository",
+        group = "checkout"
+    )]
+    pub commit: Option<String>,
+
+    /// Check out this full ref name (refs/heads/..., refs/tags/..., refs/pull/7/head).
+    #[arg(
+        long = "ref",
+        value_name = "REF",
+        help_heading = "Repository",
+        group = "checkout"
+    )]
+    pub reference: Option<String>,
+
+    /// The branch --commit is on (pushes then go back to it).
+    #[arg(
+        long,
+        value_name = "NAME",
+        help_heading = "Repository",
+        requires = "commit"
+    )]
+    pub branch_of: Option<String>,
+
+    /// History depth of the clone; 0 clones the full history.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        help_heading = "Repository"
+    )]
+    pub depth: u32,
+
+    /// Allow file:// URLs and local paths (no server hooks run).
+    #[arg(long, help_heading = "Repository")]
+    pub allow_local: bool,
+
+    /// known_hosts file for SSH host key checking (or IMAGE_UPDATE_GIT_KNOWN_HOSTS).
+    #[arg(long, value_name = "FILE", help_heading = "Repository")]
+    pub known_hosts: Option<PathBuf>,
+
+    /// Accept any SSH host key. Dangerous: anyone on the path can impersonate
+    /// the server and receive your commits.
+    #[arg(long, help_heading = "Repository")]
+    pub insecure_skip_host_key_check: bool,
+
+    /// SSH private key file (or IMAGE_UPDATE_GIT_SSH_KEY).
+    #[arg(long, value_name = "FILE", help_heading = "Repository")]
+    pub ssh_key: Option<PathBuf>,
+
+    /// Give up a git connection after DURATION without progress (connect and
+    /// each read), e.g. 30s, 2m (default: connect 30s, read 120s).
+    #[arg(long, value_name = "DURATION", help_heading = "Repository", value_parser = super::parse_duration)]
+    pub git_timeout: Option<Duration>,
+
+    /// Make the temporary work tree under DIR (default: the system's
+    /// temporary directory). It is removed when the job ends.
+    #[arg(long, value_name = "DIR", help_heading = "Repository")]
+    pub work_dir: Option<PathBuf>,
+
+    /// Only edit files under this directory of the repository (default: the
+    /// automation's spec.update.path, else the whole repository).
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<String>,
+
+    #[command(flatten)]
+    pub source: PolicySourceArgs,
+
+    /// Follow a Flux ImageUpdateAutomation: its namespace and
+    /// spec.policySelector scope the policies, spec.update.path limits the
+    /// edits, spec.git gives the checkout ref, author, message template,
+    /// signing key type and push settings (flags override them).
+    #[arg(long, value_name = "FILE")]
+    pub automation: Option<PathBuf>,
+
+    /// Leave a marker alone, with a warning, when its change would move a
+    /// tag backwards.
+    #[arg(long)]
+    pub no_downgrade: bool,
+
+    /// The most bytes read from one file. Units KiB, MiB, GiB.
+    #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
+    pub max_file_size: SizeLimit,
+
+    /// Compute policy results from registries: ImageRepository/ImagePolicy
+    /// definitions in the repository and --policies files.
+    #[arg(long, help_heading = "Fetching")]
+    pub fetch: bool,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    /// Commit author (and committer) name (default: the automation's).
+    #[arg(long, value_name = "NAME", help_heading = "Commit")]
+    pub author_name: Option<String>,
+
+    /// Commit author (and committer) email (default: the automation's).
+    #[arg(long, value_name = "EMAIL", help_heading = "Commit")]
+    pub author_email: Option<String>,
+
+    /// Sign commits with this key: an armored OpenPGP secret key, or an
+    /// OpenSSH private key with --signing-key-type ssh (or IMAGE_UPDATE_SIGNING_KEY).
+    #[arg(long, value_name = "FILE", help_heading = "Commit")]
+    pub signing_key: Option<PathBuf>,
+
+    /// The signing key's kind (default: the automation's, else gpg).
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Commit")]
+    pub signing_key_type: Option<SigningKeyType>,
+
+    #[command(flatten)]
+    pub message: MessageArgs,
+
+    /// Push to this branch instead of the checkout branch; when it differs,
+    /// it is created from the checked-out commit and force-pushed (Flux).
+    #[arg(long, value_name = "NAME", help_heading = "Push")]
+    pub push_branch: Option<String>,
+
+    /// Also push this refspec, e.g. refs/heads/main:refs/heads/auto.
+    #[arg(long, value_name = "REFSPEC", help_heading = "Push")]
+    pub push_refspec: Option<String>,
+
+    /// A push option (`git push -o`), KEY=VALUE or KEY (repeatable).
+    #[arg(
+        long = "push-option",
+        value_name = "KEY[=VALUE]",
+        help_heading = "Push"
+    )]
+    pub push_options: Vec<String>,
+
+    /// Push attempts in all when pushes lose races with other writers (each
+    /// retry fetches the new tip and re-applies the update).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Push")]
+    pub max_attempts: u32,
+
+    /// Remember what this run saw in FILE (JSON); skip the next run, without
+    /// cloning, when the configuration, the remote heads (ls-remote) and the
+    /// policies' latest images are all unchanged. Policies defined only in
+    /// the repository cannot be seen without a clone: such runs are never
+    /// skipped.
+    #[arg(long, value_name = "FILE", help_heading = "Status")]
+    pub state: Option<PathBuf>,
+
+    /// Exit with N when nothing was pushed (nothing to do, or skipped), for
+    /// scripts.
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Status")]
+    pub exit_code_unchanged: u8,
+
+    /// Write the status, at most 4 KiB, to FILE as the termination message
+    /// (default: /dev/termination-log when it exists).
+    #[arg(long, value_name = "FILE", help_heading = "Status")]
+    pub termination_log: Option<PathBuf>,
+}
+
+/// What kind of key signs commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SigningKeyType {
+    /// An ASCII-armored OpenPGP secret key.
+    Gpg,
+    /// An OpenSSH private key.
+    Ssh,
+}
+
+/// Run `job`.
+///
+/// # Errors
+/// Only stdout that cannot be written; every other failure is in the
+/// status, on stderr, and in the exit status.
+pub fn run(args: &JobArgs) -> Result<Exit, Error> {
+    let result = match config(args) {
+        Ok(config) => crate::job::run(&config).map_err(Failure::Job),
+        Err(e) => Err(Failure::Config(e)),
+    };
+    let (status, code) = match &result {
+        Ok(status) => {
+            let code = if status.result == JobResult::Pushed {
+                0
+            } else {
+                args.exit_code_unchanged
+            };
+            (status.clone(), code)
+        }
+        Err(Failure::Job(e)) => {
+            super::print_error(&Error::Other(Box::new(Shown(crate::job::one_line(e)))));
+            (Status::failed(e), e.exit_code())
+        }
+        Err(Failure::Config(e)) => {
+            super::print_error(e);
+            (
+                Status::failed_with("configuration", e, EXIT_CONFIGURATION),
+                EXIT_CONFIGURATION,
+            )
+        }
+    };
+    write_termination_log(args.termination_log.as_deref(), &status);
+    let mut text = serde_json::to_string_pretty(&status)
+        .map_err(|e| Error::Internal(format!("cannot serialise the status: {e}")))?;
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|source| Error::Stdout {
+            what: "the status",
+            source,
+        })?;
+    Ok(Exit::Code(code))
+}
+
+enum Failure {
+    Config(Error),
+    Job(JobError),
+}
+
+/// An error already rendered with its causes on one line, for
+/// `print_error`.
+#[derive(Debug)]
+struct Shown(String);
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Shown {}
+
+/// The status, compact, in at most 4 KiB: whole when it fits, else
+/// without the change report, else without the observed policies and the
+/// message, else only the result and the error's kind. Best effort: the
+/// file must exist (Kubernetes creates it) or be named; errors are ignored.
+fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
+    let path = match path {
+        Some(path) => path.to_owned(),
+        None if std::path::Path::new(DEFAULT_TERMINATION_LOG).exists() => {
+            PathBuf::from(DEFAULT_TERMINATION_LOG)
+        }
+        None => return,
+    };
+    let mut brief = status.clone();
+    let mut text = serde_json::to_string(&brief).unwrap_or_default();
+    if text.len() > TERMINATION_LOG_LIMIT {
+        brief.changes = None;
+        text = serde_json::to_string(&brief).unwrap_or_default();
+    }
+    if text.len() > TERMINATION_LOG_LIMIT {
+        brief.observed_policies.clear();
+        brief.commit_message = None;
+        text = serde_json::to_string(&brief).unwrap_or_default();
+    }
+    if text.len() > TERMINATION_LOG_LIMIT {
+        if let Some(error) = &mut brief.error {
+            let mut end = error.message.len().min(1024);
+            while !error.message.is_char_boundary(end) {
+                end -= 1;
+            }
+            error.message.truncate(end);
+        }
+        text = serde_json::to_string(&brief).unwrap_or_default();
+    }
+    let _ = fs_err::write(path, text);
+}
+
+/// The run's settings from the flags and the environment.
+///
+/// # Errors
+/// Usage errors (conflicting or malformed flags, a missing author),
+/// unreadable key and automation files, keys that cannot be used.
+pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
+    // Before anything touches libgit2: its options are set once.
+    if let Some(timeout) = args.git_timeout
+        && !image_update_git::set_timeouts(timeout, timeout)
+    {
+        return Err(Error::Internal(
+            "--git-timeout came after the first git operation".to_owned(),
+        ));
+    }
+    let automation = args
+        .automation
+        .as_deref()
+        .map(|file| super::update::read_automation(file, args.max_file_size))
+        .transpose()?;
+    let git = automation.as_ref().and_then(|a| a.git.clone());
+    if args.state.is_some()
+        && args
+            .source
+            .policy_files
+            .iter()
+            .any(|f| f.as_os_str() == "-")
+    {
+        return Err(Error::Usage(
+            "--state reads the policies before the run, so it cannot take --policies - (stdin)"
+                .to_owned(),
+        ));
+    }
+    let repository = args
+        .git_repository
+        .as_deref()
+        .map(|file| flux::read_git_repository(file, args.max_file_size))
+        .transpose()?;
+    let secrets = Secrets::read(&args.secrets, args.max_file_size)?;
+    let git_secret = match &repository {
+        Some(GitRepository {
+            namespace,
+            name,
+            secret_name: Some(secret),
+            ..
+        }) => {
+            let who = format!("GitRepository {namespace}/{name} spec.secretRef");
+            let found = secrets.get(namespace, secret, &who)?;
+            flux::check_git_secret(found, &format!("{namespace}/{secret}"))?;
+            Some(found)
+        }
+        _ => None,
+    };
+    let url = args
+        .url
+        .clone()
+        .or_else(|| repository.as_ref().map(|r| r.url.clone()))
+        .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
+    let mut update = UpdateConfig {
+        fetch: args
+            .fetch
+            .then(|| super::update::fetch_settings(&args.registry)),
+        mode: Mode::Apply,
+        plan: crate::updater::plan::PlanOptions {
+            no_downgrade: args.no_downgrade,
+        },
+        max_file_size: args.max_file_size,
+        ..UpdateConfig::default()
+    };
+    super::update::policy_source(&mut update, &args.source)?;
+    if let Some(automation) = automation.clone() {
+        update = update.with_automation(automation);
+    }
+    if let Some(path) = &args.path {
+        update.update_path = crate::automation::normalise_path(path);
+    }
+    update.message = Some(super::message::message_config(
+        &args.message,
+        update.automation.as_ref(),
+    )?);
+    let commit = git.as_ref().map(|g| g.commit.clone()).unwrap_or_default();
+    let author_name = args
+        .author_name
+        .clone()
+        .or_else(|| Some(commit.author_name.clone()).filter(|n| !n.is_empty()))
+        .ok_or_else(|| {
+            Error::Usage(
+                "no commit author: give --author-name (or --automation with spec.git.commit.author)"
+                    .to_owned(),
+            )
+        })?;
+    let author = Author {
+        name: author_name,
+        email: args
+            .author_email
+            .clone()
+            .unwrap_or_else(|| commit.author_email.clone()),
+    };
+    let reference = checkout_ref(args, automation.as_ref(), repository.as_ref())?;
+    let push_spec = git
+        .as_ref()
+        .and_then(|g| g.push.clone())
+        .unwrap_or_default();
+    let push = PushSettings {
+        branch: args.push_branch.clone().or(push_spec.branch),
+        refspec: args.push_refspec.clone().or(push_spec.refspec),
+        options: if args.push_options.is_empty() {
+            push_spec
+                .options
+                .iter()
+                .map(|(k, v)| {
+                    if v.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{k}={v}")
+                    }
+                })
+                .collect()
+        } else {
+            args.push_options.clone()
+        },
+    };
+    let has_branch = reference.has_branch();
+    if !has_branch && push.branch.is_none() {
+        return Err(Error::Usage(format!(
+            "{reference} is not a branch to push back to: give --push-branch"
+        )));
+    }
+    let signing_kind =
+        args.signing_key_type
+            .unwrap_or(match commit.signing_key.as_ref().map(|k| k.kind) {
+                Some(SigningKind::Ssh) => SigningKeyType::Ssh,
+                _ => SigningKeyType::Gpg,
+            });
+    let signing_secret = match (&automation, &commit.signing_key) {
+        (Some(automation), Some(key)) if args.signing_key.is_none() => Some(secrets.get(
+            &automation.namespace,
+            &key.secret_name,
+            &format!("{} spec.git.commit.signingKey", automation.describe()),
+        )?),
+        _ => None,
+    };
+    let signer = signer(args.signing_key.as_deref(), signing_kind, signing_secret)?;
+    Ok(JobConfig {
+        remote: remote_settings(args, &url, git_secret)?,
+        url,
+        reference,
+        depth: (args.depth > 0).then_some(args.depth),
+        update,
+        author,
+        signer,
+        push,
+        retry: RetryPolicy {
+            attempts: args.max_attempts,
+            ..RetryPolicy::default()
+        },
+        work_parent: args.work_dir.clone(),
+        state_file: args.state.clone(),
+    })
+}
+
+/// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,
+/// else the GitRepository's `spec.ref`, else the remote's default branch.
+fn checkout_ref(
+    args: &JobArgs,
+    automation: Option<&Automation>,
+    repository: Option<&GitRepository>,
+) -> Result<SourceRef, Error> {
+    let flag = if let Some(branch) = &args.branch {
+        Some(CheckoutRef::Branch(branch.clone()))
+    } else if let Some(tag) = &args.tag {
+        Some(CheckoutRef::Tag(tag.clone()))
+    } else if let Some(id) = &args.commit {
+        Some(CheckoutRef::Commit {
+            id: id.clone(),
+            branch: args.branch_of.clone(),
+        })
+    } else {
+        args.reference.clone().map(CheckoutRef::Name)
+    };
+    let reference = flag
+        .map(SourceRef::Checkout)
+        .or_else(|| {
+            automation
+                .and_then(|a| a.git.as_ref())
+                .and_then(|g| g.checkout.as_ref())
+                .and_then(flux::source_ref)
+        })
+        .or_else(|| repository.and_then(|r| r.reference.clone()))
+        .unwrap_or(SourceRef::Checkout(CheckoutRef::DefaultBranch));
+    if let SourceRef::Semver(range) = &reference {
+        crate::reflector::selection::semver::Range::parse(range)
+            .map_err(|e| Error::Usage(format!("semver checkout range `{range}`: {e}")))?;
+    }
+    Ok(reference)
+}
+
+/// An environment variable, unset when empty.
+fn env(name: &str) -> Option<Secret> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(Secret::new)
+}
+
+/// A secret from `file`, else from the environment variable `name`.
+fn file_or_env(file: Option<&std::path::Path>, name: &str) -> Result<Option<Secret>, Error> {
+    match file {
+        Some(file) => Ok(Some(Secret::new(fs_err::read_to_string(file)?))),
+        None => Ok(env(name)),
+    }
+}
+
+/// Credentials and host key policy for the URL's transport: the
+/// environment and flags, else the GitRepository's Secret.
+fn remote_settings(
+    args: &JobArgs,
+    url: &str,
+    secret: Option<&SecretObject>,
+) -> Result<RemoteSettings, Error> {
+    let from_secret = |key: &str| secret.and_then(|s| s.get(key)).cloned();
+    let probe = Remote::new(
+        url,
+        RemoteSettings {
+            allow_local: args.allow_local,
+            ..RemoteSettings::default()
+        },
+    )
+    .map_err(|e| Error::Usage(format!("--url: {}", crate::job::one_line(&e))))?;
+    let auth = if probe.transport() == Transport::Ssh {
+        match file_or_env(args.ssh_key.as_deref(), "IMAGE_UPDATE_GIT_SSH_KEY")? {
+            Some(private_key) => Auth::SshKey {
+                username: None,
+                private_key,
+                passphrase: env("IMAGE_UPDATE_GIT_SSH_KEY_PASSPHRASE"),
+            },
+            None => match from_secret("identity") {
+                Some(private_key) => Auth::SshKey {
+                    username: None,
+                    private_key,
+                    passphrase: from_secret("password"),
+                },
+                None => Auth::None,
+            },
+        }
+    } else if let Some(token) = env("IMAGE_UPDATE_GIT_BEARER_TOKEN") {
+        Auth::Bearer { token }
+    } else {
+        let username = std::env::var("IMAGE_UPDATE_GIT_USERNAME")
+            .ok()
+            .filter(|v| !v.is_empty());
+        match (
+            env("IMAGE_UPDATE_GIT_TOKEN"),
+            env("IMAGE_UPDATE_GIT_PASSWORD"),
+        ) {
+            (Some(token), _) => Auth::Basic {
+                username: username.unwrap_or_else(|| "x-access-token".to_owned()),
+                password: token,
+            },
+            (None, Some(password)) => Auth::Basic {
+                username: username.unwrap_or_default(),
+                password,
+            },
+            (None, None) => match (from_secret("bearerToken"), from_secret("password")) {
+                (Some(token), _) => Auth::Bearer { token },
+                (None, Some(password)) => Auth::Basic {
+                    username: from_secret("username")
+                        .map(|u| u.expose().to_owned())
+                        .unwrap_or_default(),
+                    password,
+                },
+                (None, None) => Auth::None,
+            },
+        }
+    };
+    let host_key_check = if args.insecure_skip_host_key_check {
+        eprintln!(
+            "image-update: warning: --insecure-skip-host-key-check: any SSH host key is accepted"
+        );
+        HostKeyCheck::AcceptAny
+    } else {
+        let text = file_or_env(args.known_hosts.as_deref(), "IMAGE_UPDATE_GIT_KNOWN_HOSTS")?
+            .or_else(|| from_secret("known_hosts"));
+        let known = match text {
+            Some(text) => KnownHosts::parse(text.expose())
+                .map_err(|e| Error::Usage(format!("known hosts: {}", crate::job::one_line(&e))))?,
+            None => KnownHosts::default(),
+        };
+        HostKeyCheck::KnownHosts(known)
+    };
+    Ok(RemoteSettings {
+        auth,
+        http_headers: Vec::new(),
+        host_key_check,
+        allow_local: args.allow_local,
+        allow_plain_http: false,
+    })
+}
+
+/// The commit signer, unlocked (a wrong passphrase is a configuration
+/// error now, not a failed commit later): the flag or environment, else
+/// the automation's signing key Secret (Flux's keys: `git.asc` and
+/// `passphrase`, or `identity` and `password`).
+fn signer(
+    file: Option<&std::path::Path>,
+    kind: SigningKeyType,
+    secret: Option<&SecretObject>,
+) -> Result<Option<Signer>, Error> {
+    let (key_name, passphrase_name) = match kind {
+        SigningKeyType::Gpg => ("git.asc", "passphrase"),
+        SigningKeyType::Ssh => ("identity", "password"),
+    };
+    let key = match file_or_env(file, "IMAGE_UPDATE_SIGNING_KEY")? {
+        Some(key) => Some(key),
+        None => match secret {
+            Some(secret) => Some(secret.get(key_name).cloned().ok_or_else(|| {
+                Error::invalid(vec![
+                    crate::diagnostic::Diagnostic::error(format!(
+                        "the signing key Secret has no {key_name}"
+                    ))
+                    .at(secret.location.clone()),
+                ])
+            })?),
+            None => None,
+        },
+    };
+    let Some(key) = key else {
+        return Ok(None);
+    };
+    let passphrase = env("IMAGE_UPDATE_SIGNING_PASSPHRASE")
+        .or_else(|| secret.and_then(|s| s.get(passphrase_name)).cloned());
+    let signer = match kind {
+        SigningKeyType::Gpg => Signer::openpgp(&key, passphrase.as_ref()),
+        SigningKeyType::Ssh => Signer::ssh(&key, passphrase.as_ref()),
+    }
+    .map_err(|e| Error::Usage(format!("signing key: {}", crate::job::one_line(&e))))?;
+    Ok(Some(signer))
+}

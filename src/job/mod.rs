@@ -1,0 +1,703 @@
+//! The Job: clone a repository, run the update over it, commit, sign and
+//! push, as Flux's image-automation-controller does for one
+//! ImageUpdateAutomation, in one process and with no `git` binary.
+//!
+//! ```text
+//! JobConfig ──> clone (shallow) into a fresh temporary directory
+//!           ──> operation::run over the clone (one update, update path)
+//!           ──> commit (signed) when a field changed
+//!           ──> push; lost a race? fetch, reset, re-run the update with
+//!               the first run's policy results, commit, push again
+//!           ──> Status
+//! ```
+//!
+//! A front end (`image-update job`, [`crate::cli::job`]) builds the
+//! [`JobConfig`] from flags and the environment, validating everything
+//! once; [`run`] does the work, tells what it does on stderr, and returns
+//! the [`Status`] (or a [`JobError`] that knows its exit status). The work
+//! tree is a temporary directory removed when the run ends, however it
+//! ends: on success, on error, and on SIGTERM, SIGINT or SIGHUP (see
+//! [`SignalWatch`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use image_update_git::{
+    Author, Checkout, CheckoutRef, CloneOptions, CommitSettings, ForcePush, PushOutcome,
+    PushRequest, Remote, RemoteSettings, RetryError, RetryPolicy, Signer, push_with_retry,
+};
+use serde::Serialize;
+
+pub use self::flux::SourceRef;
+
+use crate::error::Error;
+use crate::operation::{self, Input, PolicyValue, UpdateConfig};
+use crate::policies::{ImageRef, PolicyKey};
+use crate::updater::report::Report;
+use crate::updater::sink::interrupt;
+
+pub mod flux;
+pub mod state;
+
+/// Exit status of a run that failed for a reason a retry cannot fix: a
+/// usage mistake or invalid configuration (a Job's `podFailurePolicy`
+/// should `FailJob` on it).
+pub const EXIT_CONFIGURATION: u8 = 2;
+/// Exit status of a failed run that may succeed later (network, registry,
+/// git server, template, invalid files in the repository).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status when the push still lost the race after every attempt.
+pub const EXIT_CONFLICT: u8 = 4;
+
+/// Everything one Job run needs, validated.
+#[derive(Debug)]
+pub struct JobConfig {
+    /// The repository URL (credentials are never part of it).
+    pub url: String,
+    /// What to check out.
+    pub reference: SourceRef,
+    /// History depth of the clone: `Some(1)` is Flux's shallow clone,
+    /// `None` the full history.
+    pub depth: Option<u32>,
+    /// Credentials, host key policy, and which URLs are allowed.
+    pub remote: RemoteSettings,
+    /// The update: policies, scope, update path (relative to the clone),
+    /// commit message. Its mode is `Apply` and it has no outputs.
+    pub update: UpdateConfig,
+    /// Commit author and committer.
+    pub author: Author,
+    /// Signs every commit when set (unlocked already).
+    pub signer: Option<Signer>,
+    /// Where and how to push.
+    pub push: PushSettings,
+    /// How often a push that lost a race is tried, and how patiently.
+    pub retry: RetryPolicy,
+    /// The directory the temporary work tree is made in (default: the
+    /// system's temporary directory).
+    pub work_parent: Option<PathBuf>,
+    /// The short-circuit's memory between runs ([`state`]).
+    pub state_file: Option<PathBuf>,
+}
+
+/// Where the commit goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PushSettings {
+    /// Push to this branch instead of the checkout branch; when it differs,
+    /// it is created from the checked-out commit and force-pushed (Flux).
+    pub branch: Option<String>,
+    /// Also push this refspec in the same push (Flux's `push.refspec`).
+    pub refspec: Option<String>,
+    /// Push options (`git push -o`), `KEY=VALUE` or `KEY`.
+    pub options: Vec<String>,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum JobResult {
+    /// A commit was pushed.
+    Pushed,
+    /// No marked field needed a change (or someone else made it first, or
+    /// the automation is suspended): nothing was pushed.
+    NothingToDo,
+    /// Nothing changed since the last run (`--state`): nothing was cloned.
+    Skipped,
+    /// The run failed (the status's `error` says why).
+    Failed,
+}
+
+/// The Job's status: one JSON object on stdout, shaped after Flux's
+/// ImageUpdateAutomation status.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// What happened.
+    pub result: JobResult,
+    /// The pushed commit (40 hex digits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_push_commit: Option<String>,
+    /// When it was pushed (RFC 3339, UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_push_time: Option<String>,
+    /// Every policy in scope with its latest image, keyed by policy name
+    /// (Flux's `observedPolicies`).
+    pub observed_policies: BTreeMap<String, ObservedImage>,
+    /// `BRANCH@sha1:HEX`: the pushed commit, or the checked-out one when
+    /// nothing was pushed or the push went to another branch (Flux).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_source_revision: Option<String>,
+    /// The ResultV2 change report of the update that was pushed (or that
+    /// found nothing to do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Report>,
+    /// Push attempts made (0 when nothing was pushed).
+    pub attempts: u32,
+    /// The message of the pushed commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_message: Option<String>,
+    /// With `--state`: why the run was skipped, or why it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_circuit: Option<String>,
+    /// Why the run failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<StatusError>,
+}
+
+/// An image reference of `observedPolicies`, as Flux writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObservedImage {
+    /// The image name.
+    pub name: String,
+    /// The tag.
+    pub tag: String,
+    /// The digest, when known.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+}
+
+/// The `error` of a failed run's status.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusError {
+    /// `configuration`, `conflict`, `interrupted` or `failed`.
+    pub kind: &'static str,
+    /// The error with its causes, one line.
+    pub message: String,
+    /// The process exit status.
+    pub exit_code: u8,
+}
+
+impl Status {
+    fn new(result: JobResult) -> Self {
+        Self {
+            result,
+            last_push_commit: None,
+            last_push_time: None,
+            observed_policies: BTreeMap::new(),
+            observed_source_revision: None,
+            changes: None,
+            attempts: 0,
+            commit_message: None,
+            short_circuit: None,
+            error: None,
+        }
+    }
+
+    /// The status of a run that failed with `error`.
+    #[must_use]
+    pub fn failed(error: &JobError) -> Self {
+        Self::failed_with(error.kind(), error, error.exit_code())
+    }
+
+    /// The status of a run that failed with `error`, of `kind`, ending the
+    /// process with `exit_code`.
+    #[must_use]
+    pub fn failed_with(
+        kind: &'static str,
+        error: &(dyn std::error::Error + 'static),
+        exit_code: u8,
+    ) -> Self {
+        Self {
+            error: Some(StatusError {
+                kind,
+                message: one_line(error),
+                exit_code,
+            }),
+            ..Self::new(JobResult::Failed)
+        }
+    }
+}
+
+/// `error` and its causes on one line, `: `-separated.
+#[must_use]
+pub fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+/// Why a Job run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A git step failed (its error names the URL and what the server said).
+    #[error("{step}")]
+    Git {
+        /// What was being done.
+        step: &'static str,
+        #[source]
+        source: image_update_git::Error,
+    },
+    /// The update of the work tree failed.
+    #[error("updating the work tree")]
+    Update(#[source] Error),
+    /// The update after a lost race failed.
+    #[error("re-applying the update after a rejected push")]
+    Reapply(#[source] Error),
+    /// No tag of the remote satisfies the semver range of the checkout ref.
+    #[error("no tag of {url} is in semver range `{range}`")]
+    NoTagInRange {
+        /// The repository.
+        url: String,
+        /// The range.
+        range: String,
+    },
+    /// SIGTERM, SIGINT or SIGHUP ended the run (the work tree is removed).
+    #[error("interrupted by {}; the work tree was removed", interrupt::name(*.signal))]
+    Interrupted {
+        /// The signal.
+        signal: i32,
+    },
+    /// The temporary work tree could not be made.
+    #[error("making a temporary work tree under {}", .parent.display())]
+    WorkDir {
+        /// Its parent directory.
+        parent: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl JobError {
+    fn git(step: &'static str) -> impl FnOnce(image_update_git::Error) -> Self {
+        move |source| Self::Git { step, source }
+    }
+
+    /// The process exit status: [`EXIT_CONFIGURATION`] for configuration
+    /// that cannot work, [`EXIT_CONFLICT`] when every push lost a race,
+    /// 128 + the signal when interrupted, [`EXIT_FAILED`] otherwise.
+    #[must_use]
+    pub fn exit_code(&self) -> u8 {
+        if let Self::Interrupted { signal } = self {
+            return u8::try_from(128 + signal).unwrap_or(EXIT_FAILED);
+        }
+        match self.kind() {
+            "configuration" => EXIT_CONFIGURATION,
+            "conflict" => EXIT_CONFLICT,
+            _ => EXIT_FAILED,
+        }
+    }
+
+    /// `configuration`, `conflict`, `interrupted` or `failed`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        use image_update_git::ErrorKind;
+        match self {
+            Self::Git { source, .. } => match source.kind() {
+                ErrorKind::Configuration => "configuration",
+                ErrorKind::GaveUp => "conflict",
+                _ => "failed",
+            },
+            Self::Update(e) | Self::Reapply(e) if e.is_usage() => "configuration",
+            Self::Interrupted { .. } => "interrupted",
+            Self::Update(_)
+            | Self::Reapply(_)
+            | Self::WorkDir { .. }
+            | Self::NoTagInRange { .. } => "failed",
+        }
+    }
+}
+
+/// Run the Job: clone, update, commit, push. Progress goes to stderr; the
+/// status is returned for the front end to print.
+///
+/// # Errors
+/// See [`JobError`]; the work tree is removed in every case.
+pub fn run(config: &JobConfig) -> Result<Status, JobError> {
+    let remote = Remote::new(&config.url, config.remote.clone())
+        .map_err(JobError::git("checking the URL"))?;
+    let reference = match &config.reference {
+        SourceRef::Checkout(reference) => reference.clone(),
+        SourceRef::Semver(range) => newest_tag(&remote, range)?,
+    };
+    let mut before = None;
+    if let Some(path) = &config.state_file {
+        let (check, seen) = short_circuit(config, &remote, &reference, path)?;
+        match check {
+            Ok(skipped) => return Ok(skipped),
+            Err(reason) => {
+                eprintln!("running: {reason}");
+                before = Some((path, seen, reason));
+            }
+        }
+    }
+    let parent = config
+        .work_parent
+        .clone()
+        .unwrap_or_else(std::env::temp_dir);
+    // Signals are deferred (and handled by the watch) from before the work
+    // tree exists until after it is removed.
+    let _signals = interrupt::guard();
+    let temp = tempfile::Builder::new()
+        .prefix("image-update-job-")
+        .tempdir_in(&parent)
+        .map_err(|source| JobError::WorkDir {
+            parent: parent.clone(),
+            source,
+        })?;
+    let watch = SignalWatch::start(temp.path().to_owned());
+    let result = run_in(config, remote, reference, &temp.path().join("repo"));
+    if let Err(e) = temp.close() {
+        tracing::warn!("cannot remove the work tree: {e}");
+    }
+    drop(watch);
+    // A signal also interrupts a blocked network read (EINTR), which fails
+    // the step: the signal, not that failure, is what happened.
+    if let Some(signal) = interrupt::received() {
+        return Err(JobError::Interrupted { signal });
+    }
+    let mut status = result?;
+    if let Some((path, seen, reason)) = before {
+        status.short_circuit = Some(reason);
+        remember(config, path, seen, &status);
+    }
+    Ok(status)
+}
+
+/// Whether the run can be skipped: `Ok(status)` when the configuration,
+/// the remote heads and the policies are all as the last run left them;
+/// else `Err(why not)`. Also returns what was seen, for the state file.
+fn short_circuit(
+    config: &JobConfig,
+    remote: &Remote,
+    reference: &CheckoutRef,
+    path: &Path,
+) -> Result<(Result<Status, String>, state::State), JobError> {
+    let revision = remote
+        .resolve(reference)
+        .map_err(JobError::git("reading the remote head"))?;
+    let push = match &config.push.branch {
+        Some(branch) if revision.name.as_deref() != Some(branch.as_str()) => remote
+            .ls_remote(&format!("refs/heads/{branch}"))
+            .map_err(JobError::git("reading the push branch's head"))?
+            .map(|id| id.to_string()),
+        _ => None,
+    };
+    let seen = state::State {
+        config_hash: state::config_hash(config),
+        heads: state::Heads {
+            checkout: revision.id.to_string(),
+            push,
+        },
+        observed_policies: operation::observe(&config.update).map_err(JobError::Update)?,
+        observed_source_revision: Some(revision.to_string()),
+        last_push_commit: None,
+        last_push_time: None,
+    };
+    let Some(last) = state::read(path) else {
+        return Ok((Err("no state from an earlier run".to_owned()), seen));
+    };
+    let why_not = if last.config_hash != seen.config_hash {
+        Some("the configuration changed since the last run")
+    } else if last.heads != seen.heads {
+        Some("the remote changed since the last run")
+    } else if last.observed_policies != seen.observed_policies {
+        Some(
+            "the policies changed since the last run (or some are defined in the repository, \
+             which the short-circuit cannot see without a clone)",
+        )
+    } else {
+        None
+    };
+    if let Some(reason) = why_not {
+        return Ok((Err(reason.to_owned()), seen));
+    }
+    eprintln!("nothing changed since the last run: skipped");
+    let mut status = Status::new(JobResult::Skipped);
+    status.observed_policies = by_name(&last.observed_policies);
+    status.observed_source_revision = last.observed_source_revision;
+    status.last_push_commit = last.last_push_commit;
+    status.last_push_time = last.last_push_time;
+    status.short_circuit = Some("nothing changed since the last run".to_owned());
+    Ok((Ok(status), seen))
+}
+
+/// Writes the state after a successful run: what it saw, with the heads
+/// its push moved. A run that lost a race and then found nothing to do
+/// leaves no state (the heads it ended on are not the ones it saw).
+fn remember(config: &JobConfig, path: &Path, mut seen: state::State, status: &Status) {
+    if status.result == JobResult::NothingToDo && status.attempts > 0 {
+        return;
+    }
+    let last = state::read(path);
+    if let Some(pushed) = &status.last_push_commit {
+        let to_checkout_branch = match (&config.push.branch, &seen.observed_source_revision) {
+            (None, _) => true,
+            (Some(branch), Some(revision)) => revision.starts_with(&format!("{branch}@")),
+            (Some(_), None) => false,
+        };
+        if to_checkout_branch {
+            seen.heads.checkout.clone_from(pushed);
+        } else {
+            seen.heads.push = Some(pushed.clone());
+        }
+        seen.last_push_commit = Some(pushed.clone());
+        seen.last_push_time.clone_from(&status.last_push_time);
+    } else if let Some(last) = last {
+        seen.last_push_commit = last.last_push_commit;
+        seen.last_push_time = last.last_push_time;
+    }
+    seen.observed_source_revision
+        .clone_from(&status.observed_source_revision);
+    seen.observed_policies = status
+        .changes
+        .as_ref()
+        .map(|report| report.observed_policies.clone())
+        .unwrap_or_default();
+    if let Err(e) = state::write(path, &seen) {
+        eprintln!(
+            "image-update: warning: cannot write the state file {}: {e}",
+            path.display()
+        );
+    }
+}
+
+fn run_in(
+    config: &JobConfig,
+    remote: Remote,
+    reference: CheckoutRef,
+    dir: &Path,
+) -> Result<Status, JobError> {
+    let url = remote.url().to_owned();
+    let mut checkout = Checkout::clone(
+        remote,
+        &reference,
+        dir,
+        &CloneOptions {
+            depth: config.depth,
+        },
+    )
+    .map_err(JobError::git("cloning"))?;
+    let checked_out = checkout.observed_source_revision();
+    eprintln!("cloned {url} at {checked_out}");
+    if let Some(branch) = &config.push.branch
+        && checkout.checkout_branch() != Some(branch.as_str())
+    {
+        checkout
+            .switch_branch(branch)
+            .map_err(JobError::git("switching to the push branch"))?;
+    }
+    let outcome = operation::run(&config.update, Input::Tree(checkout.work_dir()))
+        .map_err(JobError::Update)?;
+    for warning in outcome.warnings() {
+        eprint!(
+            "{}",
+            crate::cli::render_diagnostic(warning, crate::cli::Paint(false))
+        );
+    }
+    let mut status = Status::new(JobResult::NothingToDo);
+    status.observed_source_revision = Some(checked_out.to_string());
+    status.observed_policies = by_name(&outcome.report.observed_policies);
+    status.changes = Some(outcome.report.clone());
+    if let Some(what) = &outcome.suspended {
+        eprintln!("{what} is suspended: nothing to do");
+        return Ok(status);
+    }
+    let Some(message) = outcome.commit_message.clone() else {
+        eprintln!("no marked field needs a change: nothing to do");
+        return Ok(status);
+    };
+    let settings = CommitSettings {
+        author: &config.author,
+        signer: config.signer.as_ref(),
+        time: None,
+    };
+    if checkout
+        .commit(&settings, &message)
+        .map_err(JobError::git("committing"))?
+        .is_none()
+    {
+        eprintln!("the update left the tree as it was: nothing to do");
+        return Ok(status);
+    }
+    let request = PushRequest {
+        force: ForcePush::Auto,
+        refspecs: config.push.refspec.iter().cloned().collect(),
+        options: config.push.options.clone(),
+    };
+    let again = reapply_config(&config.update, &outcome);
+    let mut latest = None;
+    let pushed = push_with_retry(&mut checkout, &request, &settings, &config.retry, |tree| {
+        let outcome = operation::run(&again, Input::Tree(tree))?;
+        let message = outcome.commit_message.clone();
+        latest = Some(outcome.report);
+        Ok(message)
+    });
+    let outcome_message = Some(message);
+    match pushed {
+        Ok(PushOutcome::Pushed { commit, attempts }) => {
+            let branch = checkout.branch().unwrap_or_default().to_owned();
+            eprintln!("pushed {commit} to {branch} ({attempts} attempt(s))");
+            status.result = JobResult::Pushed;
+            status.attempts = attempts;
+            status.last_push_commit = Some(commit.to_string());
+            status.last_push_time = Some(now_rfc3339());
+            // Flux: the pushed commit when pushing back to the checkout
+            // branch; the checked-out one when pushing elsewhere.
+            if checkout.checkout_branch() == Some(branch.as_str()) {
+                status.observed_source_revision = Some(format!("{branch}@sha1:{commit}"));
+            }
+            if let Some(report) = latest {
+                status.changes = Some(report);
+            }
+            status.commit_message = match latest_message(&checkout, commit) {
+                Some(message) => Some(message),
+                None => outcome_message,
+            };
+            Ok(status)
+        }
+        Ok(PushOutcome::NothingToCommit) => Ok(status),
+        Ok(PushOutcome::NothingToDo { tip, attempts }) => {
+            eprintln!("after a lost race, the new tip {tip} needs no change: nothing to do");
+            status.attempts = attempts;
+            status.changes = latest;
+            Ok(status)
+        }
+        Err(RetryError::Git(source)) => Err(JobError::Git {
+            step: "pushing",
+            source,
+        }),
+        Err(RetryError::Reapply(e)) => Err(JobError::Reapply(e)),
+    }
+}
+
+/// The remote's tag with the highest version in `range` (tags parsed as
+/// Flux does: an optional `v`, then strict SemVer).
+fn newest_tag(remote: &Remote, range: &str) -> Result<CheckoutRef, JobError> {
+    use crate::reflector::selection::semver::{Range, parse_tag};
+    let invalid = || JobError::NoTagInRange {
+        url: remote.url().to_owned(),
+        range: range.to_owned(),
+    };
+    let parsed = Range::parse(range).map_err(|_| invalid())?;
+    let refs = remote
+        .list()
+        .map_err(JobError::git("listing the remote's tags"))?;
+    refs.iter()
+        .filter_map(|r| r.name.strip_prefix("refs/tags/"))
+        .filter(|tag| !tag.ends_with("^{}"))
+        .filter_map(|tag| parse_tag(tag).map(|version| (version, tag)))
+        .filter(|(version, _)| parsed.matches(version))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, tag)| CheckoutRef::Tag(tag.to_owned()))
+        .ok_or_else(invalid)
+}
+
+/// The message of the commit that was pushed (after a retry it is the
+/// re-applied update's).
+fn latest_message(checkout: &Checkout, commit: image_update_git::Oid) -> Option<String> {
+    checkout
+        .repository()
+        .find_commit(commit)
+        .ok()
+        .and_then(|c| c.message().ok().map(str::to_owned))
+}
+
+/// The config of an update after a lost race: the same, except that the
+/// first run's policy results are given as values (no policy file, stdin
+/// or registry is read again), so the retry applies exactly the results
+/// of the commit it replaces.
+fn reapply_config(config: &UpdateConfig, outcome: &operation::Outcome) -> UpdateConfig {
+    let mut again = config.clone();
+    again.fetch = None;
+    again.policy_files.clear();
+    again.values = outcome
+        .report
+        .observed_policies
+        .iter()
+        .filter_map(|(key, image)| {
+            Some(PolicyValue {
+                key: PolicyKey::parse(key)?,
+                image: image.clone(),
+                source: format!("{key} (the first attempt's result)"),
+            })
+        })
+        .collect();
+    again
+}
+
+/// Flux keys `observedPolicies` by policy name (one automation sees one
+/// namespace); the report keys them `NAMESPACE:NAME`.
+fn by_name(observed: &BTreeMap<String, ImageRef>) -> BTreeMap<String, ObservedImage> {
+    observed
+        .iter()
+        .map(|(key, image)| {
+            let name = PolicyKey::parse(key).map_or_else(|| key.clone(), |k| k.name);
+            let image = ObservedImage {
+                name: image.name.clone(),
+                tag: image.tag.clone(),
+                digest: image.digest.clone(),
+            };
+            (name, image)
+        })
+        .collect()
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// Watches for SIGTERM, SIGINT and SIGHUP while the work tree exists
+/// (they are deferred by `updater::sink::interrupt::guard`): on one, removes the work
+/// tree and ends the process with 128 + the signal, as a shell reports a
+/// process killed by it. A clone or push in progress is abandoned: libgit2
+/// offers no cancellation that reaches a blocked network read.
+pub struct SignalWatch {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SignalWatch {
+    /// Watch until dropped; on a signal, remove `work_tree` and exit.
+    #[must_use]
+    pub fn start(work_tree: PathBuf) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let watching = Arc::clone(&done);
+        let thread = std::thread::Builder::new()
+            .name("job-signals".to_owned())
+            .spawn(move || {
+                while !watching.load(Ordering::SeqCst) {
+                    if let Some(signal) = interrupt::received() {
+                        // The main thread may still be writing into the
+                        // tree: try a few times.
+                        for _ in 0..5 {
+                            if fs_err::remove_dir_all(&work_tree).is_ok() || !work_tree.exists() {
+                                break;
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                        }
+                        eprintln!(
+                            "image-update: interrupted by {}; the work tree was removed",
+                            interrupt::name(signal)
+                        );
+                        std::process::exit(128 + signal);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            })
+            .ok();
+        Self { done, thread }
+    }
+}
+
+impl Drop for SignalWatch {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
