@@ -687,16 +687,17 @@ fn concurrent_runs_on_one_tree_do_not_mix() {
     let root = dir.path().join("tree");
     let files = big_tree(&root, 1500, "1.25.0");
     for round in 0..6 {
-        let mut a = update(&root, "1.27.1")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut b = update(&root, "1.28.0")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        assert!(a.wait().unwrap().success());
-        assert!(b.wait().unwrap().success());
+        // Each run's stderr is drained on its own thread: the run that goes
+        // second moves every tag back (1,500 downgrade warnings), more than
+        // a pipe holds, and must not block while the other waits.
+        let runs = ["1.27.1", "1.28.0"].map(|tag| {
+            let child = update(&root, tag).stderr(Stdio::piped()).spawn().unwrap();
+            std::thread::spawn(move || child.wait_with_output().unwrap())
+        });
+        for run in runs {
+            let out = run.join().unwrap();
+            assert!(out.status.success(), "round {round}: {}", stderr(&out));
+        }
         let a_count = files.iter().filter(|f| read(f) == pod("1.27.1")).count();
         let b_count = files.iter().filter(|f| read(f) == pod("1.28.0")).count();
         assert!(
