@@ -14,7 +14,7 @@
 # instrumentation flags cargo-fuzz passes. Without a sanitizer (all the code
 # is safe Rust), with debug assertions and overflow checks.
 #
-# Environment: FUZZ_SHARED_CORPUS, a directory of third-party YAML files to
+# Environment: FUZZ_BUILD_ONLY=1, build the targets only; FUZZ_SHARED_CORPUS, a directory of third-party YAML files to
 # seed from as well (default /work/shared/corpus when it exists; `none` to
 # skip); FUZZ_ARGS, more libFuzzer flags.
 set -euo pipefail
@@ -49,6 +49,11 @@ if [ Cargo.lock -nt fuzz/Cargo.lock ]; then
 fi
 build=(-s none --debug-assertions)
 cargo fuzz build "${build[@]}"
+# FUZZ_BUILD_ONLY=1: build the targets and stop (CI builds them beside other
+# work, then runs them).
+if [ "${FUZZ_BUILD_ONLY:-}" = 1 ]; then
+  exit 0
+fi
 bin_dir="fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release"
 
 # Local seeds from third-party YAML: never committed (fuzz/work is ignored).
