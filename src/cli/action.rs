@@ -526,11 +526,7 @@ pub fn log(outcome: &Outcome, workspace: &Path) -> String {
         ));
     }
     for c in &outcome.changes {
-        let old = if c.old_value.is_empty() {
-            "\"\""
-        } else {
-            &c.old_value
-        };
+        let old = c.shown_old_value();
         let _ = writeln!(
             out,
             "{}:{}:{}: {old} -> {} ({})",
@@ -564,11 +560,7 @@ pub fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
         md.push_str("| File | Object | Old | New | Setter |\n");
         md.push_str("| --- | --- | --- | --- | --- |\n");
         for c in &outcome.changes {
-            let old = if c.old_value.is_empty() {
-                "\"\""
-            } else {
-                &c.old_value
-            };
+            let old = c.shown_old_value();
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} |",

@@ -322,11 +322,7 @@ impl Printer {
                 let mut changes: Vec<_> = outcome.changes[start..end].iter().collect();
                 changes.sort_by_key(|c| c.position);
                 for c in changes {
-                    let old = if c.old_value.is_empty() {
-                        "\"\""
-                    } else {
-                        &c.old_value
-                    };
+                    let old = c.shown_old_value();
                     out.push_str(&format!(
                         "{}:{}:{}: {old} -> {} ({})\n",
                         c.display,

@@ -303,11 +303,7 @@ fn kpt_results(outcome: &Outcome) -> Vec<KptResult> {
         })
     };
     for change in &outcome.changes {
-        let old = if change.old_value.is_empty() {
-            "\"\""
-        } else {
-            change.old_value.as_str()
-        };
+        let old = change.shown_old_value();
         out.push(KptResult {
             message: format!("{old} -> {} ({})", change.new_value, change.setter),
             severity: change_severity,

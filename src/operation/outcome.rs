@@ -36,6 +36,19 @@ pub struct Change {
     pub position: Position,
 }
 
+impl Change {
+    /// The old value as change lines show it: `""` for an empty one, so
+    /// that `"" -> 1.2.0` does not read as a missing word.
+    #[must_use]
+    pub fn shown_old_value(&self) -> &str {
+        if self.old_value.is_empty() {
+            "\"\""
+        } else {
+            &self.old_value
+        }
+    }
+}
+
 /// Output that was asked for on stdout (`--report -`, `--emit-policies -`),
 /// rendered for the front end to print.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -185,10 +185,10 @@ fn manifest(generator: &mut Generator, team: usize, service: usize) -> String {
     text
 }
 
-/// Writes the corpus, commits it with the CLI and pushes it to `repos/roundtrip.git`.
+/// Writes the corpus and makes `repos/roundtrip.git` from it (one commit on
+/// `main`, by the git CLI).
 fn seed(env: &Env) -> Result<(Fixture, usize), String> {
-    let seed = env.root.join("seed/roundtrip");
-    let bare = env.root.join("repos/roundtrip.git");
+    let seed = env.root.join("seed-tree/roundtrip");
     let mut generator = Generator(SEED);
     let mut bytes = 0;
     for index in 0..FILES {
@@ -199,31 +199,11 @@ fn seed(env: &Env) -> Result<(Fixture, usize), String> {
         bytes += text.len();
         fs::write(dir.join("deployment.yaml"), text).map_err(|e| e.to_string())?;
     }
-    let git = |dir: &Path, args: &[&str]| run(env.git(dir).args(args));
-    git(
-        &env.root,
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            &bare.to_string_lossy(),
-        ],
-    )?;
-    git(&seed, &["init", "-q", "-b", "main"])?;
-    git(&seed, &["add", "-A"])?;
-    git(&seed, &["commit", "-q", "-m", "corpus"])?;
-    git(&seed, &["push", "-q", &bare.to_string_lossy(), "main"])?;
+    let fixture = env
+        .fixture_from_tree("roundtrip", &seed)
+        .map_err(|e| format!("{e:?}"))?;
     fs::remove_dir_all(&seed).map_err(|e| e.to_string())?;
-    Ok((
-        Fixture {
-            name: "roundtrip".to_owned(),
-            bare,
-            commits: Vec::new(),
-        },
-        bytes,
-    ))
+    Ok((fixture, bytes))
 }
 
 /// Sets the marked image's tag in the work tree.
