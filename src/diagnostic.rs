@@ -154,19 +154,12 @@ impl Diagnostic {
     #[must_use]
     pub fn full_message(&self) -> String {
         let mut out = self.message.clone();
-        let mut next: Option<&(dyn std::error::Error + 'static)> = self
-            .cause
-            .as_deref()
-            .map(|c| c as &(dyn std::error::Error + 'static));
-        while let Some(e) = next {
-            let text = e.to_string();
-            // A wrapper that repeats its cause's text adds nothing.
-            if !out.ends_with(&text) {
-                out.push_str(": ");
-                out.push_str(&text);
-            }
-            next = e.source();
-        }
+        push_causes(
+            &mut out,
+            self.cause
+                .as_deref()
+                .map(|c| c as &(dyn std::error::Error + 'static)),
+        );
         out
     }
 
@@ -220,6 +213,28 @@ impl fmt::Display for Diagnostics {
             write!(f, "{d}")?;
         }
         Ok(())
+    }
+}
+
+/// An error and its causes on one line, `error: cause: cause` (a cause
+/// whose text its wrapper already ends with is left out).
+#[must_use]
+pub fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    push_causes(&mut out, error.source());
+    out
+}
+
+/// Append `cause` and its sources to `out`, each after `: `.
+fn push_causes(out: &mut String, mut next: Option<&(dyn std::error::Error + 'static)>) {
+    while let Some(e) = next {
+        let text = e.to_string();
+        // A wrapper that repeats its cause's text adds nothing.
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = e.source();
     }
 }
 

@@ -358,7 +358,7 @@ fn fail(runner: &Runner, error: &Error) -> Result<Exit, Error> {
             }
         }
         other => {
-            let message = error_chain(other);
+            let message = crate::diagnostic::one_line(other);
             commands.push_str(&command("error", None, ws, &message));
             lines.push(message);
         }
@@ -620,24 +620,6 @@ fn with_hint(d: &Diagnostic) -> String {
         Some(hint) => format!("{}\nhint: {hint}", d.full_message()),
         None => d.full_message(),
     }
-}
-
-/// An error and its causes on one line (a cause its wrapper already
-/// quotes is left out).
-fn error_chain(error: &Error) -> String {
-    let mut out = error.to_string();
-    let mut last = out.clone();
-    let mut next = std::error::Error::source(error);
-    while let Some(cause) = next {
-        let text = cause.to_string();
-        if !last.ends_with(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        last = text;
-        next = cause.source();
-    }
-    out
 }
 
 /// A workflow command line: `::KIND file=F,line=L,col=C::MESSAGE`, with the

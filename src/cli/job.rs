@@ -294,7 +294,9 @@ pub fn run(args: &JobArgs) -> Result<Exit, Error> {
             (status.clone(), code)
         }
         Err(Failure::Job(e)) => {
-            super::print_error(&Error::Other(Box::new(Shown(crate::job::one_line(e)))));
+            super::print_error(&Error::Other(Box::new(Shown(crate::diagnostic::one_line(
+                e,
+            )))));
             (Status::failed(e), e.exit_code())
         }
         Err(Failure::Config(e)) => {
@@ -600,7 +602,7 @@ fn remote_settings(
             ..RemoteSettings::default()
         },
     )
-    .map_err(|e| Error::Usage(format!("--url: {}", crate::job::one_line(&e))))?;
+    .map_err(|e| Error::Usage(format!("--url: {}", crate::diagnostic::one_line(&e))))?;
     let auth = if probe.transport() == Transport::Ssh {
         match file_or_env(args.ssh_key.as_deref(), "IMAGE_UPDATE_GIT_SSH_KEY")? {
             Some(private_key) => Auth::SshKey {
@@ -656,8 +658,9 @@ fn remote_settings(
         let text = file_or_env(args.known_hosts.as_deref(), "IMAGE_UPDATE_GIT_KNOWN_HOSTS")?
             .or_else(|| from_secret("known_hosts"));
         let known = match text {
-            Some(text) => KnownHosts::parse(text.expose())
-                .map_err(|e| Error::Usage(format!("known hosts: {}", crate::job::one_line(&e))))?,
+            Some(text) => KnownHosts::parse(text.expose()).map_err(|e| {
+                Error::Usage(format!("known hosts: {}", crate::diagnostic::one_line(&e)))
+            })?,
             None => KnownHosts::default(),
         };
         HostKeyCheck::KnownHosts(known)
@@ -707,6 +710,6 @@ fn signer(
         SigningKeyType::Gpg => Signer::openpgp(&key, passphrase.as_ref()),
         SigningKeyType::Ssh => Signer::ssh(&key, passphrase.as_ref()),
     }
-    .map_err(|e| Error::Usage(format!("signing key: {}", crate::job::one_line(&e))))?;
+    .map_err(|e| Error::Usage(format!("signing key: {}", crate::diagnostic::one_line(&e))))?;
     Ok(Some(signer))
 }

@@ -202,25 +202,12 @@ impl Status {
         Self {
             error: Some(StatusError {
                 kind,
-                message: one_line(error),
+                message: crate::diagnostic::one_line(error),
                 exit_code,
             }),
             ..Self::new(JobResult::Failed)
         }
     }
-}
-
-/// `error` and its causes on one line, `: `-separated.
-#[must_use]
-pub fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// Why a Job run failed.

@@ -243,16 +243,7 @@ fn error_messages(error: &Error) -> Vec<String> {
             }
             out
         }
-        other => {
-            let mut text = other.to_string();
-            let mut next = std::error::Error::source(other);
-            while let Some(e) = next {
-                text.push_str(": ");
-                text.push_str(&e.to_string());
-                next = e.source();
-            }
-            vec![text]
-        }
+        other => vec![crate::diagnostic::one_line(other)],
     }
 }
 
