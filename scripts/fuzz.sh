@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of image-update (cargo-fuzz + libFuzzer), bounded
-# in time: builds every target of fuzz/, runs each for SECONDS_PER_TARGET
-# (default 7: the eight targets together take about a minute, plus the
-# build), and exits 1 when any target finds a crash, a timeout or an
-# invariant failure. The input that did it is saved under
-# fuzz/artifacts/<target>/; fuzz/README.md says how it becomes a fixture.
+# Coverage-guided fuzzing of image-update (libFuzzer through libfuzzer-sys),
+# bounded in time: builds every target of fuzz/ with coverage
+# instrumentation, runs each for SECONDS_PER_TARGET (default 7: the eight
+# targets together take about a minute, plus the build), and exits 1 when any
+# target finds a crash, a timeout or an invariant failure. The input that did
+# it is saved under fuzz/artifacts/<target>/; fuzz/README.md says how it
+# becomes a fixture.
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# Needs: cargo-fuzz (installed here from crates.io when missing: about 2 to
-# 4 minutes), a C++ compiler for libFuzzer (g++ from build-essential), and
-# the stable toolchain: RUSTC_BOOTSTRAP=1 lets it take the unstable
-# instrumentation flags cargo-fuzz passes. Without a sanitizer (all the code
-# is safe Rust), with debug assertions and overflow checks.
+# Needs: the stable toolchain and a C++ compiler for libFuzzer (g++). The
+# build is a plain `cargo build` of fuzz/ with the instrumentation flags
+# `cargo fuzz build -s none --debug-assertions` (cargo-fuzz 0.13) gives
+# rustc, so nothing has to be installed: no sanitizer (all the code is safe
+# Rust), debug assertions and overflow checks on (fuzz/Cargo.toml), and the
+# `job` feature off (the git stack is not fuzzed, and building it
+# instrumented would take minutes). The targets stay a cargo-fuzz project:
+# with cargo-fuzz installed, `cargo fuzz run/tmin/cmin` work on them too.
 #
 # Environment: FUZZ_BUILD_ONLY=1, build the targets only; FUZZ_SHARED_CORPUS, a directory of third-party YAML files to
 # seed from as well (default /work/shared/corpus when it exists; `none` to
@@ -29,16 +33,15 @@ case "$seconds" in
     ;;
 esac
 
-export RUSTC_BOOTSTRAP=1
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  echo "fuzz: installing cargo-fuzz (a few minutes)" >&2
-  cargo install cargo-fuzz --version 0.13.2 --locked
-fi
-
+triple="$(rustc -vV | sed -n 's/^host: //p')"
 if [ "$#" -gt 0 ]; then
   targets=("$@")
 else
-  mapfile -t targets < <(cargo fuzz list)
+  targets=()
+  for source in fuzz/fuzz_targets/*.rs; do
+    name="${source##*/}"
+    targets+=("${name%.rs}")
+  done
 fi
 
 # Fuzz the dependency versions the product ships: the fuzz workspace's lock
@@ -47,14 +50,28 @@ fi
 if [ Cargo.lock -nt fuzz/Cargo.lock ]; then
   cp Cargo.lock fuzz/Cargo.lock
 fi
-build=(-s none --debug-assertions)
-cargo fuzz build "${build[@]}"
+# cargo-fuzz's instrumentation: SanitizerCoverage with inline 8-bit counters,
+# the PC table, comparison tracing and stack depth for libFuzzer's feedback,
+# `--cfg fuzzing`, and no branch folding (it hides branches from coverage).
+# `--target` keeps these flags away from build scripts and proc-macros.
+instrument=(
+  -Cpasses=sancov-module
+  -Cllvm-args=-sanitizer-coverage-level=4
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters
+  -Cllvm-args=-sanitizer-coverage-pc-table
+  -Cllvm-args=-sanitizer-coverage-trace-compares
+  -Cllvm-args=-sanitizer-coverage-stack-depth
+  -Cllvm-args=-simplifycfg-branch-fold-threshold=0
+  --cfg fuzzing
+)
+RUSTFLAGS="${instrument[*]}${RUSTFLAGS:+ $RUSTFLAGS}" \
+  cargo build --manifest-path fuzz/Cargo.toml --release --target "$triple" --bins
 # FUZZ_BUILD_ONLY=1: build the targets and stop (CI builds them beside other
 # work, then runs them).
 if [ "${FUZZ_BUILD_ONLY:-}" = 1 ]; then
   exit 0
 fi
-bin_dir="fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release"
+bin_dir="${CARGO_TARGET_DIR:-fuzz/target}/$triple/release"
 
 # Local seeds from third-party YAML: never committed (fuzz/work is ignored).
 shared="${FUZZ_SHARED_CORPUS:-/work/shared/corpus}"

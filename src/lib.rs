@@ -32,6 +32,7 @@ pub mod cli;
 pub mod diagnostic;
 pub mod error;
 pub mod input;
+#[cfg(feature = "job")]
 pub mod job;
 pub mod krm;
 pub mod message;

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 
 pub mod action;
 pub mod completions;
+#[cfg(feature = "job")]
 pub mod job;
 pub mod krm;
 pub mod message;
@@ -90,6 +91,7 @@ pub enum Command {
     Action(ActionArgs),
     /// Clone a git repository, update it, commit (signed), push: Flux's
     /// image automation as a Kubernetes Job.
+    #[cfg(feature = "job")]
     #[command(after_help = job::AFTER_HELP)]
     Job(Box<job::JobArgs>),
     /// Print a shell completion script on stdout (bash, zsh, fish, elvish,
@@ -493,6 +495,7 @@ pub fn run() -> Result<Exit, Error> {
         Some(Command::Policy(args)) => policy::run(&args),
         Some(Command::Message(args)) => message::run(&args),
         Some(Command::Action(args)) => action::run(&args),
+        #[cfg(feature = "job")]
         Some(Command::Job(args)) => job::run(&args),
         Some(Command::Completions(args)) => completions::run_completions(&args),
         Some(Command::Man(args)) => completions::run_man(&args),
