@@ -2,7 +2,8 @@
 //!
 //! Input: a YAML text, read as a `--policies` file: every document through
 //! [`parse_documents`], every ImagePolicy as a supplied result
-//! ([`read_supplied`], in a run that fetches and one that does not), every
+//! ([`read_supplied`]; a run that fetches reads only those without a spec,
+//! the same way), every
 //! ImageUpdateAutomation through [`automation::read`], and the whole stream
 //! through [`definitions::collect`], whose policies are then compiled
 //! ([`PolicySpec::new`]). Checks that none of them panics, and
@@ -39,10 +40,10 @@ pub fn run(data: &[u8]) {
         .collect();
     for doc in &documents {
         for object in yaml::objects(&doc.document) {
-            for fetching in [false, true] {
-                if role(object.value, fetching) != Role::Supplied {
-                    continue;
-                }
+            // Supplied when not fetching covers the fetching case too (a
+            // subset: an ImagePolicy without a spec), and the reader does
+            // not depend on it.
+            if role(object.value, false) == Role::Supplied {
                 match read_supplied(&object, ORIGIN, true) {
                     Ok(supplied) => {
                         if let Some(latest) = &supplied.latest {

@@ -84,8 +84,7 @@ pub fn field_pointer(path: &str) -> Option<String> {
     let mut rest = path;
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix('[') {
-            if let Some(after) = after.strip_prefix("?]") {
-                let _ = after;
+            if after.starts_with("?]") {
                 return None;
             }
             if after.starts_with('"') {
