@@ -20,6 +20,7 @@
 //! 4. Prints the medians, their ratio (target: the job within 1.5x of the
 //!    git commands) and `/proc/loadavg` before and after.
 //!
+//! `JOB_BENCH_BASELINE=PATH` also times another build of the binary, alternately with this one.
 //! `BENCH_FILES=N` changes the file count; `BENCH_RUNS=N` the repetitions
 //! (default 5). Needs `git`, `lighttpd` and `git-http-backend` (Debian:
 //! `apt-get install git lighttpd`); without them it says so and measures
@@ -29,7 +30,7 @@
 #[path = "common/generate.rs"]
 mod generate;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,8 @@ const REPO: &str = "fleet";
 fn main() {
     let files: usize = env_number("BENCH_FILES").unwrap_or(10_000);
     let runs: usize = env_number("BENCH_RUNS").unwrap_or(5).max(1);
+    // Another build of the binary, timed alternately with this one (a before/after comparison).
+    let baseline: Option<PathBuf> = std::env::var_os("JOB_BENCH_BASELINE").map(PathBuf::from);
     let (env, _servers, _temp) = Env::start_with(&[Need::Http]).unwrap();
     if let Some(reason) = env.missing(&[Need::Http]) {
         println!("job benchmark not run: {reason}");
@@ -114,12 +117,12 @@ fn main() {
         );
     };
     let work = env.root.join("work");
-    let job_run = || {
+    let job_run = |bin: &Path| {
         reset();
         let tmp = work.join("job-tmp");
         fs_err::create_dir_all(&tmp).unwrap();
         let t = Instant::now();
-        let out = Command::new(BIN)
+        let out = Command::new(bin)
             .args(["job", "--url", &url, "--branch", "main", "--policies"])
             .arg(&policies)
             .args([
@@ -176,14 +179,21 @@ fn main() {
     let load_before = loadavg();
     let mut git_times = Vec::new();
     let mut job_times = Vec::new();
+    let mut baseline_times = Vec::new();
     git_run(); // warm-up (page cache, lighttpd)
     if job_available {
-        job_run();
+        job_run(Path::new(BIN));
+    }
+    if let Some(other) = &baseline {
+        job_run(other);
     }
     for _ in 0..runs {
         git_times.push(git_run());
         if job_available {
-            job_times.push(job_run());
+            job_times.push(job_run(Path::new(BIN)));
+        }
+        if let Some(other) = &baseline {
+            baseline_times.push(job_run(other));
         }
     }
     let load_after = loadavg();
@@ -208,6 +218,16 @@ fn main() {
     } else {
         println!(
             "| `image-update job` | not measured: this build has no working `job` subcommand | | |"
+        );
+    }
+    if let Some(other) = &baseline {
+        let median = median(baseline_times.clone());
+        println!(
+            "| `{}` job (JOB_BENCH_BASELINE) | {:.0} ms | {} | {:.2}x git |",
+            other.display(),
+            ms(median),
+            list(&baseline_times),
+            ms(median) / ms(git_median)
         );
     }
     println!("load average (1, 5, 15 min) before: {load_before}; after: {load_after}");

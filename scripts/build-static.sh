@@ -6,11 +6,12 @@
 #
 # The target is given explicitly: with `--target`, RUSTFLAGS apply to the target artefacts only, so
 # build scripts and proc-macros stay ordinary dynamic host programs (a `+crt-static` proc-macro
-# cannot be loaded by rustc). C libraries built by -sys crates are linked statically too
-# (`LIBZ_SYS_STATIC`, `OPENSSL_STATIC`; a vendored OpenSSL builds static anyway).
+# cannot be loaded by rustc). C libraries built by -sys crates (the vendored libgit2, zlib) are
+# linked statically too (`LIBZ_SYS_STATIC`).
 #
-# TLS needs no CA store on the host: the registry client trusts the Mozilla roots compiled into
-# the binary (plus the system store when there is one); the image ships a CA bundle at
+# TLS needs no CA store on the host: the registry client and the git transports (rustls) trust
+# the Mozilla roots compiled into the binary (plus the system store when there is one); the image
+# ships a CA bundle at
 # /etc/ssl/certs/ca-certificates.crt for libraries that read one.
 #
 # Environment: CARGO (default cargo), CARGO_TARGET_DIR (default target/), and any cargo settings.
@@ -22,7 +23,6 @@ target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static"
 export LIBZ_SYS_STATIC=1
-export OPENSSL_STATIC=1
 
 (cd "$root" && "$cargo" build --release --locked --target "$target" --bin image-update >&2)
 binary="$target_dir/$target/release/image-update"

@@ -38,6 +38,11 @@ fn main() {
     };
     let trials = vec![
         env.trial("http_basic_auth_push", HTTP, http_basic_auth_push),
+        env.trial(
+            "https_ca_from_the_secret_or_flag",
+            &[Need::Https],
+            https_ca_from_the_secret_or_flag,
+        ),
         env.trial("nothing_to_do_exit_codes", HTTP, nothing_to_do_exit_codes),
         env.trial("token_as_basic_password", HTTP, token_as_basic_password),
         env.trial("gpg_signed_commit", HTTP_GPG, gpg_signed_commit),
@@ -128,6 +133,7 @@ fn job_without_author(env: &Env, name: &str) -> (Command, PathBuf) {
         "IMAGE_UPDATE_GIT_SSH_KEY",
         "IMAGE_UPDATE_GIT_SSH_KEY_PASSPHRASE",
         "IMAGE_UPDATE_GIT_KNOWN_HOSTS",
+        "IMAGE_UPDATE_GIT_CA_CERT",
         "IMAGE_UPDATE_SIGNING_KEY",
         "IMAGE_UPDATE_SIGNING_PASSPHRASE",
     ] {
@@ -826,6 +832,79 @@ fn flux_objects_over_http_signed(env: &Env) -> TestResult {
     ensure(verified.status.success(), || {
         String::from_utf8_lossy(&verified.stderr).into_owned()
     })?;
+    empty_dir(&parent)
+}
+
+/// HTTPS to a server whose certificate a private CA signed: the CA comes from the GitRepository
+/// Secret's `ca.crt`, or from `--ca-file`; without it the job fails as untrusted (exit 1), and
+/// a file that holds no certificate is a configuration error (exit 2).
+fn https_ca_from_the_secret_or_flag(env: &Env) -> TestResult {
+    let fixture = env.fixture("job-https-secret")?;
+    let dir = env.root.join("job-https");
+    fs::create_dir_all(&dir)?;
+    fs::write(
+        dir.join("repository.yaml"),
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  interval: 1m\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: git-auth\n",
+            env.https_url(&fixture)
+        ),
+    )?;
+    fs::write(
+        dir.join("secrets.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: git-auth\n  namespace: flux-system\ndata:\n  username: {}\n  password: {}\n  ca.crt: {}\n",
+            b64(HTTP_USER),
+            b64(HTTP_PASSWORD),
+            b64(env.https_ca())
+        ),
+    )?;
+    let (mut command, parent) = job(env, &fixture.name);
+    let ran = parse(&output(
+        command
+            .arg("--git-repository")
+            .arg(dir.join("repository.yaml"))
+            .arg("--secret")
+            .arg(dir.join("secrets.yaml"))
+            .args(["--policy", POLICY_2]),
+    ))?;
+    expect_result(&ran, 0, "pushed")?;
+    let app = show(env, &fixture, "main:deploy/app.yaml")?;
+    ensure(app.contains("app:2.0.0"), || app.clone())?;
+    empty_dir(&parent)?;
+
+    let fixture = env.fixture("job-https-flag")?;
+    let with_url = |command: &mut Command| {
+        command
+            .args(["--url", &env.https_url(&fixture), "--branch", "main"])
+            .args(["--policy", POLICY_2])
+            .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
+            .env("IMAGE_UPDATE_GIT_PASSWORD", HTTP_PASSWORD);
+    };
+    let (mut command, parent) = job(env, &fixture.name);
+    with_url(&mut command);
+    let ran = parse(&output(&mut command))?;
+    expect_result(&ran, 1, "failed")?;
+    ensure(ran.stderr.contains("not trusted"), || ran.stderr.clone())?;
+    empty_dir(&parent)?;
+    let not_a_ca = dir.join("not-a-ca.pem");
+    fs::write(&not_a_ca, "just text\n")?;
+    let (mut command, _) = job(env, &fixture.name);
+    with_url(&mut command);
+    let ran = parse(&output(command.arg("--ca-file").arg(&not_a_ca)))?;
+    expect_code(&ran, 2)?;
+    ensure(ran.stderr.contains("CA certificates"), || {
+        ran.stderr.clone()
+    })?;
+    let ca = dir.join("ca.pem");
+    fs::write(&ca, env.https_ca())?;
+    let (mut command, parent) = job(env, &fixture.name);
+    with_url(&mut command);
+    let ran = parse(&output(command.arg("--ca-file").arg(&ca)))?;
+    expect_result(&ran, 0, "pushed")?;
+    ensure(
+        show(env, &fixture, "main:deploy/app.yaml")?.contains("app:2.0.0"),
+        || "not pushed".to_owned(),
+    )?;
     empty_dir(&parent)
 }
 

@@ -38,6 +38,8 @@ Credentials come from the environment, never from flags:
   IMAGE_UPDATE_GIT_SSH_KEY       SSH private key (contents; or --ssh-key FILE)
   IMAGE_UPDATE_GIT_SSH_KEY_PASSPHRASE   its passphrase
   IMAGE_UPDATE_GIT_KNOWN_HOSTS   known_hosts lines (contents; or --known-hosts FILE)
+  IMAGE_UPDATE_GIT_CA_CERT       PEM CA certificates trusted for HTTPS besides the system's
+                                 and the bundled roots (contents; or --ca-file FILE)
   IMAGE_UPDATE_SIGNING_KEY       commit signing key (contents; or --signing-key FILE)
   IMAGE_UPDATE_SIGNING_PASSPHRASE       its passphrase
 
@@ -152,6 +154,12 @@ pub struct JobArgs {
     /// known_hosts file for SSH host key checking (or IMAGE_UPDATE_GIT_KNOWN_HOSTS).
     #[arg(long, value_name = "FILE", help_heading = "Repository")]
     pub known_hosts: Option<PathBuf>,
+
+    /// PEM CA certificates trusted for HTTPS besides the system's and the
+    /// bundled Mozilla roots (or IMAGE_UPDATE_GIT_CA_CERT, else the Secret's
+    /// ca.crt).
+    #[arg(long, value_name = "FILE", help_heading = "Repository")]
+    pub ca_file: Option<PathBuf>,
 
     /// Accept any SSH host key. Dangerous: anyone on the path can impersonate
     /// the server and receive your commits.
@@ -665,13 +673,27 @@ fn remote_settings(
         };
         HostKeyCheck::KnownHosts(known)
     };
-    Ok(RemoteSettings {
+    // Flux's key is `ca.crt`; `caFile` is its older name.
+    let ca_certificates = file_or_env(args.ca_file.as_deref(), "IMAGE_UPDATE_GIT_CA_CERT")?
+        .or_else(|| from_secret("ca.crt"))
+        .or_else(|| from_secret("caFile"))
+        .map(|pem| pem.expose().to_owned());
+    let settings = RemoteSettings {
         auth,
         http_headers: Vec::new(),
         host_key_check,
         allow_local: args.allow_local,
         allow_plain_http: false,
-    })
+        ca_certificates,
+    };
+    // Bad certificates are a configuration error now, not a failed clone later.
+    Remote::new(url, settings.clone()).map_err(|e| {
+        Error::Usage(format!(
+            "CA certificates (--ca-file, IMAGE_UPDATE_GIT_CA_CERT or the Secret's ca.crt): {}",
+            crate::diagnostic::one_line(&e)
+        ))
+    })?;
+    Ok(settings)
 }
 
 /// The commit signer, unlocked (a wrong passphrase is a configuration

@@ -331,9 +331,8 @@ impl Secrets {
     }
 }
 
-/// Keys of Flux's git Secret the Job cannot use (TLS client certificates,
-/// custom CAs).
-pub const UNSUPPORTED_GIT_KEYS: [&str; 4] = ["ca.crt", "caFile", "tls.crt", "tls.key"];
+/// Keys of Flux's git Secret the Job cannot use (a TLS client certificate).
+pub const UNSUPPORTED_GIT_KEYS: [&str; 2] = ["tls.crt", "tls.key"];
 
 /// Fails when `secret` (a GitRepository's) has keys the Job cannot use.
 ///

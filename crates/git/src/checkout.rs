@@ -453,7 +453,7 @@ impl Checkout {
             .repo
             .remote_anonymous(self.remote.url())
             .map_err(local("preparing the push"))?;
-        let state = CallbackState::default();
+        let state = CallbackState::new(&self.remote);
         let mut options = self.remote.push_options(&state, &request.options);
         let result = remote.push(&refspecs, Some(&mut options));
         let server_messages = state.server_messages.borrow().trim().to_owned();
@@ -537,7 +537,7 @@ fn fetch(
     let mut git_remote = repo
         .remote_anonymous(remote.url())
         .map_err(local("preparing the fetch"))?;
-    let state = CallbackState::default();
+    let state = CallbackState::new(remote);
     let mut options = remote.fetch_options(&state, depth);
     git_remote
         .download(refspecs, Some(&mut options))

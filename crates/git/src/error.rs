@@ -53,6 +53,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// Extra CA certificates that do not parse.
+    #[error("invalid CA certificates: {reason}")]
+    InvalidCaCertificates {
+        /// What is wrong with them.
+        reason: String,
+    },
     /// A `known_hosts` line that does not parse.
     #[error("known_hosts line {line}: not a valid entry")]
     KnownHosts {
@@ -84,7 +90,8 @@ pub enum Error {
     },
     /// The HTTPS server's certificate was not trusted.
     #[error(
-        "TLS certificate of {url} not trusted (is a CA bundle installed, or SSL_CERT_FILE set?)"
+        "TLS certificate of {url} not trusted (is its CA in the system store or SSL_CERT_FILE, \
+         or given as the remote's CA certificates?)"
     )]
     Certificate {
         /// The remote URL.
@@ -191,7 +198,8 @@ pub enum Error {
         #[source]
         source: git2::Error,
     },
-    /// Another failure reported by libgit2 while talking to the remote.
+    /// Another failure while talking to the remote (an answer that is not git's, a server-side
+    /// command that failed, a protocol error).
     #[error("{operation} {url} failed")]
     Remote {
         /// What was being done (`fetch from`, `push to`, ...).
@@ -259,6 +267,7 @@ impl Error {
             | Self::CredentialsInUrl { .. }
             | Self::InvalidHeader { .. }
             | Self::KnownHosts { .. }
+            | Self::InvalidCaCertificates { .. }
             | Self::InvalidCommitId { .. }
             | Self::NoPushBranch { .. }
             | Self::SigningKey { .. } => ErrorKind::Configuration,

@@ -1,8 +1,8 @@
 //! SSH host key checking against a `known_hosts` text, as Flux's Secrets carry it.
 //!
-//! libgit2 only checks the user's `~/.ssh/known_hosts` (absent in a container) and otherwise
-//! leaves the decision to a callback. The Job must check the key the server presents against the
-//! `known_hosts` it was given, so a man in the middle cannot collect pushes. The text format is
+//! The Job must check the key an SSH server presents against the `known_hosts` it was given (not
+//! a user's `~/.ssh/known_hosts`, absent in a container), so a man in the middle cannot collect
+//! pushes; the SSH transport asks [`KnownHosts::check`] before it authenticates. The text format is
 //! OpenSSH's: plain host patterns with `*`/`?` globs and `!` negation, `[host]:port` for other
 //! ports, hashed `|1|salt|hash` names (HMAC-SHA1 of the host), and `@revoked` markers.
 //! ssh-key parses the lines; matching hosts and keys is done here because ssh-key does not do it.
@@ -52,8 +52,6 @@ pub enum HostKeyProblem {
     },
     /// The presented key is listed as `@revoked`.
     Revoked,
-    /// libgit2 did not hand over the key.
-    NoKey,
 }
 
 /// The key a server presented, for messages: its type and OpenSSH-style SHA-256 fingerprint.
@@ -122,8 +120,7 @@ impl KnownHosts {
                 .is_ok_and(|blob| Sha256::digest(&blob).as_slice() == blob_sha256);
             match entry.marker() {
                 Some(Marker::Revoked) if same_key => return Err(HostKeyProblem::Revoked),
-                // Host certificates are not supported by libssh2's callback; such lines cannot
-                // vouch for a plain key.
+                // Host certificates are not supported; such lines cannot vouch for a plain key.
                 Some(Marker::Revoked | Marker::CertAuthority) => {}
                 None if same_key => matched = true,
                 None => known_types.push(entry.public_key().algorithm().as_str().to_owned()),
@@ -207,7 +204,6 @@ impl fmt::Display for HostKeyProblem {
                 known_types.join(", ")
             ),
             Self::Revoked => f.write_str("known_hosts marks this key @revoked"),
-            Self::NoKey => f.write_str("the SSH library did not report the server's key"),
         }
     }
 }

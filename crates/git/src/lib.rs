@@ -15,15 +15,22 @@
 //!
 //! Credentials are held in [`Secret`]s, which never print; no error, log line or `Debug` output
 //! of this crate contains one. [`HttpHeader::from_git_config`] reads the `http.extraHeader`
-//! entries (GitHub's checkout token) that libgit2 ignores.
+//! entries (GitHub's checkout token).
+//!
+//! # Transports
+//!
+//! libgit2 does the git protocol; the bytes travel through this crate's transports
+//! (`transport/`): smart HTTP over ureq and rustls (trusting the bundled Mozilla roots, the
+//! system's store and [`RemoteSettings::ca_certificates`]), and SSH over russh (host keys checked
+//! against [`KnownHosts`]). No OpenSSL or libssh2 is linked. A connect (TCP, TLS or SSH
+//! handshake) gives up after 30 s and a read that receives nothing after 120 s by default
+//! ([`set_timeouts`]).
 //!
 //! # libgit2's process-wide options
 //!
-//! Set once, before the first operation (`global.rs`, the workspace's one use of `unsafe`):
-//! connect and read timeouts (libgit2 has no whole-operation deadline; a connect gives up after
-//! 30 s and a read that receives nothing after 120 s), no user or system git configuration, and
-//! a CA bundle for libgit2's vendored OpenSSL: `SSL_CERT_FILE` or a system bundle when there is
-//! one, else the Mozilla roots compiled into the binary, written to a private temporary file.
+//! Set once, before the first operation (`global.rs` and `transport/mod.rs`, the workspace's
+//! uses of `unsafe`): the transports are registered, and no user or system git configuration is
+//! read.
 //!
 //! # Repository ownership
 //!
@@ -40,6 +47,7 @@ mod remote;
 mod retry;
 mod secret;
 mod sign;
+mod transport;
 mod url;
 
 pub use checkout::{

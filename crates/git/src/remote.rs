@@ -1,26 +1,23 @@
-//! A remote repository: its URL, credentials, extra HTTP headers and host key policy, and the
-//! libgit2 callbacks built from them.
+//! A remote repository: its URL, credentials, extra HTTP headers, host key policy and extra CA
+//! certificates, and the libgit2 options built from them.
 //!
 //! Everything that talks to a server goes through [`Remote`], so the rules live in one place:
-//! libgit2's credential callback is capped (it asks again forever after a refusal), SSH host keys
-//! are checked against the caller's `known_hosts`, headers are validated before libgit2 sees them
-//! (its own complaint would quote the value), and libgit2's errors are mapped to [`Error`]
-//! variants that never contain a secret.
+//! each network operation activates a [`Session`] for the crate's transports (which send the
+//! credentials and headers, and check host keys and certificates), headers are validated before
+//! any request is made, and libgit2's errors are mapped to [`Error`] variants that never contain
+//! a secret, using what the transport recorded.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt;
+use std::sync::Arc;
 
-use git2::{
-    AutotagOption, CertificateCheckStatus, Cred, CredentialType, FetchOptions, Oid, PushOptions,
-    RemoteCallbacks, Repository,
-};
-use sha2::{Digest, Sha256};
-use zeroize::Zeroizing;
+use git2::{AutotagOption, FetchOptions, Oid, PushOptions, RemoteCallbacks, Repository};
 
 use crate::error::Error;
-use crate::known_hosts::{HostKeyCheck, HostKeyProblem, PresentedKey, presented_key};
+use crate::known_hosts::HostKeyCheck;
 use crate::reference::{CheckoutRef, Revision};
 use crate::secret::Secret;
+use crate::transport::{Activation, Failure, Session};
 use crate::url::{RemoteUrl, Transport, UrlPolicy};
 
 /// How to authenticate to the remote.
@@ -55,7 +52,7 @@ pub enum Auth {
 }
 
 /// An extra HTTP header sent with every request (for example the `AUTHORIZATION: basic ...`
-/// header GitHub's checkout action stores in `http.extraHeader`, which libgit2 does not read).
+/// header GitHub's checkout action stores in `http.extraHeader`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpHeader {
     name: String,
@@ -85,7 +82,7 @@ impl HttpHeader {
         {
             return Err(invalid("the value contains a line break or NUL"));
         }
-        // libgit2 sets these itself and refuses them as custom headers.
+        // The transport sets these itself.
         const RESERVED: [&str; 6] = [
             "user-agent",
             "host",
@@ -98,7 +95,7 @@ impl HttpHeader {
             .iter()
             .any(|reserved| name.eq_ignore_ascii_case(reserved))
         {
-            return Err(invalid("libgit2 sets this header itself"));
+            return Err(invalid("the HTTP transport sets this header itself"));
         }
         Ok(Self { name, value })
     }
@@ -161,8 +158,9 @@ impl HttpHeader {
         &self.name
     }
 
-    fn line(&self) -> Zeroizing<String> {
-        Zeroizing::new(format!("{}: {}", self.name, self.value.expose()))
+    /// The header value.
+    pub(crate) fn value(&self) -> &Secret {
+        &self.value
     }
 }
 
@@ -190,6 +188,9 @@ pub struct RemoteSettings {
     pub allow_local: bool,
     /// Allow plain `http://` to hosts that are not loopback.
     pub allow_plain_http: bool,
+    /// PEM certificates of CAs trusted for HTTPS besides the bundled Mozilla roots and the
+    /// system's trust store (Flux's Secret `ca.crt`, a private CA).
+    pub ca_certificates: Option<String>,
 }
 
 /// A remote repository and how to talk to it.
@@ -199,6 +200,7 @@ pub struct Remote {
     auth: Auth,
     http_headers: Vec<HttpHeader>,
     host_key_check: HostKeyCheck,
+    ca_certificates: Arc<[ureq::tls::Certificate<'static>]>,
 }
 
 /// A ref the remote advertises.
@@ -214,18 +216,24 @@ pub struct RemoteRef {
 
 impl Remote {
     /// Validates `url` against `settings` (scheme, loopback rule for plain HTTP, local paths,
-    /// embedded passwords).
+    /// embedded passwords) and parses the extra CA certificates.
     pub fn new(url: &str, settings: RemoteSettings) -> Result<Self, Error> {
         crate::global::init();
         let policy = UrlPolicy {
             allow_local: settings.allow_local,
             allow_plain_http: settings.allow_plain_http,
         };
+        let url = RemoteUrl::parse(url, policy)?;
+        let ca_certificates = match &settings.ca_certificates {
+            Some(pem) => parse_certificates(pem)?,
+            None => Arc::from(Vec::new()),
+        };
         Ok(Self {
-            url: RemoteUrl::parse(url, policy)?,
+            url,
             auth: settings.auth,
             http_headers: settings.http_headers,
             host_key_check: settings.host_key_check,
+            ca_certificates,
         })
     }
 
@@ -308,9 +316,9 @@ impl Remote {
 
     /// Connects, reads the ref advertisement and hands it (and the default branch) to `read`.
     ///
-    /// libgit2's `connect` cannot send custom headers, so this runs a download whose only
-    /// refspec matches nothing: the ref list is read with the headers, and no pack is fetched.
-    /// The download needs a repository; an in-memory one with an empty object database does.
+    /// This runs a download whose only refspec matches nothing: the ref list is read, and no
+    /// pack is fetched. The download needs a repository; an in-memory one with an empty object
+    /// database does.
     fn with_listing<T>(
         &self,
         read: impl FnOnce(Vec<RemoteRef>, Option<String>) -> Result<T, Error>,
@@ -322,7 +330,7 @@ impl Remote {
         let odb = git2::Odb::new().map_err(local_error)?;
         let repo = Repository::from_odb(odb).map_err(local_error)?;
         let mut remote = repo.remote_anonymous(self.url()).map_err(local_error)?;
-        let state = CallbackState::default();
+        let state = CallbackState::new(self);
         let mut options = self.fetch_options(&state, None);
         remote
             .download(
@@ -351,35 +359,6 @@ impl Remote {
     /// The callbacks for one network operation, sharing `state`.
     pub(crate) fn callbacks<'a>(&'a self, state: &'a CallbackState) -> RemoteCallbacks<'a> {
         let mut callbacks = RemoteCallbacks::new();
-        callbacks.credentials(move |_url, username_from_url, allowed| {
-            self.credentials(state, username_from_url, allowed)
-        });
-        callbacks.certificate_check(move |cert, _host| {
-            let Some(hostkey) = cert.as_hostkey() else {
-                // HTTPS: OpenSSL's verdict against the CA bundle stands.
-                return Ok(CertificateCheckStatus::CertificatePassthrough);
-            };
-            let key_type = hostkey.hostkey_type().map_or("unknown", |kind| kind.name());
-            let digest: Option<[u8; 32]> = match (hostkey.hostkey(), hostkey.hash_sha256()) {
-                (Some(blob), _) => Some(Sha256::digest(blob).into()),
-                (None, Some(hash)) => Some(*hash),
-                (None, None) => None,
-            };
-            let verdict = match (&self.host_key_check, digest) {
-                (HostKeyCheck::AcceptAny, _) => Ok(()),
-                (HostKeyCheck::KnownHosts(_), None) => Err((None, HostKeyProblem::NoKey)),
-                (HostKeyCheck::KnownHosts(known), Some(digest)) => known
-                    .check(&self.url.host, self.url.port, &digest)
-                    .map_err(|problem| (Some(presented_key(key_type, &digest)), problem)),
-            };
-            match verdict {
-                Ok(()) => Ok(CertificateCheckStatus::CertificateOk),
-                Err(refusal) => {
-                    *state.host_key.borrow_mut() = Some(refusal);
-                    Err(git2::Error::from_str("host key not accepted"))
-                }
-            }
-        });
         callbacks.push_update_reference(move |reference, status| {
             state
                 .push_statuses
@@ -397,87 +376,7 @@ impl Remote {
         callbacks
     }
 
-    fn credentials(
-        &self,
-        state: &CallbackState,
-        username_from_url: Option<&str>,
-        allowed: CredentialType,
-    ) -> Result<Cred, git2::Error> {
-        let refuse = |reason: &'static str| {
-            state.auth_failure.set(Some(reason));
-            Err(git2::Error::from_str("authentication failed"))
-        };
-        match &self.auth {
-            Auth::SshKey {
-                username,
-                private_key,
-                passphrase,
-            } => {
-                let user = username_from_url.or(username.as_deref()).unwrap_or("git");
-                if allowed.contains(CredentialType::USERNAME) {
-                    if state.bump_username() > 1 {
-                        return refuse("the server refused the SSH user name");
-                    }
-                    return Cred::username(user);
-                }
-                if !allowed.intersects(CredentialType::SSH_KEY | CredentialType::SSH_MEMORY) {
-                    return refuse(
-                        "an SSH key is configured but the server asks for another kind of credential",
-                    );
-                }
-                if state.bump_secret() > 1 {
-                    return refuse("the server refused the SSH key");
-                }
-                // Hand libssh2 the public key too: it cannot derive it from every private key it
-                // can use (an unencrypted OpenSSH ed25519 key fails with "Unsupported private key
-                // format"). The public half of an OpenSSH key is readable without the passphrase.
-                let public = ssh_key::PrivateKey::from_openssh(private_key.expose())
-                    .ok()
-                    .and_then(|key| key.public_key().to_openssh().ok());
-                Cred::ssh_key_from_memory(
-                    user,
-                    public.as_deref(),
-                    private_key.expose(),
-                    passphrase.as_ref().map(Secret::expose),
-                )
-                .or_else(|_| {
-                    refuse(
-                        "the SSH key could not be loaded (wrong passphrase or unsupported format)",
-                    )
-                })
-            }
-            Auth::Basic { username, password } => {
-                if !allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
-                    return refuse(
-                        "a user name and password are configured but the server asks for an SSH key",
-                    );
-                }
-                if state.bump_secret() > 1 {
-                    return refuse("the server refused the user name and password");
-                }
-                Cred::userpass_plaintext(username, password.expose())
-            }
-            Auth::Bearer { .. } => refuse("the server refused the bearer token"),
-            Auth::None if self.http_headers.is_empty() => {
-                refuse("the server asks for credentials and none are configured")
-            }
-            Auth::None => refuse("the server refused the credentials in the extra HTTP headers"),
-        }
-    }
-
-    /// The header lines for libgit2 (extra headers, plus `Authorization` for a bearer token).
-    fn header_lines(&self) -> Vec<Zeroizing<String>> {
-        let mut lines: Vec<_> = self.http_headers.iter().map(HttpHeader::line).collect();
-        if let Auth::Bearer { token } = &self.auth {
-            lines.push(Zeroizing::new(format!(
-                "Authorization: Bearer {}",
-                token.expose()
-            )));
-        }
-        lines
-    }
-
-    /// Fetch options: callbacks, headers, no tags, and `depth` (`None` = full history).
+    /// Fetch options: callbacks, no tags, and `depth` (`None` = full history).
     pub(crate) fn fetch_options<'a>(
         &'a self,
         state: &'a CallbackState,
@@ -486,16 +385,13 @@ impl Remote {
         let mut options = FetchOptions::new();
         options.remote_callbacks(self.callbacks(state));
         options.download_tags(AutotagOption::None);
-        let lines = self.header_lines();
-        let headers: Vec<&str> = lines.iter().map(|line| line.as_str()).collect();
-        options.custom_headers(&headers);
         if let Some(depth) = depth {
             options.depth(i32::try_from(depth).unwrap_or(i32::MAX));
         }
         options
     }
 
-    /// Push options: callbacks, headers and `git push -o` options.
+    /// Push options: callbacks and `git push -o` options.
     pub(crate) fn push_options<'a>(
         &'a self,
         state: &'a CallbackState,
@@ -503,9 +399,6 @@ impl Remote {
     ) -> PushOptions<'a> {
         let mut options = PushOptions::new();
         options.remote_callbacks(self.callbacks(state));
-        let lines = self.header_lines();
-        let headers: Vec<&str> = lines.iter().map(|line| line.as_str()).collect();
-        options.custom_headers(&headers);
         let push_options: Vec<&str> = push_options.iter().map(String::as_str).collect();
         options.remote_push_options(&push_options);
         options
@@ -519,57 +412,64 @@ impl Remote {
         err: git2::Error,
     ) -> Error {
         let url = self.url().to_owned();
-        if let Some((key, problem)) = state.host_key.borrow_mut().take() {
-            return Error::HostKey {
+        match state.activation.session().failure() {
+            Some(Failure::HostKey(key, problem)) => Error::HostKey {
                 host: self.url.host.clone(),
                 port: self.url.port,
                 key,
                 problem,
-            };
-        }
-        if let Some(reason) = state.auth_failure.get() {
-            return Error::Authentication { url, reason };
-        }
-        match (err.code(), err.class()) {
-            (git2::ErrorCode::Auth, _) => Error::Authentication {
-                url,
-                reason: "the server refused the credentials",
             },
-            // libssh2 reports a refused or unusable key (wrong passphrase) after our callback
-            // handed it over: "failed to authenticate SSH session: ...".
-            (_, git2::ErrorClass::Ssh)
-                if state.secret_calls.get() > 0 && err.message().contains("authenticate") =>
-            {
-                Error::Authentication {
-                    url,
-                    reason: "the server refused the SSH key, or the key could not be used (wrong passphrase?)",
-                }
-            }
-            (git2::ErrorCode::Certificate, _) => Error::Certificate { url, source: err },
-            (git2::ErrorCode::Timeout, _)
-            | (
-                _,
-                git2::ErrorClass::Net
-                | git2::ErrorClass::Os
-                | git2::ErrorClass::Ssh
-                | git2::ErrorClass::Ssl,
-            ) => Error::Network { url, source: err },
-            _ => Error::Remote {
+            Some(Failure::Authentication(reason)) => Error::Authentication { url, reason },
+            Some(Failure::Certificate) => Error::Certificate { url, source: err },
+            Some(Failure::Network) => Error::Network { url, source: err },
+            Some(Failure::Status) => Error::Remote {
                 operation,
                 url,
                 source: err,
+            },
+            None => match (err.code(), err.class()) {
+                (git2::ErrorCode::Auth, _) => Error::Authentication {
+                    url,
+                    reason: "the server refused the credentials",
+                },
+                (git2::ErrorCode::Certificate, _) => Error::Certificate { url, source: err },
+                (git2::ErrorCode::Timeout, _)
+                | (_, git2::ErrorClass::Net | git2::ErrorClass::Os) => {
+                    Error::Network { url, source: err }
+                }
+                _ => Error::Remote {
+                    operation,
+                    url,
+                    source: err,
+                },
             },
         }
     }
 }
 
-/// What the callbacks of one network operation observed.
-#[derive(Default)]
+/// Parses PEM CA certificates; at least one must be there.
+fn parse_certificates(pem: &str) -> Result<Arc<[ureq::tls::Certificate<'static>]>, Error> {
+    let invalid = |reason: String| Error::InvalidCaCertificates { reason };
+    let mut certificates = Vec::new();
+    for item in ureq::tls::parse_pem(pem.as_bytes()) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(certificate)) => certificates.push(certificate),
+            Ok(_) => {}
+            Err(e) => return Err(invalid(format!("not valid PEM: {e}"))),
+        }
+    }
+    if certificates.is_empty() {
+        return Err(invalid("no `BEGIN CERTIFICATE` block".to_owned()));
+    }
+    Ok(Arc::from(certificates))
+}
+
+/// What one network operation observed: its transport session, and the push statuses and
+/// server messages libgit2's callbacks reported.
 pub(crate) struct CallbackState {
-    username_calls: Cell<u32>,
-    secret_calls: Cell<u32>,
-    auth_failure: Cell<Option<&'static str>>,
-    host_key: RefCell<Option<(Option<PresentedKey>, HostKeyProblem)>>,
+    /// The session the transport reads its settings from and records its failure in, active
+    /// on this thread while the state lives.
+    activation: Activation,
     /// `push_update_reference` reports: remote ref and the server's status (`None` = accepted).
     pub(crate) push_statuses: RefCell<Vec<(String, Option<String>)>>,
     /// Sideband text from the server (`remote:` lines), capped.
@@ -577,14 +477,19 @@ pub(crate) struct CallbackState {
 }
 
 impl CallbackState {
-    fn bump_username(&self) -> u32 {
-        self.username_calls.set(self.username_calls.get() + 1);
-        self.username_calls.get()
-    }
-
-    fn bump_secret(&self) -> u32 {
-        self.secret_calls.set(self.secret_calls.get() + 1);
-        self.secret_calls.get()
+    /// The state of one operation on `remote`, its session active on this thread.
+    pub(crate) fn new(remote: &Remote) -> Self {
+        Self {
+            activation: Activation::new(Session::new(
+                remote.url.clone(),
+                remote.auth.clone(),
+                remote.http_headers.clone(),
+                remote.host_key_check.clone(),
+                Arc::clone(&remote.ca_certificates),
+            )),
+            push_statuses: RefCell::default(),
+            server_messages: RefCell::default(),
+        }
     }
 }
 

@@ -57,6 +57,21 @@ fn main() {
         env.trial("clone::http_commit", HTTP, http_commit),
         env.trial("clone::http_missing_ref", HTTP, http_missing_ref),
         env.trial(
+            "clone::http_redirect_followed_on_the_same_server",
+            HTTP,
+            http_redirect_followed,
+        ),
+        env.trial(
+            "clone::http_answers_that_are_not_git",
+            NONE,
+            http_answers_that_are_not_git,
+        ),
+        env.trial(
+            "clone::https_trusts_given_ca_then_push",
+            &[Need::Https],
+            https_trusts_given_ca_then_push,
+        ),
+        env.trial(
             "clone::ssh_ed25519_key_then_push",
             SSH,
             ssh_ed25519_then_push,
@@ -543,6 +558,201 @@ fn ssh_rsa_hashed_known_hosts(env: &Env) -> TestResult {
         env.git_out(checkout.work_dir(), &["rev-list", "--count", "HEAD"])? == "3",
         || "full clone over SSH".into(),
     )
+}
+
+/// Sets the image tag, commits, pushes, and checks that the server's `main` is the commit.
+fn bump_and_push(
+    env: &Env,
+    fixture: &Fixture,
+    checkout: &mut Checkout,
+    tag: &str,
+    message: &str,
+) -> TestResult {
+    set_tag(checkout.work_dir(), tag)?;
+    let commit = checkout
+        .commit(
+            &CommitSettings {
+                author: &author(),
+                signer: None,
+                time: None,
+            },
+            message,
+        )?
+        .ok_or("nothing committed")?;
+    checkout.push(&PushRequest::default())?;
+    let remote_main = env.git_out(&fixture.bare, &["rev-parse", "main"])?;
+    ensure(remote_main == commit.to_string(), || {
+        "the server's main is not the pushed commit".into()
+    })
+}
+
+/// A repository that moved on the same server: the advertisement's redirect is followed, and
+/// the fetch and the push go where it ended.
+fn http_redirect_followed(env: &Env) -> TestResult {
+    let fixture = env.fixture("moved")?;
+    let url = env.http_url(&fixture).replace("/git/", "/moved/");
+    let mut checkout = Checkout::clone(
+        Remote::new(&url, http_settings())?,
+        &main_ref(),
+        &env.work_dir("moved"),
+        &CloneOptions::default(),
+    )?;
+    ensure(
+        checkout.checked_out_commit().to_string() == fixture.commits[2],
+        || "tip".into(),
+    )?;
+    bump_and_push(
+        env,
+        &fixture,
+        &mut checkout,
+        "1.3.0",
+        "bump after a redirect",
+    )
+}
+
+/// The request heads a fake server received.
+type Heads = Arc<Mutex<Vec<String>>>;
+
+/// A server on 127.0.0.1 that answers every request with `answer` and records the requests'
+/// heads.
+fn answering_server(answer: String) -> Result<(u16, Heads), Failed> {
+    use std::io::{BufRead as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = std::io::BufReader::new(&stream);
+            let mut head = String::new();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                head.push_str(&line);
+                line.clear();
+            }
+            record.lock().unwrap().push(head);
+            let _ = (&stream).write_all(answer.as_bytes());
+        }
+    });
+    Ok((port, seen))
+}
+
+/// Answers a git client must not take for a repository: a redirect to another server (not
+/// followed, and no credentials reach it), a login page, a server error.
+fn http_answers_that_are_not_git(env: &Env) -> TestResult {
+    let (other_port, other_seen) = answering_server(
+        "HTTP/1.1 500 Nope\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+    )?;
+    let cases = [
+        (
+            format!(
+                "HTTP/1.1 302 Found\r\nLocation: http://localhost:{other_port}/fleet.git/info/refs?service=git-upload-pack\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            ),
+            ErrorKind::Other,
+            "redirects to other servers are not followed",
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 6\r\nConnection: close\r\n\r\nlogin!".to_owned(),
+            ErrorKind::Other,
+            "did not answer as a smart git HTTP server",
+        ),
+        (
+            "HTTP/1.1 503 Busy\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+            ErrorKind::Network,
+            "answered 503",
+        ),
+        (
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+            ErrorKind::Other,
+            "404",
+        ),
+    ];
+    for (index, (answer, kind, words)) in cases.into_iter().enumerate() {
+        let (port, seen) = answering_server(answer)?;
+        let remote = Remote::new(
+            &format!("http://127.0.0.1:{port}/fleet.git"),
+            http_settings(),
+        )?;
+        let err = expect_err(
+            Checkout::clone(
+                remote,
+                &main_ref(),
+                &env.work_dir(&format!("not-git-{index}")),
+                &CloneOptions::default(),
+            ),
+            words,
+        )?;
+        let text = match std::error::Error::source(&err) {
+            Some(cause) => format!("{err}: {cause}"),
+            None => err.to_string(),
+        };
+        ensure(err.kind() == kind && text.contains(words), || {
+            format!("{words}: {:?}: {text}", err.kind())
+        })?;
+        assert_no_secret(&err)?;
+        let heads = seen.lock().unwrap().join("").to_ascii_lowercase();
+        ensure(
+            heads.contains("get /fleet.git/info/refs?service=git-upload-pack")
+                && heads.contains("authorization: basic"),
+            || heads.clone(),
+        )?;
+    }
+    ensure(other_seen.lock().unwrap().is_empty(), || {
+        "the client followed a redirect to another server".into()
+    })
+}
+
+/// HTTPS against a server whose certificate a private CA signed: refused as untrusted without
+/// the CA (no secret in the error), then cloned and pushed with the CA given as PEM; bad PEM is
+/// a configuration error.
+fn https_trusts_given_ca_then_push(env: &Env) -> TestResult {
+    let fixture = env.fixture("https-ca")?;
+    let url = env.https_url(&fixture);
+    let err = expect_err(
+        Checkout::clone(
+            Remote::new(&url, http_settings())?,
+            &main_ref(),
+            &env.work_dir("https-untrusted"),
+            &CloneOptions::default(),
+        ),
+        "a clone without the CA",
+    )?;
+    ensure(
+        matches!(err, Error::Certificate { .. }) && err.kind() == ErrorKind::Trust,
+        || format!("{err:?}"),
+    )?;
+    assert_no_secret(&err)?;
+    let err = expect_err(
+        Remote::new(
+            &url,
+            RemoteSettings {
+                ca_certificates: Some(
+                    "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".to_owned(),
+                ),
+                ..http_settings()
+            },
+        ),
+        "a key instead of a certificate",
+    )?;
+    ensure(err.kind() == ErrorKind::Configuration, || {
+        format!("{err:?}")
+    })?;
+    let settings = RemoteSettings {
+        ca_certificates: Some(env.https_ca().to_owned()),
+        ..http_settings()
+    };
+    let remote = Remote::new(&url, settings)?;
+    ensure(
+        remote.ls_remote("main")?.map(|id| id.to_string()) == Some(fixture.commits[2].clone()),
+        || "ls-remote over HTTPS".into(),
+    )?;
+    let mut checkout = Checkout::clone(
+        remote,
+        &main_ref(),
+        &env.work_dir("https-trusted"),
+        &CloneOptions::default(),
+    )?;
+    bump_and_push(env, &fixture, &mut checkout, "1.2.0", "bump over https")
 }
 
 fn extra_header_authenticates(env: &Env) -> TestResult {

@@ -1,9 +1,9 @@
 //! The git test bed: real git servers on 127.0.0.1, started once per test binary, shared by the
 //! git crate's tests, the Job mode's tests and its benchmark.
 //!
-//! * lighttpd running `git-http-backend` as CGI behind `mod_auth` Basic auth
-//!   (`server.stream-request-body = 0`: libgit2 pushes with chunked encoding, which lighttpd
-//!   answers with 411 in streaming mode);
+//! * lighttpd running `git-http-backend` as CGI behind `mod_auth` Basic auth (`/git/`; `/moved/`
+//!   answers with a redirect there), and a second
+//!   one serving the same repositories over HTTPS with a certificate from a private test CA;
 //! * sshd with its own config, a generated host key and authorized client keys;
 //! * a private GnuPG home with an ed25519 key (certify-only primary, signing subkey) and an RSA
 //!   key, both passphrase-protected;
@@ -34,6 +34,7 @@ pub const TOKEN: &str = "token-Vb8-never-shown";
 pub const SECRETS: [&str; 4] = [HTTP_PASSWORD, SSH_PASSPHRASE, GPG_PASSPHRASE, TOKEN];
 
 const HTTP_BACKEND: &str = "/usr/lib/git-core/git-http-backend";
+const MOD_OPENSSL: &str = "/usr/lib/lighttpd/mod_openssl.so";
 
 /// What a trial returns.
 pub type TestResult = Result<(), Failed>;
@@ -43,6 +44,9 @@ pub type TestResult = Result<(), Failed>;
 pub enum Need {
     /// lighttpd + git-http-backend.
     Http,
+    /// lighttpd + git-http-backend over HTTPS (mod_openssl), its certificate signed by a
+    /// private CA.
+    Https,
     /// sshd.
     Ssh,
     /// gpg keys.
@@ -90,6 +94,8 @@ pub struct Env {
     git: Result<(), String>,
     /// lighttpd's port.
     pub http: Result<u16, String>,
+    /// The HTTPS lighttpd's port and the PEM certificate of the CA that signed its certificate.
+    pub https: Result<(u16, String), String>,
     /// sshd.
     pub ssh: Result<Ssh, String>,
     /// gpg.
@@ -135,7 +141,7 @@ fn missing_tools(tools: &[&str]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "needs {} (apt-get install lighttpd openssh-server openssh-client gpg git)",
+            "needs {} (apt-get install lighttpd lighttpd-mod-openssl openssh-server openssh-client gpg git)",
             missing.join(", ")
         ))
     }
@@ -181,7 +187,7 @@ pub fn run(command: &mut Command) -> Result<String, String> {
 impl Env {
     /// Starts every server whose tools are present.
     pub fn start() -> Result<(Arc<Self>, Servers, tempfile::TempDir), String> {
-        Self::start_with(&[Need::Http, Need::Ssh, Need::Gpg])
+        Self::start_with(&[Need::Http, Need::Https, Need::Ssh, Need::Gpg])
     }
 
     /// Starts the servers in `needs` whose tools are present; the others are reported missing.
@@ -201,7 +207,15 @@ impl Env {
         let git = missing_tools(&["git"]);
         let http = if needs.contains(&Need::Http) {
             missing_tools(&["lighttpd", HTTP_BACKEND])
-                .and_then(|()| start_http(&root, &mut servers))
+                .and_then(|()| start_http(&root, &mut servers, None))
+        } else {
+            Err("not started".to_owned())
+        };
+        let https = if needs.contains(&Need::Https) {
+            missing_tools(&["lighttpd", HTTP_BACKEND, MOD_OPENSSL]).and_then(|()| {
+                let ca = crate::registry::TestCa::new();
+                start_http(&root, &mut servers, Some(&ca)).map(|port| (port, ca.ca_pem))
+            })
         } else {
             Err("not started".to_owned())
         };
@@ -221,6 +235,7 @@ impl Env {
                 root,
                 git,
                 http,
+                https,
                 ssh,
                 gpg,
             }),
@@ -236,6 +251,7 @@ impl Env {
         }
         needs.iter().find_map(|need| match need {
             Need::Http => self.http.as_ref().err().cloned(),
+            Need::Https => self.https.as_ref().err().cloned(),
             Need::Ssh => self.ssh.as_ref().err().cloned(),
             Need::Gpg => self.gpg.as_ref().err().cloned(),
         })
@@ -244,6 +260,17 @@ impl Env {
     /// lighttpd's port (0 when it did not start).
     pub fn http_port(&self) -> u16 {
         *self.http.as_ref().unwrap_or(&0)
+    }
+
+    /// The HTTPS URL of a fixture (only in trials that need HTTPS).
+    pub fn https_url(&self, fixture: &Fixture) -> String {
+        let port = self.https.as_ref().map_or(0, |(port, _)| *port);
+        format!("https://127.0.0.1:{port}/git/{}.git", fixture.name)
+    }
+
+    /// The PEM certificate of the CA the HTTPS server's certificate is signed by.
+    pub fn https_ca(&self) -> &str {
+        self.https.as_ref().map_or("", |(_, ca)| ca.as_str())
     }
 
     /// The sshd (only in trials that need it).
@@ -475,18 +502,45 @@ pub struct Fixture {
     pub commits: Vec<String>,
 }
 
-fn start_http(root: &Path, servers: &mut Servers) -> Result<u16, String> {
+/// Starts lighttpd serving `repos/` with git-http-backend: plain HTTP, or HTTPS with a
+/// certificate `tls` signed.
+fn start_http(
+    root: &Path,
+    servers: &mut Servers,
+    tls: Option<&crate::registry::TestCa>,
+) -> Result<u16, String> {
     let port = free_port()?;
+    let name = if tls.is_some() {
+        "lighttpd-https"
+    } else {
+        "lighttpd"
+    };
     fs::write(root.join("users"), format!("{HTTP_USER}:{HTTP_PASSWORD}\n"))
         .map_err(|e| e.to_string())?;
+    let tls_config = match tls {
+        Some(ca) => {
+            let cert = root.join("https-cert.pem");
+            let key = root.join("https-key.pem");
+            fs::write(&cert, &ca.cert_pem).map_err(|e| e.to_string())?;
+            fs::write(&key, &ca.key_pem).map_err(|e| e.to_string())?;
+            format!(
+                "server.modules += (\"mod_openssl\")\nssl.engine = \"enable\"\n\
+                 ssl.pemfile = \"{}\"\nssl.privkey = \"{}\"\n",
+                cert.display(),
+                key.display()
+            )
+        }
+        None => String::new(),
+    };
     let config = format!(
-        r#"server.modules = ("mod_alias", "mod_setenv", "mod_auth", "mod_authn_file", "mod_cgi")
-server.document-root = "{root}/www"
+        r#"server.modules = ("mod_alias", "mod_setenv", "mod_auth", "mod_authn_file", "mod_cgi", "mod_redirect")
+{tls_config}server.document-root = "{root}/www"
 server.bind = "127.0.0.1"
 server.port = {port}
-server.errorlog = "{root}/lighttpd-error.log"
+server.errorlog = "{root}/{name}-error.log"
 server.stream-request-body = 0
 alias.url = ( "/git/" => "{HTTP_BACKEND}/" )
+url.redirect = ( "^/moved/(.*)$" => "/git/$1" )
 $HTTP["url"] =~ "^/git/" {{
   cgi.assign = ( "" => "" )
   setenv.set-environment = ( "GIT_PROJECT_ROOT" => "{root}/repos", "GIT_HTTP_EXPORT_ALL" => "1" )
@@ -497,9 +551,9 @@ $HTTP["url"] =~ "^/git/" {{
 "#,
         root = root.display()
     );
-    let config_path = root.join("lighttpd.conf");
+    let config_path = root.join(format!("{name}.conf"));
     fs::write(&config_path, config).map_err(|e| e.to_string())?;
-    let log = root.join("lighttpd.log");
+    let log = root.join(format!("{name}.log"));
     let log_file = fs::File::create(&log).map_err(|e| e.to_string())?;
     let mut child = Command::new("lighttpd")
         .arg("-D")
@@ -516,7 +570,7 @@ $HTTP["url"] =~ "^/git/" {{
         .stderr(log_file.into_parts().0)
         .spawn()
         .map_err(|e| format!("starting lighttpd: {e}"))?;
-    let ready = wait_for_port(port, &mut child, "lighttpd", &log);
+    let ready = wait_for_port(port, &mut child, name, &log);
     servers.children.push(child);
     ready.map(|()| port)
 }
