@@ -196,11 +196,12 @@ pub struct RemoteSettings {
 /// A remote repository and how to talk to it.
 #[derive(Debug, Clone)]
 pub struct Remote {
-    url: RemoteUrl,
-    auth: Auth,
-    http_headers: Vec<HttpHeader>,
-    host_key_check: HostKeyCheck,
-    ca_certificates: Arc<[ureq::tls::Certificate<'static>]>,
+    pub(crate) url: RemoteUrl,
+    pub(crate) auth: Auth,
+    pub(crate) http_headers: Vec<HttpHeader>,
+    pub(crate) host_key_check: HostKeyCheck,
+    /// Trusted for HTTPS besides the bundled and system roots.
+    pub(crate) ca_certificates: Arc<[ureq::tls::Certificate<'static>]>,
 }
 
 /// A ref the remote advertises.
@@ -480,13 +481,7 @@ impl CallbackState {
     /// The state of one operation on `remote`, its session active on this thread.
     pub(crate) fn new(remote: &Remote) -> Self {
         Self {
-            activation: Activation::new(Session::new(
-                remote.url.clone(),
-                remote.auth.clone(),
-                remote.http_headers.clone(),
-                remote.host_key_check.clone(),
-                Arc::clone(&remote.ca_certificates),
-            )),
+            activation: Activation::new(Session::new(remote)),
             push_statuses: RefCell::default(),
             server_messages: RefCell::default(),
         }

@@ -2,8 +2,9 @@
 //! git crate's tests, the Job mode's tests and its benchmark.
 //!
 //! * lighttpd running `git-http-backend` as CGI behind `mod_auth` Basic auth (`/git/`; `/moved/`
-//!   answers with a redirect there), and a second
-//!   one serving the same repositories over HTTPS with a certificate from a private test CA;
+//!   answers with a redirect there; `server.stream-request-body = 0`, because the git CLI pushes
+//!   large packs chunked, which lighttpd answers with 411 in streaming mode), and a second one
+//!   serving the same repositories over HTTPS with a certificate from a private test CA;
 //! * sshd with its own config, a generated host key and authorized client keys;
 //! * a private GnuPG home with an ed25519 key (certify-only primary, signing subkey) and an RSA
 //!   key, both passphrase-protected;

@@ -14,7 +14,7 @@
 //!   the cross-host case: credentials must not follow a redirect to another server);
 //! * a connect gives up after the connect timeout, an answer must start within the read
 //!   timeout, and a whole response or request body may take ten read timeouts;
-//! * `HTTPS_PROXY`, `HTTP_PROXY` and `ALL_PROXY` are honoured.
+//! * `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` are honoured.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -112,21 +112,16 @@ impl Write for Stream {
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.response.is_none() {
-            let body = if self.advertisement {
-                self.advertise()?
-            } else {
-                self.post()?
-            };
-            self.response = Some(body);
-        }
-        let Some(body) = self.response.as_mut() else {
-            return Ok(0);
+        let mut body = match self.response.take() {
+            Some(body) => body,
+            None if self.advertisement => self.advertise()?,
+            None => self.post()?,
         };
-        body.read(buf).map_err(|e| {
-            let failure = classify_io(&e);
+        let read = body.read(buf);
+        self.response = Some(body);
+        read.map_err(|e| {
             self.session
-                .fail(failure, format!("reading the server's answer: {e}"))
+                .fail(classify_io(&e), format!("reading the server's answer: {e}"))
         })
     }
 }
@@ -295,7 +290,7 @@ impl Stream {
 /// status-as-error (both handled here), and git's user agent.
 fn agent(session: &Session) -> ureq::Agent {
     let mut roots = base_roots().to_vec();
-    roots.extend(session.ca_certificates.iter().cloned());
+    roots.extend(session.remote.ca_certificates.iter().cloned());
     let tls = ureq::tls::TlsConfig::builder()
         .provider(ureq::tls::TlsProvider::Rustls)
         .root_certs(ureq::tls::RootCerts::Specific(Arc::new(roots)))
@@ -324,11 +319,8 @@ fn agent(session: &Session) -> ureq::Agent {
 /// `Authorization` itself) and the extra headers, all marked sensitive.
 fn headers(session: &Session) -> Vec<(HeaderName, HeaderValue)> {
     let mut headers = Vec::new();
-    let own_authorization = session
-        .headers
-        .iter()
-        .any(|header| header.name().eq_ignore_ascii_case("authorization"));
-    let credential = match &session.auth {
+    let own_authorization = sets_authorization(session);
+    let credential = match &session.remote.auth {
         Auth::Basic { username, password } if !own_authorization => {
             let pair = Zeroizing::new(format!("{username}:{}", password.expose()));
             let encoded = Zeroizing::new(base64::engine::general_purpose::STANDARD.encode(&*pair));
@@ -342,7 +334,7 @@ fn headers(session: &Session) -> Vec<(HeaderName, HeaderValue)> {
     if let Some(value) = credential.and_then(|value| sensitive(&value)) {
         headers.push((ureq::http::header::AUTHORIZATION, value));
     }
-    for header in &session.headers {
+    for header in &session.remote.http_headers {
         // Names and values were validated when the header was made.
         if let (Ok(name), Some(value)) = (
             HeaderName::from_bytes(header.name().as_bytes()),
@@ -360,14 +352,19 @@ fn sensitive(value: &str) -> Option<HeaderValue> {
     Some(value)
 }
 
+/// Whether an extra header sets `Authorization` (it replaces the configured credentials).
+fn sets_authorization(session: &Session) -> bool {
+    session
+        .remote
+        .http_headers
+        .iter()
+        .any(|header| header.name().eq_ignore_ascii_case("authorization"))
+}
+
 /// Why a 401 happened, from what was configured.
 fn refusal(session: &Session) -> &'static str {
-    match &session.auth {
-        _ if session
-            .headers
-            .iter()
-            .any(|header| header.name().eq_ignore_ascii_case("authorization")) =>
-        {
+    match &session.remote.auth {
+        _ if sets_authorization(session) => {
             "the server refused the credentials in the extra HTTP headers"
         }
         Auth::Basic { .. } => "the server refused the user name and password",
@@ -375,7 +372,7 @@ fn refusal(session: &Session) -> &'static str {
         Auth::SshKey { .. } => {
             "an SSH key is configured but the server asks for another kind of credential"
         }
-        Auth::None if session.headers.is_empty() => {
+        Auth::None if session.remote.http_headers.is_empty() => {
             "the server asks for credentials and none are configured"
         }
         Auth::None => "the server refused the credentials in the extra HTTP headers",

@@ -21,9 +21,8 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::known_hosts::{HostKeyCheck, HostKeyProblem, PresentedKey};
-use crate::remote::{Auth, HttpHeader};
-use crate::url::RemoteUrl;
+use crate::known_hosts::{HostKeyProblem, PresentedKey};
+use crate::remote::Remote;
 
 /// Why a transport failed, in the terms of [`crate::Error`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,16 +42,8 @@ pub(crate) enum Failure {
 
 /// The settings of one network operation, shared with the transport libgit2 makes for it.
 pub(crate) struct Session {
-    /// The remote's URL, validated.
-    pub(crate) url: RemoteUrl,
-    /// Credentials.
-    pub(crate) auth: Auth,
-    /// Extra HTTP headers.
-    pub(crate) headers: Vec<HttpHeader>,
-    /// SSH host key policy.
-    pub(crate) host_key_check: HostKeyCheck,
-    /// CA certificates trusted besides the bundled and system roots.
-    pub(crate) ca_certificates: Arc<[ureq::tls::Certificate<'static>]>,
+    /// The remote: URL, credentials, extra headers, host key policy, extra CA certificates.
+    pub(crate) remote: Remote,
     /// How long a connect (TCP, TLS or SSH handshake) may take.
     pub(crate) connect_timeout: Duration,
     /// How long a read may wait for data.
@@ -62,20 +53,10 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(
-        url: RemoteUrl,
-        auth: Auth,
-        headers: Vec<HttpHeader>,
-        host_key_check: HostKeyCheck,
-        ca_certificates: Arc<[ureq::tls::Certificate<'static>]>,
-    ) -> Self {
+    pub(crate) fn new(remote: &Remote) -> Self {
         let (connect_timeout, read_timeout) = crate::global::timeouts();
         Self {
-            url,
-            auth,
-            headers,
-            host_key_check,
-            ca_certificates,
+            remote: remote.clone(),
             connect_timeout,
             read_timeout,
             failure: Mutex::new(None),

@@ -155,8 +155,8 @@ struct Connection {
 impl Connection {
     /// Connects, checks the host key and authenticates.
     fn open(session: &Arc<Session>) -> std::io::Result<Self> {
-        let host = session.url.host.clone();
-        let port = session.url.port.unwrap_or(DEFAULT_PORT);
+        let host = session.remote.url.host.clone();
+        let port = session.remote.url.port.unwrap_or(DEFAULT_PORT);
         let target = authority(&host, port);
         // A key that cannot be used fails before anything is sent to the server.
         let key = load_key(session)?;
@@ -244,7 +244,7 @@ impl Connection {
             tracing::debug!(target = %self.target, user = %user, "SSH authentication succeeded");
             return Ok(());
         }
-        let reason = match &session.auth {
+        let reason = match &session.remote.auth {
             Auth::SshKey { .. } => KEY_REFUSED,
             Auth::None => NO_CREDENTIALS,
             Auth::Basic { .. } => PASSWORD_OVER_SSH,
@@ -358,11 +358,11 @@ impl Client {
             return false;
         };
         let digest: [u8; 32] = Sha256::digest(&blob).into();
-        let known_hosts = match &self.session.host_key_check {
+        let known_hosts = match &self.session.remote.host_key_check {
             HostKeyCheck::AcceptAny => return true,
             HostKeyCheck::KnownHosts(known_hosts) => known_hosts,
         };
-        let url = &self.session.url;
+        let url = &self.session.remote.url;
         match known_hosts.check(&url.host, url.port, &digest) {
             Ok(()) => true,
             Err(problem) => {
@@ -399,7 +399,7 @@ fn load_key(session: &Session) -> std::io::Result<Option<Arc<PrivateKey>>> {
         private_key,
         passphrase,
         ..
-    } = &session.auth
+    } = &session.remote.auth
     else {
         return Ok(None);
     };
@@ -425,11 +425,12 @@ fn rsa_hash(announced: Result<Option<Option<HashAlg>>, russh::Error>) -> Option<
 
 /// The user to log in as: the URL's, the credentials', or `git`.
 fn user_name(session: &Session) -> String {
-    let configured = match &session.auth {
+    let configured = match &session.remote.auth {
         Auth::SshKey { username, .. } => username.as_deref(),
         _ => None,
     };
     session
+        .remote
         .url
         .username
         .as_deref()
