@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::text::Position;
-use crate::updater::scan::ObjectId;
+use crate::object::ObjectId;
 
 /// How serious a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -2,7 +2,7 @@
 //! [`Diagnostic`]s in the outcome.
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::updater::source::dir::WalkError;
+use crate::walk::WalkError;
 
 /// Why a run stopped before writing anything.
 #[derive(Debug, thiserror::Error)]

@@ -100,7 +100,7 @@ impl MessageConfig {
 mod tests {
     use super::*;
     use crate::updater::report::{Change as ReportChange, ObjectChanges};
-    use crate::updater::scan::ObjectId as ReportObject;
+    use crate::object::ObjectId as ReportObject;
 
     fn report() -> Report {
         let mut r = Report::default();

@@ -26,7 +26,6 @@ use crate::error::Error;
 use crate::operation::{self, Input, Mode, Outcome, Outputs, UpdateConfig};
 use crate::policies::selector::Selector;
 use crate::updater::report::Format;
-use crate::updater::scan::ObjectId;
 
 /// The inputs `image-update action` reads, as `action.yml` declares them.
 pub const INPUTS: &[&str] = &[
@@ -565,7 +564,7 @@ pub fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
                 md,
                 "| {} | {} | {} | {} | {} |",
                 code(&relative(workspace, &c.display)),
-                markdown_text(&describe_object(&c.object)),
+                markdown_text(&c.object.describe()),
                 code(old),
                 code(&c.new_value),
                 code(&c.setter)
@@ -594,23 +593,6 @@ pub fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
         md.push('\n');
     }
     md
-}
-
-/// `Kind namespace/name` (`Kind name` without a namespace); `-` for a file
-/// that is no Kubernetes object (a Helm values file).
-fn describe_object(o: &ObjectId) -> String {
-    let name = match (o.namespace.is_empty(), o.name.is_empty()) {
-        (_, true) => String::new(),
-        (true, false) => o.name.clone(),
-        (false, false) => format!("{}/{}", o.namespace, o.name),
-    };
-    let text = format!("{} {name}", o.kind);
-    let text = text.trim();
-    if text.is_empty() {
-        "-".to_owned()
-    } else {
-        text.to_owned()
-    }
 }
 
 /// The diagnostic's message with its causes, and its hint on a line of its

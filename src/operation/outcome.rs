@@ -9,8 +9,8 @@ use crate::reflector::Resolved;
 use crate::text::Position;
 use crate::updater::report::Report;
 use crate::updater::rewrite::Edit;
-use crate::updater::scan::ObjectId;
-use crate::updater::source::dir::Skipped;
+use crate::object::ObjectId;
+use crate::walk::Skipped;
 use crate::updater::tree::FileUpdate;
 
 /// One changed field.

@@ -10,7 +10,7 @@ use crate::input::{FILE_KNOB, SizeLimit, read_capped};
 use crate::policies::image_policy::{Role, read_supplied, role};
 use crate::policies::{ConflictError, PolicyDocument, PolicyTable};
 use crate::reflector::{self, Definition, Resolved};
-use crate::updater::source::dir::{open_regular, walk};
+use crate::walk::{open_regular, walk};
 use crate::yaml;
 
 /// The policies of a run.

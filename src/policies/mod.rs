@@ -50,7 +50,7 @@ impl PolicyDocument {
         )
     }
 }
-use crate::updater::scan::marker::{Field, Setter};
+use crate::setter::{Field, Setter};
 
 /// `NAMESPACE:NAME`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -194,7 +194,7 @@ pub fn plan_edits(
 /// lower. Only the full-image and `:tag` setters write tags.
 fn downgrade<'a>(setter: &str, old: &'a str, new: &'a str) -> Option<(&'a str, &'a str)> {
     use crate::reflector::selection::semver::parse_tag;
-    use crate::updater::scan::marker::{Field, Setter};
+    use crate::setter::{Field, Setter};
     let tag = |value: &'a str| -> &'a str {
         match Setter::parse(setter).map(|s| s.field) {
             Some(Field::Tag) => value,

@@ -18,7 +18,7 @@ use crate::text::Position;
 use crate::updater::plan::{self, Plan, PlanError, PlanOptions, Planned};
 use crate::updater::scan::Layout;
 use crate::updater::sink;
-use crate::updater::source::dir::{self, Candidate, Skipped, WalkError};
+use crate::walk::{self as dir, Candidate, Skipped, WalkError};
 
 /// A file whose content changes.
 #[derive(Debug, Clone)]

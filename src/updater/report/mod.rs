@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::policies::{ImageRef, PolicyTable};
 use crate::text::Position;
 use crate::updater::plan::{FieldChange, Planned};
-use crate::updater::scan::ObjectId;
+use crate::object::ObjectId;
 
 /// One changed field.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

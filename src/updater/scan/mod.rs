@@ -29,6 +29,7 @@ use std::ops::Range;
 use granit_parser::{Event, Parser, ScalarStyle, Span, StructureStyle};
 
 use self::marker::Comment;
+use crate::object::ObjectId;
 
 /// How the objects of a YAML stream are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,29 +38,6 @@ pub enum Layout {
     Documents,
     /// One `ResourceList` document; its objects are the elements of `items`.
     ResourceList,
-}
-
-/// `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` of the
-/// object around a marker; `""` where absent.
-#[derive(
-    Debug,
-    Clone,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(default)]
-pub struct ObjectId {
-    #[serde(rename = "apiVersion")]
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub namespace: String,
 }
 
 /// Annotations a kpt orchestrator puts on items; empty outside ResourceLists.
