@@ -10,8 +10,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::text::Position;
 use crate::object::ObjectId;
+use crate::text::Position;
 
 /// How serious a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -52,6 +52,9 @@ pub struct Location {
     /// The document's index in its file, when it matters (kpt's
     /// `file.index`).
     pub index: Option<String>,
+    /// The file's path relative to the updated tree, when it lies in it:
+    /// how the report names it (`path` is how the user knows it).
+    pub tree_path: Option<String>,
 }
 
 impl Location {
@@ -61,6 +64,20 @@ impl Location {
             path: path.into(),
             position,
             index: None,
+            tree_path: None,
+        }
+    }
+
+    /// A location in the file of the updated tree at `tree_path`, which
+    /// the user knows as `path`.
+    pub fn in_tree(
+        tree_path: impl Into<String>,
+        path: impl Into<String>,
+        position: Option<Position>,
+    ) -> Self {
+        Self {
+            tree_path: Some(tree_path.into()),
+            ..Self::new(path, position)
         }
     }
 }

@@ -42,6 +42,7 @@ pub mod policies;
 pub mod pool;
 pub mod progress;
 pub mod reflector;
+pub mod render;
 pub mod setter;
 pub mod text;
 pub mod updater;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use image_update_template::flux::{self, Change, MessageError, ObjectId, TemplateData};
 
 use crate::automation::Automation;
-use crate::updater::report::Report;
+use crate::render::report::Report;
 
 pub use image_update_template::flux::DEFAULT_MESSAGE;
 
@@ -99,8 +99,8 @@ impl MessageConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::updater::report::{Change as ReportChange, ObjectChanges};
     use crate::object::ObjectId as ReportObject;
+    use crate::render::report::{ObjectChanges, ReportChange};
 
     fn report() -> Report {
         let mut r = Report::default();

@@ -25,7 +25,6 @@ pub struct ObjectId {
     pub namespace: String,
 }
 
-
 impl ObjectId {
     /// `Kind namespace/name` (`Kind name` without a namespace); `-` for a
     /// file that is no Kubernetes object (a Helm values file).

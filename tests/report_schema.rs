@@ -61,7 +61,7 @@ fn schema_is_valid_2020_12() {
     // The version it pins is the one the binary writes.
     assert_eq!(
         schema["properties"]["version"]["const"],
-        image_update::updater::report::REPORT_VERSION
+        image_update::render::report::REPORT_VERSION
     );
 }
 

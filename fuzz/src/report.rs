@@ -10,7 +10,7 @@
 //!   the same report.
 
 use image_update::message::MessageConfig;
-use image_update::updater::report::{Format, Report};
+use image_update::render::report::{Format, Report};
 use image_update::yaml::parse_one;
 use image_update_template::TemplateData;
 use image_update_template::flux::render_commit_message_with_limits;

@@ -25,7 +25,7 @@ use crate::diagnostic::{Diagnostic, Location, Severity};
 use crate::error::Error;
 use crate::operation::{self, Input, Mode, Outcome, Outputs, UpdateConfig};
 use crate::policies::selector::Selector;
-use crate::updater::report::Format;
+use crate::render::report::Format;
 
 /// The inputs `image-update action` reads, as `action.yml` declares them.
 pub const INPUTS: &[&str] = &[
@@ -421,7 +421,7 @@ pub fn outputs(
         ),
         (
             "changes",
-            json("changes", serde_json::to_string(&outcome.report))?,
+            json("changes", serde_json::to_string(&outcome.report()))?,
         ),
         (
             "commit-message",

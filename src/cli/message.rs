@@ -11,7 +11,7 @@ use crate::automation::Automation;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::message::MessageConfig;
-use crate::updater::report::Report;
+use crate::render::report::Report;
 
 /// Run `message`.
 ///

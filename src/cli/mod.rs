@@ -441,7 +441,7 @@ pub enum ReportFormat {
     Yaml,
 }
 
-impl From<ReportFormat> for crate::updater::report::Format {
+impl From<ReportFormat> for crate::render::report::Format {
     fn from(f: ReportFormat) -> Self {
         match f {
             ReportFormat::Json => Self::Json,

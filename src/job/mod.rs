@@ -35,7 +35,7 @@ pub use self::flux::SourceRef;
 use crate::error::Error;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
 use crate::policies::{ImageRef, PolicyKey};
-use crate::updater::report::Report;
+use crate::render::report::Report;
 use crate::updater::sink::interrupt;
 
 pub mod flux;
@@ -480,8 +480,8 @@ fn run_in(
     }
     let mut status = Status::new(JobResult::NothingToDo);
     status.observed_source_revision = Some(checked_out.to_string());
-    status.observed_policies = by_name(&outcome.report.observed_policies);
-    status.changes = Some(outcome.report.clone());
+    status.observed_policies = by_name(&outcome.observed_policies);
+    status.changes = Some(outcome.report());
     if let Some(what) = &outcome.suspended {
         eprintln!("{what} is suspended: nothing to do");
         return Ok(status);
@@ -513,7 +513,7 @@ fn run_in(
     let pushed = push_with_retry(&mut checkout, &request, &settings, &config.retry, |tree| {
         let outcome = operation::run(&again, Input::Tree(tree))?;
         let message = outcome.commit_message.clone();
-        latest = Some(outcome.report);
+        latest = Some(outcome.report());
         Ok(message)
     });
     let outcome_message = Some(message);
@@ -595,7 +595,6 @@ fn reapply_config(config: &UpdateConfig, outcome: &operation::Outcome) -> Update
     again.fetch = None;
     again.policy_files.clear();
     again.values = outcome
-        .report
         .observed_policies
         .iter()
         .filter_map(|(key, image)| {

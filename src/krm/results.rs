@@ -24,8 +24,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use crate::updater::rewrite::quote;
 use crate::object::ObjectId;
+use crate::updater::rewrite::quote;
 use crate::updater::scan::{ItemAnnotations, Style};
 
 /// How serious a result is.

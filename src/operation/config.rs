@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::automation::Automation;
 use crate::message::MessageConfig;
 use crate::policies::{ImageRef, PolicyKey, Scope, ScopeNamespace};
-use crate::updater::report::Format;
+use crate::render::report::Format;
 
 /// Everything one run needs besides its input.
 #[derive(Debug, Clone, Default)]

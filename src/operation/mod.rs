@@ -28,9 +28,9 @@ use crate::diagnostic::{Diagnostic, Location, Severity};
 use crate::error::Error;
 use crate::policies::PolicyDocument;
 use crate::reflector::{emit, may_define};
+use crate::render::report::Report;
 use crate::updater::plan;
 use crate::updater::plan::Planned;
-use crate::updater::report::Report;
 use crate::updater::scan::{ObjectInfo, Scan};
 use crate::updater::sink::dir::FileWrite;
 use crate::updater::source::resource_list::{ListLayout, parse_slice};
@@ -81,6 +81,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
             if config.fetch.is_some() {
                 documents.extend(policies::tree_definitions(
                     path,
+                    &config.update_path,
                     config.max_file_size,
                     &mut early,
                 )?);
@@ -115,7 +116,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
                 ),
         );
     }
-    let mut report = Report::new(&gathered.table);
+    outcome.observed_policies = observed(&gathered.table);
     if let Some(automation) = config.suspended() {
         let what = automation.describe();
         outcome.diagnostics.push(Diagnostic::note(format!(
@@ -125,7 +126,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     } else {
         match input {
             Input::Tree(path) => {
-                plan_tree(config, path, &gathered.table, &mut report, &mut outcome)?;
+                plan_tree(config, path, &gathered.table, &mut outcome)?;
             }
             Input::ResourceList { text, scan, .. } => {
                 check_item_paths(&config.update_path, &scan)?;
@@ -133,14 +134,14 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
                     plan::plan_edits(text, scan, &gathered.table, config.plan, |object| {
                         in_update_path(&config.update_path, object)
                     });
-                absorb_list(&planned, &mut report, &mut outcome);
+                absorb_list(&planned, &mut outcome);
                 if config.mode.writes() {
                     outcome.list_edits = planned.edits();
                 }
             }
         }
     }
-    report.sort();
+    let report = outcome.report();
     if let Some(message) = &config.message
         && !report.file_changes.is_empty()
     {
@@ -151,7 +152,6 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
         );
     }
     let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
-    outcome.report = report;
     let journal_dir = prepared.as_ref().map(|p| p.dir.as_path());
     if config.fail_on_warnings && outcome.warnings().next().is_some() {
         outcome.held_back = true;
@@ -182,7 +182,17 @@ pub fn observe(
     let documents =
         policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
     let gathered = policies::gather(config, &documents)?;
-    Ok(Report::new(&gathered.table).observed_policies)
+    Ok(observed(&gathered.table))
+}
+
+/// Every policy of `table` with a latest image, keyed `NAMESPACE:NAME`.
+fn observed(
+    table: &crate::policies::PolicyTable,
+) -> std::collections::BTreeMap<String, crate::policies::ImageRef> {
+    table
+        .observed()
+        .map(|(k, l)| (k.to_string(), l.clone()))
+        .collect()
 }
 
 fn tree_error(e: tree::TreeError) -> Error {
@@ -302,7 +312,6 @@ fn plan_tree(
     config: &UpdateConfig,
     path: &Path,
     table: &crate::policies::PolicyTable,
-    report: &mut Report,
     outcome: &mut Outcome,
 ) -> Result<(), Error> {
     let root = if config.update_path.is_empty() {
@@ -338,22 +347,20 @@ fn plan_tree(
         let display = tree_root.display(&rel);
         match file {
             FileOutcome::Skipped { position, message } => {
-                report.warn(&rel, position, &message);
-                warnings
-                    .push(Diagnostic::warning(message).at(Location::new(display, Some(position))));
+                warnings.push(Diagnostic::warning(message).at(Location::in_tree(
+                    rel,
+                    display,
+                    Some(position),
+                )));
             }
             FileOutcome::Planned {
                 planned,
                 update,
                 refused,
             } => {
-                report.add_changes(&rel, &planned);
-                for w in &planned.warnings {
-                    report.warn(&rel, w.position, &w.message);
-                }
                 warnings.extend(planned_warnings(
                     &planned,
-                    |_| Location::new(display.clone(), None),
+                    |_| Location::in_tree(rel.clone(), display.clone(), None),
                     true,
                 ));
                 for c in &planned.changes {
@@ -363,8 +370,11 @@ fn plan_tree(
                 }
                 if let Some(why) = refused {
                     let first = crate::text::Position { line: 1, column: 1 };
-                    report.warn(&rel, first, &why);
-                    warnings.push(Diagnostic::warning(why).at(Location::new(display, Some(first))));
+                    warnings.push(Diagnostic::warning(why).at(Location::in_tree(
+                        rel,
+                        display,
+                        Some(first),
+                    )));
                 }
                 outcome.files.extend(update);
             }
@@ -433,28 +443,21 @@ fn change(
 
 /// The changes and warnings of a planned ResourceList: files are the items'
 /// path annotations; there are no line numbers a user could use.
-fn absorb_list(planned: &Planned, report: &mut Report, outcome: &mut Outcome) {
+fn absorb_list(planned: &Planned, outcome: &mut Outcome) {
     let annotations = |object: Option<&ObjectInfo>| {
         let path = object
             .and_then(|o| o.annotations.path.clone())
             .unwrap_or_default();
-        let mut at = Location::new(path, None);
+        let mut at = Location::new(path.clone(), None);
+        at.tree_path = Some(path).filter(|p| !p.is_empty());
         at.index = object.and_then(|o| o.annotations.index.clone());
         at
     };
     for c in &planned.changes {
-        let object = planned.objects.get(c.object);
-        let at = annotations(object);
-        if let Some(o) = object {
-            report.add_change(&at.path, &o.id, c);
-        }
+        let at = annotations(planned.objects.get(c.object));
         outcome
             .changes
             .push(change(&at.path, &at.path, planned, c, at.index));
-    }
-    for w in &planned.warnings {
-        let at = annotations(w.object.and_then(|i| planned.objects.get(i)));
-        report.warn(&at.path, w.position, &w.message);
     }
     outcome
         .diagnostics

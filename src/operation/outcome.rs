@@ -1,17 +1,19 @@
 //! [`Outcome`]: everything one run found and did, for the front ends to
 //! render. It holds values only; it prints nothing.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::config::Mode;
 use crate::diagnostic::Diagnostic;
-use crate::reflector::Resolved;
-use crate::text::Position;
-use crate::updater::report::Report;
-use crate::updater::rewrite::Edit;
 use crate::object::ObjectId;
-use crate::walk::Skipped;
+use crate::policies::ImageRef;
+use crate::reflector::Resolved;
+use crate::render::report::Report;
+use crate::text::Position;
+use crate::updater::rewrite::Edit;
 use crate::updater::tree::FileUpdate;
+use crate::walk::Skipped;
 
 /// One changed field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,11 +78,13 @@ pub struct Outcome {
     /// Every changed field (pending ones under `DryRun`/`Check`), by file,
     /// then in document order.
     pub changes: Vec<Change>,
-    /// The ResultV2 change report.
-    pub report: Report,
     /// Warnings and notes, notes first, then warnings by location (tree),
-    /// or in the list's order (ResourceList).
+    /// or in the list's order (ResourceList). Every warning the run raised
+    /// is here, and only here: each output shows these.
     pub diagnostics: Vec<Diagnostic>,
+    /// Every policy in scope that has a latest image, keyed
+    /// `NAMESPACE:NAME`.
+    pub observed_policies: BTreeMap<String, ImageRef>,
     /// The files whose content changes (tree input).
     pub files: Vec<FileUpdate>,
     /// The edits of the ResourceList's text (ResourceList input, `Apply`).
@@ -163,6 +167,12 @@ impl Outcome {
     #[must_use]
     pub fn has_changes(&self) -> bool {
         !self.changes.is_empty()
+    }
+
+    /// The ResultV2 report of the run, a view of this outcome.
+    #[must_use]
+    pub fn report(&self) -> Report {
+        Report::of(self)
     }
 
     /// The warnings (not the notes).

@@ -12,7 +12,6 @@
 //! near miss of `$imagepolicy` (`$imagePolicy`, `imagepolicy`,
 //! `$image-policy`, `$imagepoliy`...).
 
-
 /// The key that names the policy.
 pub const MARKER_KEY: &str = "$imagepolicy";
 

@@ -1,5 +1,8 @@
-//! The change report: one model, rendered as JSON or YAML here, and as
-//! stderr lines, kpt results or GitHub outputs by the front ends.
+//! The ResultV2 change report: a view of the run's
+//! [`Outcome`](crate::operation::Outcome), built by [`Report::of`] from its
+//! changes, its warnings and the policies it observed, and rendered as JSON
+//! or YAML ([`Report::render`]). The same report is the Action's `changes`
+//! output, the Job status's `changes` and the commit message's data.
 //!
 //! # Schema (ResultV2)
 //!
@@ -30,22 +33,27 @@
 //!   entry per distinct object), changes in document order. Object fields
 //!   absent in the source are `""`.
 //! * `observedPolicies`: every policy in scope that has a latest image.
-//! * `warnings`: sorted by file, line and column. `line`/`column` are 1-based;
-//!   `column` counts characters.
+//! * `warnings`: every warning of the run (what stderr, kpt results and
+//!   annotations show), sorted by file, line and column. `file` is relative
+//!   to the update path for a file of the tree; other inputs (policy files,
+//!   an automation) are named as given. `line`/`column` are 1-based
+//!   (`column` counts characters) and left out when the warning has no
+//!   position (a whole file, a ResourceList item), `file` when it concerns
+//!   no file; `hint` says what to do, where there is something.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::policies::{ImageRef, PolicyTable};
-use crate::text::Position;
-use crate::updater::plan::{FieldChange, Planned};
+use crate::diagnostic::Diagnostic;
 use crate::object::ObjectId;
+use crate::operation::Outcome;
+use crate::policies::ImageRef;
 
-/// One changed field.
+/// One changed field, as the report writes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Change {
+pub struct ReportChange {
     pub old_value: String,
     pub new_value: String,
     pub setter: String,
@@ -58,16 +66,40 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectChanges {
     pub object: ObjectId,
-    pub changes: Vec<Change>,
+    pub changes: Vec<ReportChange>,
 }
 
-/// A warning with its place.
+/// A warning with its place, when it has one.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ReportWarning {
-    pub file: String,
-    pub line: usize,
-    pub column: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
     pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl ReportWarning {
+    /// The report's entry for a warning: the file as the report names it
+    /// (its path in the tree, else as given), its position, its message with
+    /// causes, its hint.
+    #[must_use]
+    pub fn of(d: &Diagnostic) -> Self {
+        let at = d.location.as_ref();
+        Self {
+            file: at
+                .map(|at| at.tree_path.clone().unwrap_or_else(|| at.path.clone()))
+                .filter(|f| !f.is_empty()),
+            line: at.and_then(|at| at.position).map(|p| p.line),
+            column: at.and_then(|at| at.position).map(|p| p.column),
+            message: d.full_message(),
+            hint: d.hint.clone(),
+        }
+    }
 }
 
 /// The report format written in [`Report::version`].
@@ -105,81 +137,40 @@ pub enum Format {
 }
 
 impl Report {
-    /// A report that observes every policy with a latest image in `table`.
+    /// The report of a run: its changes by file (in path order) and object
+    /// (in order of first appearance; an object seen twice in one file is
+    /// merged, as Flux does), the policies it observed, and its warnings,
+    /// sorted.
     #[must_use]
-    pub fn new(table: &PolicyTable) -> Self {
-        Self {
-            observed_policies: table
-                .observed()
-                .map(|(k, l)| (k.to_string(), l.clone()))
-                .collect(),
+    pub fn of(outcome: &Outcome) -> Self {
+        let mut report = Self {
+            observed_policies: outcome.observed_policies.clone(),
             ..Self::default()
-        }
-    }
-
-    /// Add the changes of one file's plan (not its warnings: those are
-    /// diagnostics, added with [`Report::warn`]).
-    pub fn add_changes(&mut self, file: &str, plan: &Planned) {
-        for change in &plan.changes {
-            if let Some(object) = plan.objects.get(change.object) {
-                self.add_change(file, &object.id, change);
-            }
-        }
-    }
-
-    /// Add one change of `object` in `file`: objects are listed in order of
-    /// first appearance, an object seen twice in one file is merged.
-    pub fn add_change(&mut self, file: &str, object: &ObjectId, change: &FieldChange) {
-        let objects = self.file_changes.entry(file.to_owned()).or_default();
-        let index = match objects.iter().position(|o| &o.object == object) {
-            Some(i) => i,
-            None => {
-                objects.push(ObjectChanges {
-                    object: object.clone(),
-                    changes: Vec::new(),
-                });
-                objects.len() - 1
-            }
         };
-        objects[index].changes.push(Change {
-            old_value: change.old_value.clone(),
-            new_value: change.new_value.clone(),
-            setter: change.setter.clone(),
-            line: change.position.line,
-            column: change.position.column,
-            field_path: change.field_path.clone(),
-        });
-    }
-
-    /// Add one warning.
-    pub fn warn(&mut self, file: &str, position: Position, message: &str) {
-        self.warnings.push(ReportWarning {
-            file: file.to_owned(),
-            line: position.line,
-            column: position.column,
-            message: message.to_owned(),
-        });
-    }
-
-    /// Put warnings in file, line, column order.
-    pub fn sort(&mut self) {
-        self.warnings.sort();
-    }
-
-    /// Number of changed fields.
-    #[must_use]
-    pub fn change_count(&self) -> usize {
-        self.file_changes
-            .values()
-            .flatten()
-            .map(|o| o.changes.len())
-            .sum()
-    }
-
-    /// Number of distinct objects changed (counted per file).
-    #[must_use]
-    pub fn object_count(&self) -> usize {
-        self.file_changes.values().map(Vec::len).sum()
+        for c in &outcome.changes {
+            let objects = report.file_changes.entry(c.file.clone()).or_default();
+            let index = match objects.iter().position(|o| o.object == c.object) {
+                Some(i) => i,
+                None => {
+                    objects.push(ObjectChanges {
+                        object: c.object.clone(),
+                        changes: Vec::new(),
+                    });
+                    objects.len() - 1
+                }
+            };
+            objects[index].changes.push(ReportChange {
+                old_value: c.old_value.clone(),
+                new_value: c.new_value.clone(),
+                setter: c.setter.clone(),
+                line: c.position.line,
+                column: c.position.column,
+                field_path: c.field_path.clone(),
+            });
+        }
+        report.warnings = outcome.warnings().map(ReportWarning::of).collect();
+        report.warnings.sort();
+        report
     }
 
     /// Render as JSON (pretty, newline-terminated) or YAML.
