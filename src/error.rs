@@ -104,3 +104,35 @@ impl Error {
         matches!(self, Error::Usage(_))
     }
 }
+
+/// One thing to tell about an error that stopped a run, in the order
+/// [`Error::parts`] gives them: every front end shows these, each in its
+/// own form (stderr lines, `::error` annotations, kpt error results).
+#[derive(Debug, Clone, Copy)]
+pub enum Part<'a> {
+    /// A sentence about all the located problems that follow.
+    Summary(&'a str),
+    /// One problem with its location (an input error).
+    Located(&'a Diagnostic),
+    /// The error itself, with its chain of causes.
+    Failure(&'a Error),
+}
+
+impl Error {
+    /// What to tell about this error: for an input error its summary (if
+    /// any) and each located problem; for any other, the error itself.
+    #[must_use]
+    pub fn parts(&self) -> Vec<Part<'_>> {
+        match self {
+            Error::Invalid {
+                summary,
+                diagnostics,
+            } => (!summary.is_empty())
+                .then_some(Part::Summary(summary.as_str()))
+                .into_iter()
+                .chain(diagnostics.0.iter().map(Part::Located))
+                .collect(),
+            other => vec![Part::Failure(other)],
+        }
+    }
+}

@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -19,14 +20,14 @@ use crate::error::Error;
 use crate::input::SizeLimit;
 use crate::job::flux::{self, GitRepository, SecretObject, Secrets};
 use crate::job::{
-    EXIT_CONFIGURATION, JobConfig, JobError, JobResult, PushSettings, SourceRef, Status,
+    EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, SourceRef,
+    Status,
 };
+use crate::render::{self, terminal};
 use crate::operation::{Mode, UpdateConfig};
 
 /// Where Kubernetes reads a container's termination message.
 const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
-/// The most bytes Kubernetes keeps of a termination message.
-const TERMINATION_LOG_LIMIT: usize = 4096;
 
 /// `job --help`, after the options.
 pub const AFTER_HELP: &str = "\
@@ -288,8 +289,9 @@ pub enum SigningKeyType {
 /// Only stdout that cannot be written; every other failure is in the
 /// status, on stderr, and in the exit status.
 pub fn run(args: &JobArgs) -> Result<Exit, Error> {
+    let observer: Arc<dyn Observer> = Arc::new(Progress);
     let result = match config(args) {
-        Ok(config) => crate::job::run(&config).map_err(Failure::Job),
+        Ok(config) => crate::job::run(&config, &observer).map_err(Failure::Job),
         Err(e) => Err(Failure::Config(e)),
     };
     let (status, code) = match &result {
@@ -302,9 +304,8 @@ pub fn run(args: &JobArgs) -> Result<Exit, Error> {
             (status.clone(), code)
         }
         Err(Failure::Job(e)) => {
-            super::print_error(&Error::Other(Box::new(Shown(crate::diagnostic::one_line(
-                e,
-            )))));
+            let paint = super::stderr_paint(super::ColorChoice::from_args());
+            let _ = std::io::stderr().write_all(terminal::error_line(e, paint).as_bytes());
             (Status::failed(e), e.exit_code())
         }
         Err(Failure::Config(e)) => {
@@ -316,9 +317,8 @@ pub fn run(args: &JobArgs) -> Result<Exit, Error> {
         }
     };
     write_termination_log(args.termination_log.as_deref(), &status);
-    let mut text = serde_json::to_string_pretty(&status)
+    let text = render::status::json(&status)
         .map_err(|e| Error::Internal(format!("cannot serialise the status: {e}")))?;
-    text.push('\n');
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
@@ -334,23 +334,24 @@ enum Failure {
     Job(JobError),
 }
 
-/// An error already rendered with its causes on one line, for
-/// `print_error`.
-#[derive(Debug)]
-struct Shown(String);
+/// The Job's progress on stderr.
+struct Progress;
 
-impl std::fmt::Display for Shown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl Observer for Progress {
+    fn event(&self, event: &Event<'_>) {
+        let paint = super::stderr_paint(super::ColorChoice::from_args());
+        let _ = std::io::stderr().write_all(terminal::job_event(event, paint).as_bytes());
+    }
+
+    fn interrupted(&self, signal: i32) {
+        let _ = std::io::stderr().write_all(terminal::job_interrupted(signal).as_bytes());
+        std::process::exit(128 + signal);
     }
 }
 
-impl std::error::Error for Shown {}
-
-/// The status, compact, in at most 4 KiB: whole when it fits, else
-/// without the change report, else without the observed policies and the
-/// message, else only the result and the error's kind. Best effort: the
-/// file must exist (Kubernetes creates it) or be named; errors are ignored.
+/// Write the termination message ([`render::status::termination_message`]).
+/// Best effort: the file must exist (Kubernetes creates it) or be named;
+/// errors are ignored.
 fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
     let path = match path {
         Some(path) => path.to_owned(),
@@ -359,28 +360,7 @@ fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
         }
         None => return,
     };
-    let mut brief = status.clone();
-    let mut text = serde_json::to_string(&brief).unwrap_or_default();
-    if text.len() > TERMINATION_LOG_LIMIT {
-        brief.changes = None;
-        text = serde_json::to_string(&brief).unwrap_or_default();
-    }
-    if text.len() > TERMINATION_LOG_LIMIT {
-        brief.observed_policies.clear();
-        brief.commit_message = None;
-        text = serde_json::to_string(&brief).unwrap_or_default();
-    }
-    if text.len() > TERMINATION_LOG_LIMIT {
-        if let Some(error) = &mut brief.error {
-            let mut end = error.message.len().min(1024);
-            while !error.message.is_char_boundary(end) {
-                end -= 1;
-            }
-            error.message.truncate(end);
-        }
-        text = serde_json::to_string(&brief).unwrap_or_default();
-    }
-    let _ = fs_err::write(path, text);
+    let _ = fs_err::write(path, render::status::termination_message(status));
 }
 
 /// The run's settings from the flags and the environment.

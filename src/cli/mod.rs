@@ -35,6 +35,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
 use crate::input::SizeLimit;
+use crate::render::terminal::Paint;
 
 /// The version `--version` prints: the package version, plus the git
 /// commit and its date when built from a checkout (see `build.rs`), e.g.
@@ -523,110 +524,16 @@ pub fn error_code(error: &Error) -> u8 {
     1
 }
 
-/// ANSI colours for stderr, or none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Paint(pub bool);
-
-impl Paint {
-    /// Colour for stderr as `choice` says.
-    #[must_use]
-    pub fn stderr(choice: ColorChoice) -> Self {
-        use std::io::IsTerminal;
-        Self(choice.enabled(std::io::stderr().is_terminal()))
-    }
-
-    fn wrap(self, code: &str, text: &str) -> String {
-        if self.0 {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
-    }
-
-    /// `error`, `warning` or `note`, coloured.
-    #[must_use]
-    pub fn severity(self, severity: crate::diagnostic::Severity) -> String {
-        use crate::diagnostic::Severity;
-        let code = match severity {
-            Severity::Error => "1;31",
-            Severity::Warning => "1;33",
-            Severity::Note => "1;36",
-        };
-        self.wrap(code, severity.as_str())
-    }
-
-    /// A new value, coloured.
-    #[must_use]
-    pub fn added(self, text: &str) -> String {
-        self.wrap("32", text)
-    }
-
-    /// A removed value or diff line, coloured.
-    #[must_use]
-    pub fn removed(self, text: &str) -> String {
-        self.wrap("31", text)
-    }
-
-    /// A hint or diff hunk header, coloured.
-    #[must_use]
-    pub fn aside(self, text: &str) -> String {
-        self.wrap("36", text)
-    }
-}
-
-/// One diagnostic as stderr lines: `path:line:col: severity: message`,
-/// then `  hint: ...` when it has one.
+/// ANSI colours for stderr as `choice` says.
 #[must_use]
-pub fn render_diagnostic(d: &crate::diagnostic::Diagnostic, paint: Paint) -> String {
-    let mut out = String::new();
-    if let Some(location) = &d.location {
-        out.push_str(&format!("{location}: "));
-    }
-    out.push_str(&format!(
-        "{}: {}\n",
-        paint.severity(d.severity),
-        d.full_message()
-    ));
-    if let Some(hint) = &d.hint {
-        out.push_str(&format!("  {}: {hint}\n", paint.aside("hint")));
-    }
-    out
+pub fn stderr_paint(choice: ColorChoice) -> Paint {
+    use std::io::IsTerminal;
+    Paint(choice.enabled(std::io::stderr().is_terminal()))
 }
 
-/// Print `error` on stderr: located diagnostics as `path:line:col: error:
-/// message`, each with its hint; anything else as `error: message` followed
-/// by one `caused by:` line per cause.
+/// Print `error` on stderr ([`crate::render::terminal::error`]), in one
+/// write, so that lines of concurrent processes do not interleave.
 pub fn print_error(error: &Error) {
-    let paint = Paint::stderr(ColorChoice::from_args());
-    let label = paint.severity(crate::diagnostic::Severity::Error);
-    let mut out = String::new();
-    match error {
-        Error::Invalid {
-            summary,
-            diagnostics,
-        } => {
-            if !summary.is_empty() {
-                out.push_str(&format!("{label}: {summary}\n"));
-            }
-            for d in &diagnostics.0 {
-                out.push_str(&render_diagnostic(d, paint));
-            }
-        }
-        other => {
-            let mut last = other.to_string();
-            out.push_str(&format!("{label}: {last}\n"));
-            let mut next = std::error::Error::source(other);
-            while let Some(cause) = next {
-                let text = cause.to_string();
-                // A message that already quotes its cause adds no line.
-                if !last.ends_with(&text) {
-                    out.push_str(&format!("  caused by: {text}\n"));
-                }
-                last = text;
-                next = cause.source();
-            }
-        }
-    }
-    // One write, so that lines of concurrent processes do not interleave.
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), out.as_bytes());
+    let text = crate::render::terminal::error(error, stderr_paint(ColorChoice::from_args()));
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
 }

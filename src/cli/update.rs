@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{Exit, PolicySourceArgs, RegistryArgs, UpdateArgs};
 use crate::automation::{self, Automation};
-use crate::diagnostic::{Diagnostic, Location, Severity};
+use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::operation::config::Observer;
 use crate::operation::{
@@ -16,6 +16,7 @@ use crate::operation::{
 use crate::policies::selector::Selector;
 use crate::policies::{ImageRef, PolicyKey};
 use crate::progress::{MonotonicClock, ProgressRenderer, Style};
+use crate::render::terminal::{self, Lines, Paint};
 
 /// Run `update`.
 ///
@@ -37,16 +38,16 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
         }
         None => operation::run(&config, Input::Tree(&args.path))?,
     };
-    let printer = Printer {
+    let lines = Lines {
         quiet: args.quiet,
         verbose: args.verbose,
         check: config.mode == Mode::Check,
-        paint: super::Paint::stderr(args.color),
+        paint: super::stderr_paint(args.color),
     };
-    printer.before(&outcome);
+    let _ = std::io::stderr().write_all(lines.before(&outcome).as_bytes());
     if args.diff {
         use std::io::IsTerminal;
-        let paint = super::Paint(args.color.enabled(std::io::stdout().is_terminal()));
+        let paint = Paint(args.color.enabled(std::io::stdout().is_terminal()));
         print_diffs(&outcome, paint).map_err(|source| Error::Stdout {
             what: "the diff",
             source,
@@ -61,7 +62,9 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
                 source,
             })?;
     }
-    printer.summary(&outcome);
+    if let Some(line) = lines.summary(&outcome) {
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }
     if outcome.held_back {
         return Ok(Exit::Failed);
     }
@@ -234,151 +237,16 @@ pub fn read_automation(file: &Path, limit: crate::input::SizeLimit) -> Result<Au
 /// stderr lines use when the tree lies below the current directory (so
 /// `git apply` works from where the command ran), else paths relative to
 /// the tree.
-fn print_diffs(outcome: &Outcome, paint: super::Paint) -> std::io::Result<()> {
+fn print_diffs(outcome: &Outcome, paint: Paint) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     for u in &outcome.files {
-        let old = u.old_text.as_deref().unwrap_or("");
-        // Relative to the current directory when the tree lies below it (as
-        // on stderr); else relative to the tree (apply it from there).
         let shown = outcome.display(&u.rel);
-        let path = if std::path::Path::new(&shown).is_relative() {
+        let path = if Path::new(&shown).is_relative() {
             shown
         } else {
             u.rel.clone()
         };
-        let diff = similar::TextDiff::from_lines(old, &u.new_text);
-        let text = diff
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{path}"), &format!("b/{path}"))
-            .to_string();
-        if paint.0 {
-            for line in text.split_inclusive('\n') {
-                let (body, eol) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
-                let painted = if line.starts_with("+++") || line.starts_with("---") {
-                    body.to_owned()
-                } else if line.starts_with('+') {
-                    paint.added(body)
-                } else if line.starts_with('-') {
-                    paint.removed(body)
-                } else if line.starts_with("@@") {
-                    paint.aside(body)
-                } else {
-                    body.to_owned()
-                };
-                write!(out, "{painted}{eol}")?;
-            }
-        } else {
-            out.write_all(text.as_bytes())?;
-        }
+        out.write_all(terminal::diff(u, &path, paint).as_bytes())?;
     }
     out.flush()
-}
-
-/// Human-readable lines on stderr.
-struct Printer {
-    quiet: bool,
-    verbose: bool,
-    /// `--check`: the pending changes are printed even with `-q`, so that a
-    /// CI log says why it failed.
-    check: bool,
-    paint: super::Paint,
-}
-
-impl Printer {
-    /// Everything before the diff: what was fetched, notes, skipped files
-    /// (`-v`), one line per change, one per warning.
-    fn before(&self, outcome: &Outcome) {
-        let mut out = String::new();
-        if !self.quiet {
-            for r in &outcome.fetched {
-                out.push_str(&format!("fetched {}\n", r.summary()));
-            }
-            for d in outcome
-                .diagnostics
-                .iter()
-                .filter(|d| d.severity == Severity::Note)
-            {
-                out.push_str(&super::render_diagnostic(d, self.paint));
-            }
-        }
-        if self.verbose {
-            for s in &outcome.stats.skipped {
-                out.push_str(&format!(
-                    "{}: skipped: {}\n",
-                    outcome.display(&s.rel),
-                    s.reason
-                ));
-            }
-        }
-        if !self.quiet || self.check {
-            let mut start = 0;
-            while start < outcome.changes.len() {
-                let file = &outcome.changes[start].display;
-                let end = outcome.changes[start..]
-                    .iter()
-                    .position(|c| &c.display != file)
-                    .map_or(outcome.changes.len(), |n| start + n);
-                let mut changes: Vec<_> = outcome.changes[start..end].iter().collect();
-                changes.sort_by_key(|c| c.position);
-                for c in changes {
-                    let old = c.shown_old_value();
-                    out.push_str(&format!(
-                        "{}:{}:{}: {old} -> {} ({})\n",
-                        c.display,
-                        c.position.line,
-                        c.position.column,
-                        self.paint.added(&c.new_value),
-                        c.setter
-                    ));
-                }
-                start = end;
-            }
-        }
-        for d in outcome.warnings() {
-            out.push_str(&super::render_diagnostic(d, self.paint));
-        }
-        let _ = std::io::stderr().write_all(out.as_bytes());
-    }
-
-    fn summary(&self, outcome: &Outcome) {
-        if self.quiet && !outcome.held_back {
-            return;
-        }
-        let plural =
-            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let fields = outcome.changes.len();
-        let warnings = outcome.warnings().count();
-        let mut line = if fields == 0 {
-            "no changes".to_owned()
-        } else {
-            format!(
-                "{} {} in {}",
-                if outcome.mode.writes() {
-                    "updated"
-                } else {
-                    "would update"
-                },
-                plural(fields, "field", "fields"),
-                plural(outcome.files.len(), "file", "files")
-            )
-        };
-        if warnings > 0 {
-            line.push_str(&format!(" ({})", plural(warnings, "warning", "warnings")));
-        }
-        if self.verbose {
-            line.push_str(&format!(
-                "; {} read, {} with markers",
-                plural(outcome.stats.files_read, "file", "files"),
-                outcome.stats.files_screened
-            ));
-        }
-        if outcome.held_back {
-            line = format!(
-                "{}: {line}; nothing was written (--fail-on-warnings)",
-                self.paint.severity(Severity::Error)
-            );
-        }
-        let _ = writeln!(std::io::stderr(), "{line}");
-    }
 }

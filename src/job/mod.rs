@@ -11,13 +11,13 @@
 //!           ──> Status
 //! ```
 //!
-//! A front end (`image-update job`, [`crate::cli::job`]) builds the
-//! [`JobConfig`] from flags and the environment, validating everything
-//! once; [`run`] does the work, tells what it does on stderr, and returns
-//! the [`Status`] (or a [`JobError`] that knows its exit status). The work
-//! tree is a temporary directory removed when the run ends, however it
-//! ends: on success, on error, and on SIGTERM, SIGINT or SIGHUP (see
-//! [`SignalWatch`]).
+//! A front end (`image-update job`, `cli::job`) builds the [`JobConfig`]
+//! from flags and the environment, validating everything once; [`run`] does
+//! the work, tells an [`Observer`] what it does (it prints nothing itself),
+//! and returns the [`Status`] (or a [`JobError`] that knows its exit
+//! status). The work tree is a temporary directory removed when the run
+//! ends, however it ends: on success, on error, and on SIGTERM, SIGINT or
+//! SIGHUP (see [`SignalWatch`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,7 @@ use serde::Serialize;
 
 pub use self::flux::SourceRef;
 
+use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
 use crate::policies::{ImageRef, PolicyKey};
@@ -291,12 +292,59 @@ impl JobError {
     }
 }
 
-/// Run the Job: clone, update, commit, push. Progress goes to stderr; the
-/// status is returned for the front end to print.
+/// What the Job tells while it runs, for the front end to show.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// The short-circuit could not skip the run, for this reason.
+    Running { reason: &'a str },
+    /// Nothing changed since the last run: nothing was cloned.
+    Skipped,
+    /// The repository was cloned at this revision (`BRANCH@sha1:HEX`).
+    Cloned { url: &'a str, revision: &'a str },
+    /// The update raised a warning.
+    Warning(&'a Diagnostic),
+    /// The automation is suspended.
+    Suspended { what: &'a str },
+    /// No marked field needs a change.
+    NothingToChange,
+    /// The update changed fields back to what the tree already held.
+    TreeUnchanged,
+    /// A commit was pushed.
+    Pushed {
+        commit: &'a str,
+        branch: &'a str,
+        attempts: u32,
+    },
+    /// After a lost race, the other writer's tip needs no change.
+    RaceLeftNothing { tip: &'a str },
+    /// The state file could not be written (the run itself succeeded).
+    StateNotWritten {
+        path: &'a Path,
+        error: &'a std::io::Error,
+    },
+}
+
+/// Told what the Job does; the Job itself prints nothing and never ends the
+/// process.
+pub trait Observer: Send + Sync {
+    /// Something happened.
+    fn event(&self, event: &Event<'_>);
+
+    /// SIGTERM, SIGINT or SIGHUP arrived while the work tree existed, and
+    /// the work tree was removed. A clone or push in progress cannot be
+    /// cancelled (libgit2 has no cancellation that reaches a blocked
+    /// network read), so the observer is expected to end the process, with
+    /// 128 + `signal` as a shell reports a process killed by it; if it
+    /// returns, the run ends when its current step fails or finishes.
+    fn interrupted(&self, signal: i32);
+}
+
+/// Run the Job: clone, update, commit, push, telling `observer` what it
+/// does. The status is returned for the front end to print.
 ///
 /// # Errors
 /// See [`JobError`]; the work tree is removed in every case.
-pub fn run(config: &JobConfig) -> Result<Status, JobError> {
+pub fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<Status, JobError> {
     let remote = Remote::new(&config.url, config.remote.clone())
         .map_err(JobError::git("checking the URL"))?;
     let reference = match &config.reference {
@@ -307,9 +355,12 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
     if let Some(path) = &config.state_file {
         let (check, seen) = short_circuit(config, &remote, &reference, path)?;
         match check {
-            Ok(skipped) => return Ok(skipped),
+            Ok(skipped) => {
+                observer.event(&Event::Skipped);
+                return Ok(skipped);
+            }
             Err(reason) => {
-                eprintln!("running: {reason}");
+                observer.event(&Event::Running { reason: &reason });
                 before = Some((path, seen, reason));
             }
         }
@@ -328,8 +379,14 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
             parent: parent.clone(),
             source,
         })?;
-    let watch = SignalWatch::start(temp.path().to_owned());
-    let result = run_in(config, remote, reference, &temp.path().join("repo"));
+    let watch = SignalWatch::start(temp.path().to_owned(), Arc::clone(observer));
+    let result = run_in(
+        config,
+        remote,
+        reference,
+        &temp.path().join("repo"),
+        observer.as_ref(),
+    );
     if let Err(e) = temp.close() {
         tracing::warn!("cannot remove the work tree: {e}");
     }
@@ -342,7 +399,7 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
     let mut status = result?;
     if let Some((path, seen, reason)) = before {
         status.short_circuit = Some(reason);
-        remember(config, path, seen, &status);
+        remember(config, path, seen, &status, observer.as_ref());
     }
     Ok(status)
 }
@@ -395,7 +452,6 @@ fn short_circuit(
     if let Some(reason) = why_not {
         return Ok((Err(reason.to_owned()), seen));
     }
-    eprintln!("nothing changed since the last run: skipped");
     let mut status = Status::new(JobResult::Skipped);
     status.observed_policies = by_name(&last.observed_policies);
     status.observed_source_revision = last.observed_source_revision;
@@ -408,7 +464,13 @@ fn short_circuit(
 /// Writes the state after a successful run: what it saw, with the heads
 /// its push moved. A run that lost a race and then found nothing to do
 /// leaves no state (the heads it ended on are not the ones it saw).
-fn remember(config: &JobConfig, path: &Path, mut seen: state::State, status: &Status) {
+fn remember(
+    config: &JobConfig,
+    path: &Path,
+    mut seen: state::State,
+    status: &Status,
+    observer: &dyn Observer,
+) {
     if status.result == JobResult::NothingToDo && status.attempts > 0 {
         return;
     }
@@ -437,11 +499,11 @@ fn remember(config: &JobConfig, path: &Path, mut seen: state::State, status: &St
         .as_ref()
         .map(|report| report.observed_policies.clone())
         .unwrap_or_default();
-    if let Err(e) = state::write(path, &seen) {
-        eprintln!(
-            "image-update: warning: cannot write the state file {}: {e}",
-            path.display()
-        );
+    if let Err(error) = state::write(path, &seen) {
+        observer.event(&Event::StateNotWritten {
+            path,
+            error: &error,
+        });
     }
 }
 
@@ -450,6 +512,7 @@ fn run_in(
     remote: Remote,
     reference: CheckoutRef,
     dir: &Path,
+    observer: &dyn Observer,
 ) -> Result<Status, JobError> {
     let url = remote.url().to_owned();
     let mut checkout = Checkout::clone(
@@ -462,7 +525,10 @@ fn run_in(
     )
     .map_err(JobError::git("cloning"))?;
     let checked_out = checkout.observed_source_revision();
-    eprintln!("cloned {url} at {checked_out}");
+    observer.event(&Event::Cloned {
+        url: &url,
+        revision: &checked_out.to_string(),
+    });
     if let Some(branch) = &config.push.branch
         && checkout.checkout_branch() != Some(branch.as_str())
     {
@@ -473,21 +539,18 @@ fn run_in(
     let outcome = operation::run(&config.update, Input::Tree(checkout.work_dir()))
         .map_err(JobError::Update)?;
     for warning in outcome.warnings() {
-        eprint!(
-            "{}",
-            crate::cli::render_diagnostic(warning, crate::cli::Paint(false))
-        );
+        observer.event(&Event::Warning(warning));
     }
     let mut status = Status::new(JobResult::NothingToDo);
     status.observed_source_revision = Some(checked_out.to_string());
     status.observed_policies = by_name(&outcome.observed_policies);
     status.changes = Some(outcome.report());
     if let Some(what) = &outcome.suspended {
-        eprintln!("{what} is suspended: nothing to do");
+        observer.event(&Event::Suspended { what });
         return Ok(status);
     }
     let Some(message) = outcome.commit_message.clone() else {
-        eprintln!("no marked field needs a change: nothing to do");
+        observer.event(&Event::NothingToChange);
         return Ok(status);
     };
     let settings = CommitSettings {
@@ -500,7 +563,7 @@ fn run_in(
         .map_err(JobError::git("committing"))?
         .is_none()
     {
-        eprintln!("the update left the tree as it was: nothing to do");
+        observer.event(&Event::TreeUnchanged);
         return Ok(status);
     }
     let request = PushRequest {
@@ -520,7 +583,11 @@ fn run_in(
     match pushed {
         Ok(PushOutcome::Pushed { commit, attempts }) => {
             let branch = checkout.branch().unwrap_or_default().to_owned();
-            eprintln!("pushed {commit} to {branch} ({attempts} attempt(s))");
+            observer.event(&Event::Pushed {
+                commit: &commit.to_string(),
+                branch: &branch,
+                attempts,
+            });
             status.result = JobResult::Pushed;
             status.attempts = attempts;
             status.last_push_commit = Some(commit.to_string());
@@ -541,7 +608,9 @@ fn run_in(
         }
         Ok(PushOutcome::NothingToCommit) => Ok(status),
         Ok(PushOutcome::NothingToDo { tip, attempts }) => {
-            eprintln!("after a lost race, the new tip {tip} needs no change: nothing to do");
+            observer.event(&Event::RaceLeftNothing {
+                tip: &tip.to_string(),
+            });
             status.attempts = attempts;
             status.changes = latest;
             Ok(status)
@@ -637,19 +706,20 @@ fn now_rfc3339() -> String {
 }
 
 /// Watches for SIGTERM, SIGINT and SIGHUP while the work tree exists
-/// (they are deferred by `updater::sink::interrupt::guard`): on one, removes the work
-/// tree and ends the process with 128 + the signal, as a shell reports a
-/// process killed by it. A clone or push in progress is abandoned: libgit2
-/// offers no cancellation that reaches a blocked network read.
+/// (they are deferred by `updater::sink::interrupt::guard`): on one, removes
+/// the work tree and tells the observer, which ends the process
+/// ([`Observer::interrupted`]). A clone or push in progress is abandoned:
+/// libgit2 offers no cancellation that reaches a blocked network read.
 pub struct SignalWatch {
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl SignalWatch {
-    /// Watch until dropped; on a signal, remove `work_tree` and exit.
+    /// Watch until dropped; on a signal, remove `work_tree` and tell
+    /// `observer`.
     #[must_use]
-    pub fn start(work_tree: PathBuf) -> Self {
+    pub fn start(work_tree: PathBuf, observer: Arc<dyn Observer>) -> Self {
         let done = Arc::new(AtomicBool::new(false));
         let watching = Arc::clone(&done);
         let thread = std::thread::Builder::new()
@@ -665,11 +735,8 @@ impl SignalWatch {
                             }
                             std::thread::sleep(std::time::Duration::from_millis(20));
                         }
-                        eprintln!(
-                            "image-update: interrupted by {}; the work tree was removed",
-                            interrupt::name(signal)
-                        );
-                        std::process::exit(128 + signal);
+                        observer.interrupted(signal);
+                        return;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }

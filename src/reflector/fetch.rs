@@ -42,20 +42,6 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// `ns:name: 57 tags listed, chose 1.4.2`.
-    #[must_use]
-    pub fn summary(&self) -> String {
-        let s = &self.selection;
-        format!(
-            "{}: {} tag{} listed, {} eligible, chose {}",
-            self.key,
-            s.listed,
-            if s.listed == 1 { "" } else { "s" },
-            s.eligible,
-            self.latest
-        )
-    }
-
     /// The new `status.latestRef` as an [`ImageRef`].
     #[must_use]
     pub fn latest_ref(&self) -> ImageRef {

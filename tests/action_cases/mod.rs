@@ -95,7 +95,7 @@ pub fn input_env(with: &BTreeMap<String, String>) -> Result<Vec<(String, String)
                     .map(str::to_owned)
                     .unwrap_or_default()
             });
-            (image_update::cli::action::input_variable(name), value)
+            (image_update::render::github::input_variable(name), value)
         })
         .collect())
 }
