@@ -14,8 +14,10 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{ActionArgs, Exit, MessageArgs, RegistryArgs};
+use super::{ActionArgs, Exit};
 use crate::error::Error;
+use crate::message::MessageConfig;
+use crate::operation::config::{FetchSettings, PolicyValue, ValueError, commit_value};
 use crate::operation::{self, Input, Mode, Outcome, Outputs, UpdateConfig};
 use crate::policies::selector::Selector;
 use crate::render::github::{self, input_variable};
@@ -164,21 +166,27 @@ pub struct ActionConfig {
 /// boolean or `KEY=VALUE`); an unreadable or invalid automation file;
 /// an unreadable template.
 pub fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> {
+    let usage = |input: &str, value: &str, e: &ValueError| {
+        Error::Usage(format!(
+            "input {input} {value:?}: {}",
+            crate::diagnostic::one_line(e)
+        ))
+    };
     let path = workspace.join(inputs.value("path").unwrap_or("."));
     let values = inputs
         .lines("policy")
-        .map(|line| super::update::policy_value_from("input policy", line))
+        .map(|line| {
+            PolicyValue::parse(line, format!("input policy {line}"))
+                .map_err(|e| usage("policy", line, &e))
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let fail_on_warnings = inputs.flag("fail-on-warnings")?;
     let mut update = UpdateConfig {
         values,
         policy_files: inputs
             .lines("policies")
             .map(|f| workspace.join(f))
             .collect(),
-        fetch: inputs
-            .flag("fetch")?
-            .then(|| super::update::fetch_settings(&RegistryArgs::default())),
+        fetch: inputs.flag("fetch")?.then(FetchSettings::default),
         mode: if inputs.flag("dry-run")? {
             Mode::DryRun
         } else {
@@ -190,39 +198,27 @@ pub fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> 
                 .map(|f| (workspace.join(f), Format::Json)),
             ..Outputs::default()
         },
-        fail_on_warnings,
+        fail_on_warnings: inputs.flag("fail-on-warnings")?,
         ..UpdateConfig::default()
     };
     if let Some(expr) = inputs.value("selector") {
         let selector =
             Selector::parse(expr).map_err(|e| Error::Usage(format!("input selector: {e}")))?;
-        update
-            .scope
-            .selectors
-            .push(("input selector".to_owned(), selector));
+        update.select("input selector", selector);
     }
     if let Some(file) = inputs.value("automation") {
-        let automation =
-            super::update::read_automation(&workspace.join(file), update.max_file_size)?;
+        let automation = crate::automation::read_file(&workspace.join(file), update.max_file_size)?;
         update = update.with_automation(automation);
     }
-    let values = inputs
-        .lines("commit-values")
-        .map(|line| {
-            if line.contains('=') {
-                Ok(line.to_owned())
-            } else {
-                Err(Error::Usage(format!(
-                    "input commit-values: {line:?} is not KEY=VALUE"
-                )))
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let message_args = MessageArgs {
-        values,
-        ..MessageArgs::default()
-    };
-    let mut message = super::message::message_config(&message_args, update.automation.as_ref())?;
+    let mut message = update
+        .automation
+        .as_ref()
+        .map(MessageConfig::from_automation)
+        .unwrap_or_default();
+    for line in inputs.lines("commit-values") {
+        let (k, v) = commit_value(line).map_err(|e| usage("commit-values", line, &e))?;
+        message.values.insert(k, v);
+    }
     if let Some(template) = inputs.text("commit-template") {
         message.template = Some(template.to_owned());
     }

@@ -23,8 +23,8 @@ use crate::job::{
     EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, SourceRef,
     Status,
 };
-use crate::render::{self, terminal};
 use crate::operation::{Mode, UpdateConfig};
+use crate::render::{self, terminal};
 
 /// Where Kubernetes reads a container's termination message.
 const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
@@ -173,7 +173,7 @@ pub struct JobArgs {
 
     /// Give up a git connection after DURATION without progress (connect and
     /// each read), e.g. 30s, 2m (default: connect 30s, read 120s).
-    #[arg(long, value_name = "DURATION", help_heading = "Repository", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "DURATION", help_heading = "Repository", value_parser = super::args::parse_duration)]
     pub git_timeout: Option<Duration>,
 
     /// Make the temporary work tree under DIR (default: the system's
@@ -380,7 +380,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     let automation = args
         .automation
         .as_deref()
-        .map(|file| super::update::read_automation(file, args.max_file_size))
+        .map(|file| crate::automation::read_file(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
     if args.state.is_some()
@@ -421,9 +421,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .or_else(|| repository.as_ref().map(|r| r.url.clone()))
         .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
     let mut update = UpdateConfig {
-        fetch: args
-            .fetch
-            .then(|| super::update::fetch_settings(&args.registry)),
+        fetch: args.fetch.then(|| args.registry.fetch_settings()),
         mode: Mode::Apply,
         plan: crate::updater::plan::PlanOptions {
             no_downgrade: args.no_downgrade,
@@ -431,17 +429,17 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         max_file_size: args.max_file_size,
         ..UpdateConfig::default()
     };
-    super::update::policy_source(&mut update, &args.source)?;
+    args.source.apply(&mut update)?;
     if let Some(automation) = automation.clone() {
         update = update.with_automation(automation);
     }
     if let Some(path) = &args.path {
         update.update_path = crate::automation::normalise_path(path);
     }
-    update.message = Some(super::message::message_config(
-        &args.message,
-        update.automation.as_ref(),
-    )?);
+    update.message = Some(
+        args.message
+            .message_config(update.automation.as_ref(), args.max_file_size)?,
+    );
     let commit = git.as_ref().map(|g| g.commit.clone()).unwrap_or_default();
     let author_name = args
         .author_name

@@ -44,7 +44,7 @@ pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
             .to_spec()
             .map_err(|e| Error::Usage(e.to_string()))?;
         let repo = Repository::parse(&args.image).map_err(|e| Error::Usage(e.to_string()))?;
-        let settings = client_settings(&super::update::fetch_settings(&args.registry))?;
+        let settings = client_settings(&args.registry.fetch_settings())?;
         let client = RegistryClient::new(settings).map_err(|e| Error::Registry(Box::new(e)))?;
         let tags = client
             .list_tags(&repo)

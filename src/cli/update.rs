@@ -5,16 +5,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{Exit, PolicySourceArgs, RegistryArgs, UpdateArgs};
-use crate::automation::{self, Automation};
-use crate::diagnostic::{Diagnostic, Location};
+use super::{Exit, UpdateArgs};
 use crate::error::Error;
 use crate::operation::config::Observer;
-use crate::operation::{
-    self, FetchSettings, Input, Mode, Outcome, Outputs, PolicyValue, UpdateConfig,
-};
-use crate::policies::selector::Selector;
-use crate::policies::{ImageRef, PolicyKey};
+use crate::operation::{self, Input, Mode, Outcome};
 use crate::progress::{MonotonicClock, ProgressRenderer, Style};
 use crate::render::terminal::{self, Lines, Paint};
 
@@ -24,7 +18,7 @@ use crate::render::terminal::{self, Lines, Paint};
 /// Usage errors for malformed flags; whatever the operation fails with;
 /// stdout that cannot be written.
 pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
-    let mut config = config(args)?;
+    let mut config = args.config()?;
     let outcome = match config.fetch.as_mut().filter(|_| !args.quiet) {
         Some(fetch) => {
             use std::io::IsTerminal;
@@ -72,165 +66,6 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
         return Ok(Exit::ChangesPending);
     }
     Ok(Exit::Success)
-}
-
-/// The run's settings from the command line.
-///
-/// # Errors
-/// Usage errors (malformed `--policy`, `--selector`, several outputs on
-/// stdout); an unreadable or invalid `--automation` file.
-pub fn config(args: &UpdateArgs) -> Result<UpdateConfig, Error> {
-    let stdout = Path::new("-");
-    let on_stdout: Vec<&str> = [
-        (args.diff, "--diff"),
-        (args.report.as_deref() == Some(stdout), "--report -"),
-        (
-            args.emit_policies.as_deref() == Some(stdout),
-            "--emit-policies -",
-        ),
-        (
-            args.commit_message_file.as_deref() == Some(stdout),
-            "--commit-message-file -",
-        ),
-        (
-            args.message.template.as_deref() == Some(stdout)
-                && args.source.policy_files.iter().any(|f| f == stdout),
-            "--commit-template - and --policies -",
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(on, name)| on.then_some(name))
-    .collect();
-    if on_stdout.len() > 1 {
-        return Err(Error::Usage(format!(
-            "{} all write to stdout; pick one",
-            on_stdout.join(" and ")
-        )));
-    }
-    let mut config = UpdateConfig {
-        fetch: args.fetch.then(|| fetch_settings(&args.registry)),
-        mode: if args.check {
-            Mode::Check
-        } else if args.dry_run {
-            Mode::DryRun
-        } else {
-            Mode::Apply
-        },
-        plan: crate::updater::plan::PlanOptions {
-            no_downgrade: args.no_downgrade,
-        },
-        fail_on_warnings: args.fail_on_warnings,
-        outputs: Outputs {
-            report: args
-                .report
-                .clone()
-                .map(|path| (path, args.report_format.into())),
-            emit_policies: args.emit_policies.clone(),
-            commit_message: args.commit_message_file.clone(),
-            output_dir: args.output_dir.clone(),
-            keep_old_text: args.diff,
-        },
-        max_file_size: args.max_file_size,
-        ..UpdateConfig::default()
-    };
-    policy_source(&mut config, &args.source)?;
-    if let Some(file) = &args.automation {
-        config = config.with_automation(read_automation(file, args.max_file_size)?);
-    }
-    if args.commit_message_file.is_some() {
-        config.message = Some(super::message::message_config(
-            &args.message,
-            config.automation.as_ref(),
-        )?);
-    }
-    Ok(config)
-}
-
-/// Sets the policy values, the policy files and the `--selector` of
-/// `config` from the flags.
-///
-/// # Errors
-/// A malformed `--policy` or `--selector`.
-pub(crate) fn policy_source(
-    config: &mut UpdateConfig,
-    source: &PolicySourceArgs,
-) -> Result<(), Error> {
-    config.values = source
-        .policies
-        .iter()
-        .map(|flag| policy_value_from("--policy", flag))
-        .collect::<Result<_, _>>()?;
-    config.policy_files.clone_from(&source.policy_files);
-    if let Some(expr) = &source.selector {
-        let selector =
-            Selector::parse(expr).map_err(|e| Error::Usage(format!("--selector: {e}")))?;
-        config
-            .scope
-            .selectors
-            .push(("--selector".to_owned(), selector));
-    }
-    Ok(())
-}
-
-/// A policy result `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` given by `what` (a
-/// flag, an Action input), which errors and conflicts name.
-pub(crate) fn policy_value_from(what: &str, flag: &str) -> Result<PolicyValue, Error> {
-    let source = format!("{what} {flag}");
-    let (key, reference) = flag.split_once('=').ok_or_else(|| {
-        Error::Usage(format!(
-            "{what} {flag:?}: expected NAMESPACE:NAME=IMAGE:TAG[@DIGEST]"
-        ))
-    })?;
-    let key = PolicyKey::parse(key)
-        .ok_or_else(|| Error::Usage(format!("{what} {flag:?}: {key:?} is not NAMESPACE:NAME")))?;
-    let image = ImageRef::parse(reference).map_err(|e| {
-        let mut message = format!("{what} {flag:?}: {e}");
-        if let Some(cause) = std::error::Error::source(&e) {
-            message.push_str(&format!(": {cause}"));
-        }
-        Error::Usage(message)
-    })?;
-    Ok(PolicyValue { key, image, source })
-}
-
-/// The registry settings of `--fetch`.
-#[must_use]
-pub fn fetch_settings(args: &RegistryArgs) -> FetchSettings {
-    FetchSettings {
-        registry_config: args.registry_config.clone(),
-        cache_dir: args.cache_dir.clone(),
-        cache_ttl: args.cache_ttl,
-        deadline: args.fetch_timeout,
-        observer: None,
-    }
-}
-
-/// The ImageUpdateAutomation in `file` (the file may hold other objects
-/// too, such as its GitRepository; exactly one automation is needed).
-///
-/// # Errors
-/// An unreadable file, invalid YAML, no or several automations, or an
-/// invalid automation; each at its line and column.
-pub fn read_automation(file: &Path, limit: crate::input::SizeLimit) -> Result<Automation, Error> {
-    let (origin, documents) = crate::input::read_yaml(file, limit)?;
-    let found: Vec<&crate::yaml::Document> = documents
-        .iter()
-        .filter(|d| crate::policies::image_policy::is_flux_kind(&d.value, "ImageUpdateAutomation"))
-        .collect();
-    match found.as_slice() {
-        [one] => automation::read(one, &origin, true).map_err(Error::invalid),
-        [] => Err(Error::invalid(vec![
-            Diagnostic::error("holds no ImageUpdateAutomation (image.toolkit.fluxcd.io/v1)")
-                .at(Location::new(origin, None)),
-        ])),
-        [_, second, ..] => Err(Error::invalid(vec![
-            Diagnostic::error(format!(
-                "holds {} ImageUpdateAutomations; give one",
-                found.len()
-            ))
-            .at(Location::new(origin, second.position(""))),
-        ])),
-    }
 }
 
 /// A unified diff of every changed file on stdout, with the paths the

@@ -544,6 +544,19 @@ impl Selector {
         Ok(Self { requirements })
     }
 
+    /// A Kubernetes `LabelSelector` object (`matchLabels`,
+    /// `matchExpressions`) given as a parsed YAML or JSON value, as a
+    /// functionConfig or an automation's `spec.policySelector` holds it.
+    ///
+    /// # Errors
+    /// A sentence saying what is wrong: not a LabelSelector, or as
+    /// [`Selector::from_label_selector`].
+    pub fn from_value(value: &serde_json::Value) -> Result<Self, String> {
+        let selector: LabelSelector = serde_json::from_value(value.clone())
+            .map_err(|e| format!("not a LabelSelector: {e}"))?;
+        Self::from_label_selector(&selector).map_err(|e| e.to_string())
+    }
+
     /// Build from a Kubernetes `LabelSelector`, validating it as the API
     /// server does.
     ///
