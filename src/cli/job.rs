@@ -9,19 +9,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use image_update_git::{
-    Auth, Author, CheckoutRef, HostKeyCheck, KnownHosts, Remote, RemoteSettings, RetryPolicy,
-    Secret, Signer, Transport,
-};
+use image_update_git::{Author, CheckoutRef, RetryPolicy};
 
 use super::{Exit, MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
 use crate::input::SizeLimit;
-use crate::job::flux::{self, GitRepository, SecretObject, Secrets};
+use crate::job::checkout::{self, CheckoutTarget};
+use crate::job::credentials::{self, CredentialFlags, ProcessEnvironment};
+use crate::job::git_repository::{self, GitRepository};
+use crate::job::secrets::Secrets;
 use crate::job::{
-    EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, SourceRef,
-    Status,
+    EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
 };
 use crate::operation::{Mode, UpdateConfig};
 use crate::render::{self, terminal};
@@ -398,7 +397,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     let repository = args
         .git_repository
         .as_deref()
-        .map(|file| flux::read_git_repository(file, args.max_file_size))
+        .map(|file| git_repository::read(file, args.max_file_size))
         .transpose()?;
     let secrets = Secrets::read(&args.secrets, args.max_file_size)?;
     let git_secret = match &repository {
@@ -410,7 +409,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         }) => {
             let who = format!("GitRepository {namespace}/{name} spec.secretRef");
             let found = secrets.get(namespace, secret, &who)?;
-            flux::check_git_secret(found, &format!("{namespace}/{secret}"))?;
+            credentials::check_git_secret(found, &format!("{namespace}/{secret}"))?;
             Some(found)
         }
         _ => None,
@@ -488,12 +487,14 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             "{reference} is not a branch to push back to: give --push-branch"
         )));
     }
-    let signing_kind =
-        args.signing_key_type
-            .unwrap_or(match commit.signing_key.as_ref().map(|k| k.kind) {
-                Some(SigningKind::Ssh) => SigningKeyType::Ssh,
-                _ => SigningKeyType::Gpg,
-            });
+    let signing_kind = match args.signing_key_type {
+        Some(SigningKeyType::Gpg) => SigningKind::Gpg,
+        Some(SigningKeyType::Ssh) => SigningKind::Ssh,
+        None => commit
+            .signing_key
+            .as_ref()
+            .map_or(SigningKind::Gpg, |k| k.kind),
+    };
     let signing_secret = match (&automation, &commit.signing_key) {
         (Some(automation), Some(key)) if args.signing_key.is_none() => Some(secrets.get(
             &automation.namespace,
@@ -502,9 +503,28 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         )?),
         _ => None,
     };
-    let signer = signer(args.signing_key.as_deref(), signing_kind, signing_secret)?;
+    let signer = credentials::signer(
+        args.signing_key.as_deref(),
+        signing_kind,
+        &ProcessEnvironment,
+        signing_secret,
+        args.max_file_size,
+    )?;
+    if args.insecure_skip_host_key_check {
+        let _ = std::io::stderr().write_all(
+            b"image-update: warning: --insecure-skip-host-key-check: any SSH host key is accepted\n",
+        );
+    }
+    let flags = CredentialFlags {
+        ssh_key: args.ssh_key.as_deref(),
+        known_hosts: args.known_hosts.as_deref(),
+        ca_file: args.ca_file.as_deref(),
+        insecure_skip_host_key_check: args.insecure_skip_host_key_check,
+        allow_local: args.allow_local,
+        max_file_size: args.max_file_size,
+    };
     Ok(JobConfig {
-        remote: remote_settings(args, &url, git_secret)?,
+        remote: credentials::remote_settings(&url, &flags, &ProcessEnvironment, git_secret)?,
         url,
         reference,
         depth: (args.depth > 0).then_some(args.depth),
@@ -527,7 +547,7 @@ fn checkout_ref(
     args: &JobArgs,
     automation: Option<&Automation>,
     repository: Option<&GitRepository>,
-) -> Result<SourceRef, Error> {
+) -> Result<CheckoutTarget, Error> {
     let flag = if let Some(branch) = &args.branch {
         Some(CheckoutRef::Branch(branch.clone()))
     } else if let Some(tag) = &args.tag {
@@ -541,175 +561,18 @@ fn checkout_ref(
         args.reference.clone().map(CheckoutRef::Name)
     };
     let reference = flag
-        .map(SourceRef::Checkout)
+        .map(CheckoutTarget::Checkout)
         .or_else(|| {
             automation
                 .and_then(|a| a.git.as_ref())
                 .and_then(|g| g.checkout.as_ref())
-                .and_then(flux::source_ref)
+                .and_then(checkout::from_git_ref)
         })
         .or_else(|| repository.and_then(|r| r.reference.clone()))
-        .unwrap_or(SourceRef::Checkout(CheckoutRef::DefaultBranch));
-    if let SourceRef::Semver(range) = &reference {
+        .unwrap_or(CheckoutTarget::Checkout(CheckoutRef::DefaultBranch));
+    if let CheckoutTarget::Semver(range) = &reference {
         crate::reflector::selection::semver::Range::parse(range)
             .map_err(|e| Error::Usage(format!("semver checkout range `{range}`: {e}")))?;
     }
     Ok(reference)
-}
-
-/// An environment variable, unset when empty.
-fn env(name: &str) -> Option<Secret> {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .map(Secret::new)
-}
-
-/// A secret from `file`, else from the environment variable `name`.
-fn file_or_env(file: Option<&std::path::Path>, name: &str) -> Result<Option<Secret>, Error> {
-    match file {
-        Some(file) => Ok(Some(Secret::new(fs_err::read_to_string(file)?))),
-        None => Ok(env(name)),
-    }
-}
-
-/// Credentials and host key policy for the URL's transport: the
-/// environment and flags, else the GitRepository's Secret.
-fn remote_settings(
-    args: &JobArgs,
-    url: &str,
-    secret: Option<&SecretObject>,
-) -> Result<RemoteSettings, Error> {
-    let from_secret = |key: &str| secret.and_then(|s| s.get(key)).cloned();
-    let probe = Remote::new(
-        url,
-        RemoteSettings {
-            allow_local: args.allow_local,
-            ..RemoteSettings::default()
-        },
-    )
-    .map_err(|e| Error::Usage(format!("--url: {}", crate::diagnostic::one_line(&e))))?;
-    let auth = if probe.transport() == Transport::Ssh {
-        match file_or_env(args.ssh_key.as_deref(), "IMAGE_UPDATE_GIT_SSH_KEY")? {
-            Some(private_key) => Auth::SshKey {
-                username: None,
-                private_key,
-                passphrase: env("IMAGE_UPDATE_GIT_SSH_KEY_PASSPHRASE"),
-            },
-            None => match from_secret("identity") {
-                Some(private_key) => Auth::SshKey {
-                    username: None,
-                    private_key,
-                    passphrase: from_secret("password"),
-                },
-                None => Auth::None,
-            },
-        }
-    } else if let Some(token) = env("IMAGE_UPDATE_GIT_BEARER_TOKEN") {
-        Auth::Bearer { token }
-    } else {
-        let username = std::env::var("IMAGE_UPDATE_GIT_USERNAME")
-            .ok()
-            .filter(|v| !v.is_empty());
-        match (
-            env("IMAGE_UPDATE_GIT_TOKEN"),
-            env("IMAGE_UPDATE_GIT_PASSWORD"),
-        ) {
-            (Some(token), _) => Auth::Basic {
-                username: username.unwrap_or_else(|| "x-access-token".to_owned()),
-                password: token,
-            },
-            (None, Some(password)) => Auth::Basic {
-                username: username.unwrap_or_default(),
-                password,
-            },
-            (None, None) => match (from_secret("bearerToken"), from_secret("password")) {
-                (Some(token), _) => Auth::Bearer { token },
-                (None, Some(password)) => Auth::Basic {
-                    username: from_secret("username")
-                        .map(|u| u.expose().to_owned())
-                        .unwrap_or_default(),
-                    password,
-                },
-                (None, None) => Auth::None,
-            },
-        }
-    };
-    let host_key_check = if args.insecure_skip_host_key_check {
-        eprintln!(
-            "image-update: warning: --insecure-skip-host-key-check: any SSH host key is accepted"
-        );
-        HostKeyCheck::AcceptAny
-    } else {
-        let text = file_or_env(args.known_hosts.as_deref(), "IMAGE_UPDATE_GIT_KNOWN_HOSTS")?
-            .or_else(|| from_secret("known_hosts"));
-        let known = match text {
-            Some(text) => KnownHosts::parse(text.expose()).map_err(|e| {
-                Error::Usage(format!("known hosts: {}", crate::diagnostic::one_line(&e)))
-            })?,
-            None => KnownHosts::default(),
-        };
-        HostKeyCheck::KnownHosts(known)
-    };
-    // Flux's key is `ca.crt`; `caFile` is its older name.
-    let ca_certificates = file_or_env(args.ca_file.as_deref(), "IMAGE_UPDATE_GIT_CA_CERT")?
-        .or_else(|| from_secret("ca.crt"))
-        .or_else(|| from_secret("caFile"))
-        .map(|pem| pem.expose().to_owned());
-    let settings = RemoteSettings {
-        auth,
-        http_headers: Vec::new(),
-        host_key_check,
-        allow_local: args.allow_local,
-        allow_plain_http: false,
-        ca_certificates,
-    };
-    // Bad certificates are a configuration error now, not a failed clone later.
-    Remote::new(url, settings.clone()).map_err(|e| {
-        Error::Usage(format!(
-            "CA certificates (--ca-file, IMAGE_UPDATE_GIT_CA_CERT or the Secret's ca.crt): {}",
-            crate::diagnostic::one_line(&e)
-        ))
-    })?;
-    Ok(settings)
-}
-
-/// The commit signer, unlocked (a wrong passphrase is a configuration
-/// error now, not a failed commit later): the flag or environment, else
-/// the automation's signing key Secret (Flux's keys: `git.asc` and
-/// `passphrase`, or `identity` and `password`).
-fn signer(
-    file: Option<&std::path::Path>,
-    kind: SigningKeyType,
-    secret: Option<&SecretObject>,
-) -> Result<Option<Signer>, Error> {
-    let (key_name, passphrase_name) = match kind {
-        SigningKeyType::Gpg => ("git.asc", "passphrase"),
-        SigningKeyType::Ssh => ("identity", "password"),
-    };
-    let key = match file_or_env(file, "IMAGE_UPDATE_SIGNING_KEY")? {
-        Some(key) => Some(key),
-        None => match secret {
-            Some(secret) => Some(secret.get(key_name).cloned().ok_or_else(|| {
-                Error::invalid(vec![
-                    crate::diagnostic::Diagnostic::error(format!(
-                        "the signing key Secret has no {key_name}"
-                    ))
-                    .at(secret.location.clone()),
-                ])
-            })?),
-            None => None,
-        },
-    };
-    let Some(key) = key else {
-        return Ok(None);
-    };
-    let passphrase = env("IMAGE_UPDATE_SIGNING_PASSPHRASE")
-        .or_else(|| secret.and_then(|s| s.get(passphrase_name)).cloned());
-    let signer = match kind {
-        SigningKeyType::Gpg => Signer::openpgp(&key, passphrase.as_ref()),
-        SigningKeyType::Ssh => Signer::ssh(&key, passphrase.as_ref()),
-    }
-    .map_err(|e| Error::Usage(format!("signing key: {}", crate::diagnostic::one_line(&e))))?;
-    Ok(Some(signer))
 }

@@ -30,8 +30,7 @@ use image_update_git::{
 };
 use serde::Serialize;
 
-pub use self::flux::SourceRef;
-
+use self::checkout::CheckoutTarget;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
@@ -39,7 +38,10 @@ use crate::policies::{ImageRef, PolicyKey};
 use crate::render::report::Report;
 use crate::updater::sink::interrupt;
 
-pub mod flux;
+pub mod checkout;
+pub mod credentials;
+pub mod git_repository;
+pub mod secrets;
 pub mod state;
 
 /// Exit status of a run that failed for a reason a retry cannot fix: a
@@ -58,7 +60,7 @@ pub struct JobConfig {
     /// The repository URL (credentials are never part of it).
     pub url: String,
     /// What to check out.
-    pub reference: SourceRef,
+    pub reference: CheckoutTarget,
     /// History depth of the clone: `Some(1)` is Flux's shallow clone,
     /// `None` the full history.
     pub depth: Option<u32>,
@@ -348,8 +350,8 @@ pub fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<Status, J
     let remote = Remote::new(&config.url, config.remote.clone())
         .map_err(JobError::git("checking the URL"))?;
     let reference = match &config.reference {
-        SourceRef::Checkout(reference) => reference.clone(),
-        SourceRef::Semver(range) => newest_tag(&remote, range)?,
+        CheckoutTarget::Checkout(reference) => reference.clone(),
+        CheckoutTarget::Semver(range) => newest_tag(&remote, range)?,
     };
     let mut before = None;
     if let Some(path) = &config.state_file {

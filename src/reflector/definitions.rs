@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use image_update_registry::Repository;
+use image_update_registry::Secret;
 use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Location};
@@ -83,21 +84,22 @@ impl Problem {
 /// An object found in a document, with its document.
 type Found<'a> = (Object<'a>, &'a PolicyDocument);
 
-/// Where a definition's registry credential comes from.
+/// Where a definition's registry credential comes from. Its `Debug` shows
+/// no credential: the `config.json` text is a [`Secret`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CredentialSource {
+pub enum RegistryCredential {
     /// A `kubernetes.io/dockerconfigjson` Secret among the documents.
     Secret {
         /// `Secret NAMESPACE/NAME in FILE`.
         origin: String,
         /// The Docker `config.json` text.
-        config_json: String,
+        config_json: Secret,
     },
     /// A dockerconfigjson file.
     File(PathBuf),
 }
 
-impl CredentialSource {
+impl RegistryCredential {
     /// What the credential is, for messages and grouping (never the secret).
     #[must_use]
     pub fn describe(&self) -> String {
@@ -135,7 +137,7 @@ pub struct Definition {
     pub location: Location,
     /// The ImageRepository asks for plain HTTP.
     pub insecure: bool,
-    pub credentials: Option<CredentialSource>,
+    pub credentials: Option<RegistryCredential>,
     /// `status.latestRef` already recorded (IfNotPresent, observedPreviousRef).
     pub previous: Option<ImageRef>,
     /// `status.observedPreviousRef` already recorded.
@@ -489,14 +491,14 @@ fn credential_source(
     namespace: &str,
     doc: &PolicyDocument,
     secrets: &BTreeMap<(String, String), &Found<'_>>,
-) -> Result<CredentialSource, Problem> {
+) -> Result<RegistryCredential, Problem> {
     if let Some(&&(ref secret, secret_doc)) = secrets.get(&(namespace.to_owned(), name.to_owned()))
     {
         let origin = format!("Secret {namespace}/{name} in {}", secret_doc.origin);
         return secret_config_json(secret.value, &origin)
-            .map(|config_json| CredentialSource::Secret {
+            .map(|config_json| RegistryCredential::Secret {
                 origin,
-                config_json,
+                config_json: Secret::new(config_json),
             })
             .map_err(Problem::from);
     }
@@ -511,7 +513,7 @@ fn credential_source(
         }
     };
     if path.is_file() {
-        Ok(CredentialSource::File(path))
+        Ok(RegistryCredential::File(path))
     } else {
         Err(format!(
             "secret {name:?}: no Secret {namespace}/{name} among the definitions, and no dockerconfigjson file {}",
@@ -673,7 +675,7 @@ type Entry = (
     String,
     Repository,
     PolicyConfig,
-    Option<CredentialSource>,
+    Option<RegistryCredential>,
 );
 
 fn kubesphere_entry(
@@ -865,7 +867,7 @@ status:
         assert_eq!(d.config.filter.as_ref().unwrap().extract, "$1");
         assert!(d.insecure);
         assert!(
-            matches!(&d.credentials, Some(CredentialSource::Secret { config_json, .. }) if config_json == "{}")
+            matches!(&d.credentials, Some(RegistryCredential::Secret { config_json, .. }) if config_json.expose() == "{}")
         );
         assert_eq!(d.previous.as_ref().unwrap().tag, "main-1");
         assert_eq!(d.labels.get("env").map(String::as_str), Some("prod"));

@@ -8,13 +8,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::definitions::{CredentialSource, Definition};
+use super::definitions::{Definition, RegistryCredential};
 use crate::diagnostic::Diagnostic;
 use crate::policies::{ImageRef, PolicyKey};
 use crate::reflector::selection::{
     Created, DigestAction, LookupError, PolicySpec, Selection, Strategy, digest_action,
     next_observed_previous,
 };
+use image_update_registry::Secret;
 use image_update_registry::credentials::credential_from_config_json;
 use image_update_registry::{
     ClientSettings, Credential, Error as RegistryError, Platform, RegistryClient, Repository,
@@ -68,7 +69,7 @@ pub fn resolve(
     for (i, d) in definitions.iter().enumerate() {
         groups
             .entry((
-                d.credentials.as_ref().map(CredentialSource::describe),
+                d.credentials.as_ref().map(RegistryCredential::describe),
                 d.insecure,
             ))
             .or_default()
@@ -208,20 +209,22 @@ pub fn resolve(
 }
 
 /// The registry credential in `source` for `repository`'s registry.
-fn credential(source: &CredentialSource, repository: &Repository) -> Result<Credential, String> {
+fn credential(source: &RegistryCredential, repository: &Repository) -> Result<Credential, String> {
     let (text, origin) = match source {
-        CredentialSource::Secret {
+        RegistryCredential::Secret {
             origin,
             config_json,
         } => (config_json.clone(), origin.clone()),
-        CredentialSource::File(path) => (
-            fs_err::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        RegistryCredential::File(path) => (
+            Secret::new(
+                crate::input::read_text(path, crate::input::SizeLimit::default())
+                    .map_err(|e| crate::diagnostic::one_line(&e))?,
+            ),
             path.display().to_string(),
         ),
     };
     credential_from_config_json(
-        &text,
+        text.expose(),
         repository.registry(),
         repository.repository(),
         &origin,

@@ -18,5 +18,5 @@ pub mod emit;
 pub mod fetch;
 pub mod selection;
 
-pub use definitions::{CredentialSource, Definition, collect, may_define};
+pub use definitions::{Definition, RegistryCredential, collect, may_define};
 pub use fetch::{Resolved, resolve};

@@ -52,7 +52,6 @@ mod manifest;
 pub mod observe;
 mod redact;
 pub mod reference;
-mod secret;
 pub mod settings;
 pub mod time;
 mod transport;
@@ -72,20 +71,20 @@ use sha2::{Digest, Sha256};
 use auth::{Challenge, TokenResponse, choose_challenge, parse_www_authenticate};
 use cache::TagCache;
 use manifest::{ConfigDoc, MANIFEST_ACCEPT, ManifestDoc, select_child};
-use redact::Secrets;
+use redact::Redactor;
 use transport::{Request, Response, Transport, lock};
 use url::Url;
 
 pub use crate::time::Timestamp;
 pub use credentials::{Credential, CredentialSource, CredentialStore};
 pub use error::{Attempts, Context, Error, Refusal, Result, TimeLimit};
+pub use image_update_secret::Secret;
 pub use manifest::{
     DOCKER_LIST, DOCKER_MANIFEST, ManifestKind, OCI_INDEX, OCI_MANIFEST, Platform, PlatformError,
     default_platform,
 };
 pub use observe::{Event, Observer};
 pub use reference::{Reference, ReferenceError, Repository, validate_reference};
-pub use secret::Secret;
 pub use settings::{ClientSettings, HostConfig, HostSettings, RetryPolicy, SettingsFile};
 
 /// Largest tag-list page or manifest the client reads.
@@ -121,7 +120,7 @@ pub struct RegistryClient {
     settings: Arc<ClientSettings>,
     transport: Transport,
     /// Every secret this client has seen, for redaction.
-    secrets: Arc<Secrets>,
+    secrets: Arc<Redactor>,
     exclusion: Vec<Regex>,
     cache: Option<TagCache>,
     challenges: Mutex<HashMap<String, Challenge>>,
@@ -154,7 +153,7 @@ impl RegistryClient {
             .cache_dir
             .as_deref()
             .map(|d| TagCache::new(d, settings.cache_ttl));
-        let secrets = Arc::new(Secrets::default());
+        let secrets = Arc::new(Redactor::default());
         for credential in settings.credentials.explicit_credentials() {
             secrets.add_credential(credential);
         }
