@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use image_update_template::flux::{self, Change, MessageError, ObjectId, TemplateData};
+use image_update_template::flux::{self, MessageError, ObjectId, TemplateData, UpdateChange};
 
 use crate::automation::Automation;
 use crate::render::report::Report;
@@ -73,7 +73,7 @@ impl MessageConfig {
                         name: o.object.name.as_str().into(),
                         namespace: o.object.namespace.as_str().into(),
                     },
-                    o.changes.iter().map(|c| Change {
+                    o.changes.iter().map(|c| UpdateChange {
                         old_value: c.old_value.as_str().into(),
                         new_value: c.new_value.as_str().into(),
                         setter: c.setter.as_str().into(),

@@ -420,7 +420,7 @@ fn change(
     file: &str,
     display: &str,
     planned: &Planned,
-    c: &plan::FieldChange,
+    c: &plan::PlannedChange,
     index: Option<String>,
 ) -> Change {
     Change {

@@ -16,6 +16,7 @@
 pub mod definitions;
 pub mod emit;
 pub mod fetch;
+pub mod kubesphere;
 pub mod selection;
 
 pub use definitions::{Definition, RegistryCredential, collect, may_define};

@@ -11,7 +11,7 @@ use crate::updater::scan::{self, Layout, ObjectInfo};
 
 /// One field whose value changes, and the edit that changes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldChange {
+pub struct PlannedChange {
     /// Index into [`Planned::objects`].
     pub object: usize,
     pub old_value: String,
@@ -38,7 +38,7 @@ pub struct Warning {
 pub struct Planned {
     pub objects: Vec<ObjectInfo>,
     /// In document order.
-    pub changes: Vec<FieldChange>,
+    pub changes: Vec<PlannedChange>,
     /// In document order.
     pub warnings: Vec<Warning>,
 }
@@ -167,7 +167,7 @@ pub fn plan_edits(
                         marker.setter
                     )));
                 }
-                planned.changes.push(FieldChange {
+                planned.changes.push(PlannedChange {
                     object: marker.object,
                     edit: rewrite::edit_for(marker, &new_value),
                     old_value: marker.value.clone(),

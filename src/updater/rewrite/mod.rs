@@ -10,7 +10,7 @@ use std::ops::Range;
 use crate::updater::scan::{Marker, Target};
 
 /// Replace a byte range of the source with new text. It travels with the
-/// change that produced it ([`crate::updater::plan::FieldChange`]).
+/// change that produced it ([`crate::updater::plan::PlannedChange`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
     range: Range<usize>,
