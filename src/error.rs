@@ -2,6 +2,8 @@
 //! [`Diagnostic`]s in the outcome.
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::sink::dir::CommitError;
+use crate::sink::lock::LockError;
 use crate::walk::WalkError;
 
 /// Why a run stopped before writing anything.
@@ -33,6 +35,18 @@ pub enum Error {
     },
     #[error(transparent)]
     Walk(#[from] WalkError),
+    /// The files could not be written as one commit (nothing was written,
+    /// unless the error says which originals could not be put back), or a
+    /// signal interrupted the commit ([`Error::signal`]).
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    /// Another run holds the tree's lock and it could not be waited for.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The commit message template does not parse or fails (Flux's
+    /// messages).
+    #[error(transparent)]
+    Message(#[from] image_update_template::flux::MessageError),
     /// The registry settings could not be used.
     #[error("registry settings")]
     Registry(#[source] Box<image_update_registry::Error>),
@@ -102,6 +116,16 @@ impl Error {
     #[must_use]
     pub fn is_usage(&self) -> bool {
         matches!(self, Error::Usage(_))
+    }
+
+    /// The signal (SIGTERM, SIGINT, SIGHUP) that interrupted a commit, so
+    /// that the process ends with 128 + it.
+    #[must_use]
+    pub fn signal(&self) -> Option<i32> {
+        match self {
+            Error::Commit(e) => e.signal(),
+            _ => None,
+        }
     }
 }
 

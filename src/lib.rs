@@ -44,6 +44,7 @@ pub mod progress;
 pub mod reflector;
 pub mod render;
 pub mod setter;
+pub mod sink;
 pub mod text;
 pub mod updater;
 pub mod walk;

@@ -169,11 +169,7 @@ pub fn error_code(error: &Error) -> u8 {
     if error.is_usage() {
         return 2;
     }
-    if let Error::Other(e) = error
-        && let Some(signal) = e
-            .downcast_ref::<crate::updater::sink::dir::CommitError>()
-            .and_then(crate::updater::sink::dir::CommitError::signal)
-    {
+    if let Some(signal) = error.signal() {
         return u8::try_from(128 + signal).unwrap_or(1);
     }
     1

@@ -19,6 +19,35 @@ use crate::render::terminal::{self, Lines, Paint};
 /// stdout that cannot be written.
 pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
     let mut config = args.config()?;
+    let lines = Lines {
+        quiet: args.quiet,
+        verbose: args.verbose,
+        check: config.mode == Mode::Check,
+        paint: super::stderr_paint(args.color),
+    };
+    // Everything the user asked to see comes before any file is renamed
+    // into place: a closed pipe or a full disk then changes nothing.
+    let mut show = |outcome: &Outcome| -> Result<(), Error> {
+        let _ = std::io::stderr().write_all(lines.before(outcome).as_bytes());
+        if args.diff {
+            use std::io::IsTerminal;
+            let paint = Paint(args.color.enabled(std::io::stdout().is_terminal()));
+            print_diffs(outcome, paint).map_err(|source| Error::Stdout {
+                what: "the diff",
+                source,
+            })?;
+        }
+        for output in &outcome.stdout {
+            let mut out = std::io::stdout().lock();
+            out.write_all(output.text.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(|source| Error::Stdout {
+                    what: output.what,
+                    source,
+                })?;
+        }
+        Ok(())
+    };
     let outcome = match config.fetch.as_mut().filter(|_| !args.quiet) {
         Some(fetch) => {
             use std::io::IsTerminal;
@@ -28,34 +57,15 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
                 Style::for_terminal(std::io::stderr().is_terminal()),
             ));
             fetch.observer = Some(Observer(progress.clone()));
-            progress.during(|| operation::run(&config, Input::Tree(&args.path)))?
+            // The fetch is over when the outcome is shown: its line goes first.
+            let mut show = |outcome: &Outcome| {
+                progress.finish();
+                show(outcome)
+            };
+            progress.during(|| operation::run_then(&config, Input::Tree(&args.path), &mut show))?
         }
-        None => operation::run(&config, Input::Tree(&args.path))?,
+        None => operation::run_then(&config, Input::Tree(&args.path), &mut show)?,
     };
-    let lines = Lines {
-        quiet: args.quiet,
-        verbose: args.verbose,
-        check: config.mode == Mode::Check,
-        paint: super::stderr_paint(args.color),
-    };
-    let _ = std::io::stderr().write_all(lines.before(&outcome).as_bytes());
-    if args.diff {
-        use std::io::IsTerminal;
-        let paint = Paint(args.color.enabled(std::io::stdout().is_terminal()));
-        print_diffs(&outcome, paint).map_err(|source| Error::Stdout {
-            what: "the diff",
-            source,
-        })?;
-    }
-    for output in &outcome.stdout {
-        let mut out = std::io::stdout().lock();
-        out.write_all(output.text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|source| Error::Stdout {
-                what: output.what,
-                source,
-            })?;
-    }
     if let Some(line) = lines.summary(&outcome) {
         let _ = std::io::stderr().write_all(line.as_bytes());
     }

@@ -36,7 +36,7 @@ use crate::error::Error;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
 use crate::policies::{ImageRef, PolicyKey};
 use crate::render::report::Report;
-use crate::updater::sink::interrupt;
+use crate::sink::interrupt;
 
 pub mod checkout;
 pub mod credentials;
@@ -708,7 +708,7 @@ fn now_rfc3339() -> String {
 }
 
 /// Watches for SIGTERM, SIGINT and SIGHUP while the work tree exists
-/// (they are deferred by `updater::sink::interrupt::guard`): on one, removes
+/// (they are deferred by `sink::interrupt::guard`): on one, removes
 /// the work tree and tells the observer, which ends the process
 /// ([`Observer::interrupted`]). A clone or push in progress is abandoned:
 /// libgit2 offers no cancellation that reaches a blocked network read.

@@ -29,10 +29,10 @@ use crate::error::Error;
 use crate::policies::PolicyDocument;
 use crate::reflector::{emit, may_define};
 use crate::render::report::Report;
+use crate::sink::{self, dir::FileWrite};
 use crate::updater::plan;
 use crate::updater::plan::Planned;
 use crate::updater::scan::{ObjectInfo, Scan};
-use crate::updater::sink::dir::FileWrite;
 use crate::updater::source::resource_list::{ListLayout, parse_slice};
 use crate::updater::tree::{self, Destination, FileOutcome};
 
@@ -52,12 +52,32 @@ pub enum Input<'a> {
 /// Run `config` over `input`.
 ///
 /// # Errors
+/// As [`run_then`].
+pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
+    run_then(config, input, &mut |_| Ok(()))
+}
+
+/// What a front end does with the outcome before anything is renamed into
+/// place: write the outputs asked for on stdout (`--diff`, `--report -`).
+/// Its failure leaves every file as it was.
+pub type BeforeCommit<'a> = &'a mut dyn FnMut(&Outcome) -> Result<(), Error>;
+
+/// Run `config` over `input`, calling `before_commit` with the complete
+/// outcome once every file is staged and before the first is renamed into
+/// place (or, when nothing is written, before returning), so that a closed
+/// pipe or a full disk on stdout fails the run with nothing changed.
+///
+/// # Errors
 /// Invalid policy input (every problem at its location), fetch failures
 /// (every failed policy), a tree that cannot be read, outputs that cannot
 /// be written. Nothing is written when an error is returned (the commit is
-/// all or nothing, see `updater::sink::dir`), except when putting back the
+/// all or nothing, see `sink::dir`), except when putting back the
 /// originals after a failed rename fails too: the error then names them.
-pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
+pub fn run_then(
+    config: &UpdateConfig,
+    input: Input<'_>,
+    before_commit: BeforeCommit<'_>,
+) -> Result<Outcome, Error> {
     let mut early = Vec::new();
     let mut documents =
         policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
@@ -92,7 +112,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
         }
     }
     if let Some(message) = &config.message {
-        message.check().map_err(|e| Error::Other(Box::new(e)))?;
+        message.check()?;
     }
     let gathered = policies::gather(config, &documents)?;
     let mut diagnostics = gathered.notes;
@@ -145,20 +165,17 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     if let Some(message) = &config.message
         && !report.file_changes.is_empty()
     {
-        outcome.commit_message = Some(
-            message
-                .render(&report)
-                .map_err(|e| Error::Other(Box::new(e)))?,
-        );
+        outcome.commit_message = Some(message.render(&report)?);
     }
     let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
     let journal_dir = prepared.as_ref().map(|p| p.dir.as_path());
     if config.fail_on_warnings && outcome.warnings().next().is_some() {
         outcome.held_back = true;
         outcome.list_edits.clear();
+        before_commit(&outcome)?;
         return Ok(outcome);
     }
-    write(config, rendered, &mut outcome, journal_dir)?;
+    write(config, rendered, &mut outcome, journal_dir, before_commit)?;
     drop(prepared);
     Ok(outcome)
 }
@@ -199,7 +216,7 @@ fn tree_error(e: tree::TreeError) -> Error {
     match e {
         tree::TreeError::Walk(w) => Error::Walk(w),
         tree::TreeError::Read(r) => r.into(),
-        other => Error::Other(Box::new(other)),
+        tree::TreeError::Lock(l) => Error::Lock(l),
     }
 }
 
@@ -508,7 +525,7 @@ fn render_outputs(
 }
 
 /// Write the changed files (when the mode writes) and the output files as
-/// one all-or-nothing commit (`updater::sink::dir`): on an error nothing was
+/// one all-or-nothing commit (`sink::dir`): on an error nothing was
 /// written, and `outcome.written` lists every file otherwise. Outputs for
 /// stdout go into the outcome. An in-place commit keeps its journal in
 /// `journal_dir` (the locked tree); one under `--output-dir` in that
@@ -518,6 +535,7 @@ fn write(
     rendered: Vec<Rendered>,
     outcome: &mut Outcome,
     journal_dir: Option<&Path>,
+    before_commit: BeforeCommit<'_>,
 ) -> Result<(), Error> {
     let stdout = Path::new("-");
     // An output goes into an existing directory: a typo in its path is an
@@ -559,16 +577,29 @@ fn write(
         Destination::Under(dir) => Some(dir.as_path()),
         Destination::InPlace => journal_dir,
     };
-    outcome.written = tree::write_updates(updates, &destination, &extra, journal_dir)
-        .map_err(|e| Error::Other(Box::new(e)))?;
     outcome.stdout = rendered
-        .into_iter()
+        .iter()
         .filter(|r| r.path == stdout)
         .map(|r| StdoutOutput {
             what: r.what,
-            text: r.text,
+            text: r.text.clone(),
         })
         .collect();
+    let done: &Outcome = outcome;
+    // The front end's own error, kept here (the sink only needs to know
+    // that the step failed).
+    let mut failed = None;
+    let written = tree::write_updates(updates, &destination, &extra, journal_dir, &mut || {
+        before_commit(done).map_err(|e| {
+            failed = Some(e);
+            sink::dir::BoxError::from("the outputs asked for on stdout could not be written")
+        })
+    });
+    if let Some(e) = failed {
+        return Err(Error::failed("nothing was written", e));
+    }
+    let written = written?;
+    outcome.written = written;
     Ok(())
 }
 

@@ -273,7 +273,7 @@ pub fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
 pub fn job_interrupted(signal: i32) -> String {
     format!(
         "image-update: interrupted by {}; the work tree was removed\n",
-        crate::updater::sink::interrupt::name(signal)
+        crate::sink::interrupt::name(signal)
     )
 }
 

@@ -2,7 +2,7 @@
 //! nothing else.
 //!
 //! ```text
-//! source ──> scan ──> plan ──> rewrite ──> sink
+//! source ──> scan ──> plan ──> rewrite ──> crate::sink
 //! (files,    (markers, (policy  (splice    (atomic
 //!  a list)    spans)    table)   values)    writes)
 //! ```
@@ -14,6 +14,5 @@
 pub mod plan;
 pub mod rewrite;
 pub mod scan;
-pub mod sink;
 pub mod source;
 pub mod tree;

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 
 use crate::input::{ReadError, SizeLimit, WideEncoding};
 use crate::policies::PolicyTable;
+use crate::sink;
 use crate::text::Position;
 use crate::updater::plan::{self, Plan, PlanError, PlanOptions, Planned};
 use crate::updater::scan::Layout;
-use crate::updater::sink;
 use crate::walk::{self as dir, Candidate, Skipped, WalkError};
 
 /// A file whose content changes.
@@ -436,6 +436,7 @@ pub fn write_updates<'a>(
     destination: &Destination,
     extra: &[sink::dir::FileWrite<'_>],
     journal_dir: Option<&Path>,
+    before_rename: sink::dir::BeforeRename<'_>,
 ) -> Result<Vec<PathBuf>, sink::dir::CommitError> {
     let updates: Vec<&FileUpdate> = updates.into_iter().collect();
     let targets: Vec<PathBuf> = updates.iter().map(|u| destination.target(u)).collect();
@@ -449,7 +450,7 @@ pub fn write_updates<'a>(
         })
         .chain(extra.iter().copied())
         .collect();
-    sink::dir::write_all(&writes, journal_dir)?;
+    sink::dir::write_all_then(&writes, journal_dir, before_rename)?;
     // A file reached twice (itself and a symlink to it) was written once.
     let mut seen = std::collections::HashSet::new();
     Ok(writes

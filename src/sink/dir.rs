@@ -76,7 +76,22 @@ pub enum CommitError {
     /// A signal arrived during the commit: no file was changed.
     #[error("interrupted by {}; nothing was written", interrupt::name(*.signal))]
     Interrupted { signal: i32 },
+    /// What had to happen between staging and renaming (the outputs the
+    /// user asked for on stdout) failed: no file was changed.
+    #[error("nothing was written")]
+    Aborted {
+        #[source]
+        source: BoxError,
+    },
 }
+
+/// An error of a [`BeforeRename`] step.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What runs after every file is staged and before the first rename (or,
+/// when there is nothing to write, at once): its failure aborts the commit
+/// with nothing written.
+pub type BeforeRename<'a> = &'a mut dyn FnMut() -> Result<(), BoxError>;
 
 fn unrestored_count(u: &[Unrestored]) -> String {
     match u.len() {
@@ -181,7 +196,22 @@ pub fn write_all(
     writes: &[FileWrite<'_>],
     journal_dir: Option<&Path>,
 ) -> Result<usize, CommitError> {
-    commit(writes, journal_dir, &NoFaults)
+    commit(writes, journal_dir, &NoFaults, &mut || Ok(()))
+}
+
+/// As [`write_all`], running `before_rename` once every file is staged and
+/// before the first rename: outputs that must arrive for the commit to be
+/// worth making (a diff on stdout) are written there, so that their
+/// failure changes nothing.
+///
+/// # Errors
+/// As [`write_all`]; [`CommitError::Aborted`] when `before_rename` fails.
+pub fn write_all_then(
+    writes: &[FileWrite<'_>],
+    journal_dir: Option<&Path>,
+    before_rename: BeforeRename<'_>,
+) -> Result<usize, CommitError> {
+    commit(writes, journal_dir, &NoFaults, before_rename)
 }
 
 /// The steps at which a test can inject a failure.
@@ -211,8 +241,10 @@ pub(crate) fn commit(
     writes: &[FileWrite<'_>],
     journal_dir: Option<&Path>,
     faults: &dyn Faults,
+    before_rename: BeforeRename<'_>,
 ) -> Result<usize, CommitError> {
     if writes.is_empty() {
+        before_rename().map_err(|source| CommitError::Aborted { source })?;
         return Ok(0);
     }
     let _signals = interrupt::guard();
@@ -315,6 +347,9 @@ pub(crate) fn commit(
             journal,
             staging(&dir, "write the journal", e),
         ));
+    }
+    if let Err(source) = before_rename() {
+        return Err(abort(&slots, journal, CommitError::Aborted { source }));
     }
 
     // Rename every staged file over its target.
