@@ -27,7 +27,13 @@
 //!
 //! `docs/architecture.md` has the file map.
 
+// The library prints nothing and never ends the process: only the command
+// line (src/cli, through cli/stdio.rs) and src/main.rs do (clippy.toml
+// forbids std::io::stdout, std::io::stderr and std::process::exit).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod automation;
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod diagnostic;
 pub mod error;

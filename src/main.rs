@@ -11,12 +11,11 @@ fn main() -> ExitCode {
     // unusable cache files) go to stderr; `IMAGE_UPDATE_LOG=debug` shows more.
     let filter = tracing_subscriber::EnvFilter::try_from_env("IMAGE_UPDATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let color =
-        cli::ColorChoice::from_args().enabled(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let color = cli::ColorChoice::from_args().enabled(cli::stderr_is_terminal());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(color)
-        .with_writer(std::io::stderr)
+        .with_writer(cli::stderr)
         .without_time()
         .with_target(false)
         .init();

@@ -323,7 +323,7 @@ fn append(path: &Path, text: &str) -> Result<(), Error> {
 }
 
 fn print(text: &str) -> Result<(), Error> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {

@@ -30,7 +30,7 @@ fn stdout_error(source: std::io::Error) -> Error {
 
 /// Write `bytes` to stdout.
 fn emit(bytes: &[u8]) -> Result<Exit, Error> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
         .map_err(stdout_error)?;

@@ -304,7 +304,7 @@ pub fn run(args: &JobArgs) -> Result<Exit, Error> {
         }
         Err(Failure::Job(e)) => {
             let paint = super::stderr_paint(super::ColorChoice::from_args());
-            let _ = std::io::stderr().write_all(terminal::error_line(e, paint).as_bytes());
+            let _ = super::stdio::stderr().write_all(terminal::error_line(e, paint).as_bytes());
             (Status::failed(e), e.exit_code())
         }
         Err(Failure::Config(e)) => {
@@ -318,7 +318,7 @@ pub fn run(args: &JobArgs) -> Result<Exit, Error> {
     write_termination_log(args.termination_log.as_deref(), &status);
     let text = render::status::json(&status)
         .map_err(|e| Error::Internal(format!("cannot serialise the status: {e}")))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {
@@ -339,12 +339,12 @@ struct Progress;
 impl Observer for Progress {
     fn event(&self, event: &Event<'_>) {
         let paint = super::stderr_paint(super::ColorChoice::from_args());
-        let _ = std::io::stderr().write_all(terminal::job_event(event, paint).as_bytes());
+        let _ = super::stdio::stderr().write_all(terminal::job_event(event, paint).as_bytes());
     }
 
     fn interrupted(&self, signal: i32) {
-        let _ = std::io::stderr().write_all(terminal::job_interrupted(signal).as_bytes());
-        std::process::exit(128 + signal);
+        let _ = super::stdio::stderr().write_all(terminal::job_interrupted(signal).as_bytes());
+        super::stdio::exit(128 + signal);
     }
 }
 
@@ -511,7 +511,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         args.max_file_size,
     )?;
     if args.insecure_skip_host_key_check {
-        let _ = std::io::stderr().write_all(
+        let _ = super::stdio::stderr().write_all(
             b"image-update: warning: --insecure-skip-host-key-check: any SSH host key is accepted\n",
         );
     }

@@ -113,7 +113,7 @@ fn write_response(mut response: Response<'_>) -> Result<Exit, Error> {
         .output
         .pieces()
         .map_err(|e| Error::Internal(e.to_string()))?;
-    let stdout = std::io::stdout();
+    let stdout = super::stdio::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     pieces
         .iter()

@@ -34,7 +34,7 @@ pub fn run(args: &MessageCommandArgs) -> Result<Exit, Error> {
         .message_config(automation.as_ref(), args.max_file_size)?;
     let report = read_report(&args.report, args.max_file_size)?;
     let message = config.render(&report)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(message.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {

@@ -28,6 +28,7 @@ pub mod message;
 pub mod policy;
 mod policy_args;
 mod policy_offline;
+mod stdio;
 pub mod update;
 
 use clap::{Parser, Subcommand};
@@ -175,16 +176,28 @@ pub fn error_code(error: &Error) -> u8 {
     1
 }
 
+/// Standard error, for the log subscriber `main` sets up.
+#[must_use]
+pub fn stderr() -> std::io::Stderr {
+    stdio::stderr()
+}
+
+/// Whether standard error is a terminal.
+#[must_use]
+pub fn stderr_is_terminal() -> bool {
+    std::io::IsTerminal::is_terminal(&stdio::stderr())
+}
+
 /// ANSI colours for stderr as `choice` says.
 #[must_use]
 pub fn stderr_paint(choice: ColorChoice) -> Paint {
     use std::io::IsTerminal;
-    Paint(choice.enabled(std::io::stderr().is_terminal()))
+    Paint(choice.enabled(stdio::stderr().is_terminal()))
 }
 
 /// Print `error` on stderr ([`crate::render::terminal::error`]), in one
 /// write, so that lines of concurrent processes do not interleave.
 pub fn print_error(error: &Error) {
     let text = crate::render::terminal::error(error, stderr_paint(ColorChoice::from_args()));
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    let _ = std::io::Write::write_all(&mut stdio::stderr(), text.as_bytes());
 }

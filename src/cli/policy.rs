@@ -66,7 +66,7 @@ pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
                 .map_err(|e| Error::Internal(e.to_string()))?,
         }
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(rendered.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {

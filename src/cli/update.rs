@@ -28,17 +28,17 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
     // Everything the user asked to see comes before any file is renamed
     // into place: a closed pipe or a full disk then changes nothing.
     let mut show = |outcome: &Outcome| -> Result<(), Error> {
-        let _ = std::io::stderr().write_all(lines.before(outcome).as_bytes());
+        let _ = super::stdio::stderr().write_all(lines.before(outcome).as_bytes());
         if args.diff {
             use std::io::IsTerminal;
-            let paint = Paint(args.color.enabled(std::io::stdout().is_terminal()));
+            let paint = Paint(args.color.enabled(super::stdio::stdout().is_terminal()));
             print_diffs(outcome, paint).map_err(|source| Error::Stdout {
                 what: "the diff",
                 source,
             })?;
         }
         for output in &outcome.stdout {
-            let mut out = std::io::stdout().lock();
+            let mut out = super::stdio::stdout().lock();
             out.write_all(output.text.as_bytes())
                 .and_then(|()| out.flush())
                 .map_err(|source| Error::Stdout {
@@ -52,9 +52,9 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
         Some(fetch) => {
             use std::io::IsTerminal;
             let progress = std::sync::Arc::new(ProgressRenderer::new(
-                std::io::stderr(),
+                super::stdio::stderr(),
                 MonotonicClock::new(),
-                Style::for_terminal(std::io::stderr().is_terminal()),
+                Style::for_terminal(super::stdio::stderr().is_terminal()),
             ));
             fetch.observer = Some(Observer(progress.clone()));
             // The fetch is over when the outcome is shown: its line goes first.
@@ -67,7 +67,7 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
         None => operation::run_then(&config, Input::Tree(&args.path), &mut show)?,
     };
     if let Some(line) = lines.summary(&outcome) {
-        let _ = std::io::stderr().write_all(line.as_bytes());
+        let _ = super::stdio::stderr().write_all(line.as_bytes());
     }
     if outcome.held_back {
         return Ok(Exit::Failed);
@@ -83,7 +83,7 @@ pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
 /// `git apply` works from where the command ran), else paths relative to
 /// the tree.
 fn print_diffs(outcome: &Outcome, paint: Paint) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     for u in &outcome.files {
         let shown = outcome.display(&u.rel);
         let path = if Path::new(&shown).is_relative() {
