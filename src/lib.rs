@@ -41,12 +41,11 @@ pub mod input;
 #[cfg(feature = "job")]
 pub mod job;
 pub mod krm;
-pub mod message;
 pub mod object;
 pub mod operation;
+pub mod outcome;
 pub mod policies;
 pub mod pool;
-pub mod progress;
 pub mod reflector;
 pub mod render;
 pub mod setter;

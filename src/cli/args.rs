@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 use crate::automation::Automation;
 use crate::error::Error;
 use crate::input::SizeLimit;
-use crate::message::MessageConfig;
+use crate::render::message::MessageConfig;
 use crate::operation::config::{self, FetchSettings, Mode, Outputs, PolicyValue, UpdateConfig};
 use crate::policies::selector::Selector;
 

@@ -8,8 +8,9 @@ use std::path::Path;
 use super::{Exit, UpdateArgs};
 use crate::error::Error;
 use crate::operation::config::Observer;
-use crate::operation::{self, Input, Mode, Outcome};
-use crate::progress::{MonotonicClock, ProgressRenderer, Style};
+use crate::operation::{self, Input};
+use crate::outcome::{Mode, Outcome};
+use crate::render::progress::{MonotonicClock, ProgressRenderer, Style};
 use crate::render::terminal::{self, Lines, Paint};
 
 /// Run `update`.

@@ -661,7 +661,7 @@ fn latest_message(checkout: &Checkout, commit: image_update_git::Oid) -> Option<
 /// first run's policy results are given as values (no policy file, stdin
 /// or registry is read again), so the retry applies exactly the results
 /// of the commit it replaces.
-fn reapply_config(config: &UpdateConfig, outcome: &operation::Outcome) -> UpdateConfig {
+fn reapply_config(config: &UpdateConfig, outcome: &crate::outcome::Outcome) -> UpdateConfig {
     let mut again = config.clone();
     again.fetch = None;
     again.policy_files.clear();

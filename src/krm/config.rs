@@ -23,7 +23,8 @@ use serde_json::Value;
 
 use crate::automation::{self, normalise_path};
 use crate::diagnostic::Diagnostic;
-use crate::operation::{FetchSettings, Mode, PolicyValue, UpdateConfig};
+use crate::operation::{FetchSettings, PolicyValue, UpdateConfig};
+use crate::outcome::{Mode};
 use crate::policies::image_policy::{FLUX_IMAGE_GROUP, is_flux_kind};
 use crate::policies::selector::Selector;
 
@@ -67,7 +68,7 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
                 Ok(a) => {
                     // The summary result carries the commit message the
                     // automation would make.
-                    let message = crate::message::MessageConfig::from_automation(&a);
+                    let message = crate::render::message::MessageConfig::from_automation(&a);
                     reader.config = reader.config.with_automation(a);
                     reader.config.message = Some(message);
                 }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::automation::Automation;
-use crate::message::MessageConfig;
+pub use crate::outcome::Mode;
+use crate::render::message::MessageConfig;
 use crate::policies::{ImageRef, PolicyKey, Scope, ScopeNamespace};
 use crate::render::report::Format;
 
@@ -201,26 +202,6 @@ pub struct Observer(pub Arc<dyn image_update_registry::Observer>);
 impl std::fmt::Debug for Observer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Observer")
-    }
-}
-
-/// Whether files are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Write the new values.
-    #[default]
-    Apply,
-    /// Write nothing; report what would change.
-    DryRun,
-    /// Write nothing; pending changes are a failure.
-    Check,
-}
-
-impl Mode {
-    /// Whether the input is written.
-    #[must_use]
-    pub fn writes(self) -> bool {
-        self == Mode::Apply
     }
 }
 

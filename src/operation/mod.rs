@@ -16,13 +16,12 @@
 //! status.
 
 pub mod config;
-pub mod outcome;
 mod policies;
 
 use std::path::{Path, PathBuf};
 
-pub use self::config::{FetchSettings, Mode, Outputs, PolicyValue, UpdateConfig};
-pub use self::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
+pub use self::config::{FetchSettings, Outputs, PolicyValue, UpdateConfig};
+use crate::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
 pub use self::policies::client_settings;
 use crate::diagnostic::{Diagnostic, Location, Severity};
 use crate::error::Error;

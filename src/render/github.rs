@@ -20,7 +20,7 @@ use std::path::{Component, Path};
 use super::{Summary, Unit, change_text, fetched_line};
 use crate::diagnostic::{Diagnostic, Location, Severity, one_line};
 use crate::error::{Error, Part};
-use crate::operation::Outcome;
+use crate::outcome::Outcome;
 
 /// The outputs the Action writes, in the order it writes them.
 pub const OUTPUTS: &[&str] = &[

@@ -33,7 +33,7 @@ use super::{Summary, Unit, change_text};
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, Part};
 use crate::object::ObjectId;
-use crate::operation::{Mode, Outcome};
+use crate::outcome::{Mode, Outcome};
 use crate::updater::rewrite::quote;
 use crate::updater::scan::{ItemAnnotations, Style};
 

@@ -18,6 +18,8 @@
 
 pub mod github;
 pub mod kpt;
+pub mod message;
+pub mod progress;
 pub mod report;
 #[cfg(feature = "job")]
 pub mod status;
@@ -25,7 +27,7 @@ pub mod terminal;
 
 use std::collections::BTreeSet;
 
-use crate::operation::{Change, Outcome};
+use crate::outcome::{Change, Outcome};
 use crate::reflector::Resolved;
 
 /// `1 field`, `2 fields`.

@@ -1,5 +1,5 @@
 //! The ResultV2 change report: a view of the run's
-//! [`Outcome`](crate::operation::Outcome), built by [`Report::of`] from its
+//! [`Outcome`](crate::outcome::Outcome), built by [`Report::of`] from its
 //! changes, its warnings and the policies it observed, and rendered as JSON
 //! or YAML ([`Report::render`]). The same report is the Action's `changes`
 //! output, the Job status's `changes` and the commit message's data.
@@ -47,7 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::Diagnostic;
 use crate::object::ObjectId;
-use crate::operation::Outcome;
+use crate::outcome::Outcome;
 use crate::policies::ImageRef;
 
 /// One changed field, as the report writes it.

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use super::{Summary, Unit, change_text, fetched_line};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::error::{Error, Part};
-use crate::operation::{Change, Outcome};
+use crate::outcome::{Change, Outcome};
 use crate::updater::tree::FileUpdate;
 
 /// ANSI colours, or none.

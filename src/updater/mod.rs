@@ -7,7 +7,7 @@
 //!  a list)    spans)    table)   values)    writes)
 //! ```
 //!
-//! What changed becomes the run's [`crate::operation::Outcome`], which
+//! What changed becomes the run's [`crate::outcome::Outcome`], which
 //! [`crate::render`] turns into every output (the ResultV2 report among
 //! them).
 

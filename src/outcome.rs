@@ -1,10 +1,10 @@
-//! [`Outcome`]: everything one run found and did, for the front ends to
-//! render. It holds values only; it prints nothing.
+//! [`Outcome`]: everything one run of the operation found and did, the one
+//! model every output is rendered from ([`crate::render`]). It holds values
+//! only; it prints nothing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::config::Mode;
 use crate::diagnostic::Diagnostic;
 use crate::object::ObjectId;
 use crate::policies::ImageRef;
@@ -188,5 +188,25 @@ impl Outcome {
         self.root
             .as_ref()
             .map_or_else(|| rel.to_owned(), |r| r.display(rel))
+    }
+}
+
+/// Whether files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Write the new values.
+    #[default]
+    Apply,
+    /// Write nothing; report what would change.
+    DryRun,
+    /// Write nothing; pending changes are a failure.
+    Check,
+}
+
+impl Mode {
+    /// Whether the input is written.
+    #[must_use]
+    pub fn writes(self) -> bool {
+        self == Mode::Apply
     }
 }
