@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 
 use super::{ActionArgs, Exit};
 use crate::error::Error;
-use crate::render::message::MessageConfig;
 use crate::operation::config::{FetchSettings, PolicyValue, ValueError, commit_value};
 use crate::operation::{self, Input, Outputs, UpdateConfig};
 use crate::outcome::{Mode, Outcome};
 use crate::policies::selector::Selector;
 use crate::render::github::{self, input_variable};
+use crate::render::message::MessageConfig;
 use crate::render::report::Format;
 
 /// The inputs `image-update action` reads, as `action.yml` declares them.

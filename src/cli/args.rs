@@ -12,9 +12,9 @@ use clap::{Args, ValueEnum};
 use crate::automation::Automation;
 use crate::error::Error;
 use crate::input::SizeLimit;
-use crate::render::message::MessageConfig;
 use crate::operation::config::{self, FetchSettings, Mode, Outputs, PolicyValue, UpdateConfig};
 use crate::policies::selector::Selector;
+use crate::render::message::MessageConfig;
 
 /// `image-update completions SHELL`.
 #[derive(Debug, Args)]

@@ -22,8 +22,8 @@ use crate::job::secrets::Secrets;
 use crate::job::{
     EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
 };
-use crate::operation::{UpdateConfig};
-use crate::outcome::{Mode};
+use crate::operation::UpdateConfig;
+use crate::outcome::Mode;
 use crate::render::{self, terminal};
 
 /// Where Kubernetes reads a container's termination message.

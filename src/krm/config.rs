@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::automation::{self, normalise_path};
 use crate::diagnostic::Diagnostic;
 use crate::operation::{FetchSettings, PolicyValue, UpdateConfig};
-use crate::outcome::{Mode};
+use crate::outcome::Mode;
 use crate::policies::image_policy::{FLUX_IMAGE_GROUP, is_flux_kind};
 use crate::policies::selector::Selector;
 

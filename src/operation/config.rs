@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use crate::automation::Automation;
 pub use crate::outcome::Mode;
-use crate::render::message::MessageConfig;
 use crate::policies::{ImageRef, PolicyKey, Scope, ScopeNamespace};
+use crate::render::message::MessageConfig;
 use crate::render::report::Format;
 
 /// Everything one run needs besides its input.

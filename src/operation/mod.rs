@@ -21,10 +21,10 @@ mod policies;
 use std::path::{Path, PathBuf};
 
 pub use self::config::{FetchSettings, Outputs, PolicyValue, UpdateConfig};
-use crate::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
 pub use self::policies::client_settings;
 use crate::diagnostic::{Diagnostic, Location, Severity};
 use crate::error::Error;
+use crate::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
 use crate::policies::PolicyDocument;
 use crate::reflector::{emit, may_define};
 use crate::render::report::Report;

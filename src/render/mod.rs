@@ -122,3 +122,6 @@ pub fn fetched_line(r: &Resolved) -> String {
         r.latest
     )
 }
+
+#[cfg(test)]
+pub(crate) mod tests;
