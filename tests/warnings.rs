@@ -4,6 +4,8 @@
 //! files, the walk and the markers. (`src/render/tests.rs` checks every
 //! kind of warning the operation raises against every renderer.)
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
