@@ -19,7 +19,7 @@ use crate::text::Position;
 use crate::yaml::Document;
 
 /// The API versions of ImageUpdateAutomation that are read.
-pub const VERSIONS: [&str; 2] = ["v1", "v1beta2"];
+pub(crate) const VERSIONS: [&str; 2] = ["v1", "v1beta2"];
 
 /// An ImageUpdateAutomation, as far as image-update uses it.
 #[derive(Debug, Clone, Default)]
@@ -375,7 +375,7 @@ impl Reader<'_> {
 /// # Errors
 /// An unreadable file (or one over `limit`), invalid YAML, no or several
 /// automations, or an invalid automation; each at its line and column.
-pub fn read_file(
+pub(crate) fn read_file(
     file: &std::path::Path,
     limit: crate::input::SizeLimit,
 ) -> Result<Automation, crate::error::Error> {
@@ -406,7 +406,7 @@ pub fn read_file(
 /// `..`: such an item cannot be said to lie under any path, and a path limit
 /// must not be fooled into editing it (`../apps/x.yaml` is not in `apps`).
 #[must_use]
-pub fn normalise_item_path(path: &str) -> Option<String> {
+pub(crate) fn normalise_item_path(path: &str) -> Option<String> {
     if path.starts_with('/') || path.starts_with('\\') {
         return None;
     }
@@ -426,7 +426,7 @@ pub fn normalise_item_path(path: &str) -> Option<String> {
 /// `./a//b/../c/` -> `a/c`; `..` never climbs above the root, as Flux joins
 /// `spec.update.path` securely.
 #[must_use]
-pub fn normalise_path(path: &str) -> String {
+pub(crate) fn normalise_path(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {

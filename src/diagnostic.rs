@@ -93,7 +93,7 @@ impl fmt::Display for Location {
 }
 
 /// The cause of a diagnostic, kept as a typed error.
-pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
+pub(crate) type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// One finding about the input.
 #[derive(Debug, Clone)]
@@ -200,26 +200,7 @@ impl fmt::Display for Diagnostic {
 
 /// Diagnostics that stop a run: every problem found, together.
 #[derive(Debug, Clone, Default)]
-pub struct Diagnostics(pub Vec<Diagnostic>);
-
-impl Diagnostics {
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn push(&mut self, d: Diagnostic) {
-        self.0.push(d);
-    }
-
-    /// `Err(self)` when any diagnostic was pushed.
-    ///
-    /// # Errors
-    /// When not empty.
-    pub fn into_result(self) -> Result<(), Self> {
-        if self.0.is_empty() { Ok(()) } else { Err(self) }
-    }
-}
+pub(crate) struct Diagnostics(pub Vec<Diagnostic>);
 
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -236,7 +217,7 @@ impl fmt::Display for Diagnostics {
 /// An error and its causes on one line, `error: cause: cause` (a cause
 /// whose text its wrapper already ends with is left out).
 #[must_use]
-pub fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
     let mut out = error.to_string();
     push_causes(&mut out, error.source());
     out

@@ -8,7 +8,7 @@ use crate::walk::WalkError;
 
 /// Why a run stopped before writing anything.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// A mistake in how the command was called (exit status 2).
     #[error("{0}")]
     Usage(String),
@@ -76,7 +76,7 @@ fn invalid_display(summary: &str, diagnostics: &Diagnostics) -> String {
 impl Error {
     /// Input errors with no summary line.
     #[must_use]
-    pub fn invalid(diagnostics: Vec<Diagnostic>) -> Self {
+    pub(crate) fn invalid(diagnostics: Vec<Diagnostic>) -> Self {
         Error::Invalid {
             summary: String::new(),
             diagnostics: Diagnostics(diagnostics),
@@ -85,7 +85,7 @@ impl Error {
 
     /// Input errors under a summary line.
     #[must_use]
-    pub fn invalid_with(summary: impl Into<String>, diagnostics: Vec<Diagnostic>) -> Self {
+    pub(crate) fn invalid_with(summary: impl Into<String>, diagnostics: Vec<Diagnostic>) -> Self {
         Error::Invalid {
             summary: summary.into(),
             diagnostics: Diagnostics(diagnostics),
@@ -93,7 +93,7 @@ impl Error {
     }
 
     /// `context` failed because of `source`.
-    pub fn failed(
+    pub(crate) fn failed(
         context: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
@@ -105,7 +105,8 @@ impl Error {
 
     /// The diagnostics of an input error, if it is one.
     #[must_use]
-    pub fn diagnostics(&self) -> &[Diagnostic] {
+    #[cfg(all(test, feature = "job"))]
+    pub(crate) fn diagnostics(&self) -> &[Diagnostic] {
         match self {
             Error::Invalid { diagnostics, .. } => &diagnostics.0,
             _ => &[],
@@ -114,14 +115,14 @@ impl Error {
 
     /// Whether it is a usage error (exit status 2).
     #[must_use]
-    pub fn is_usage(&self) -> bool {
+    pub(crate) fn is_usage(&self) -> bool {
         matches!(self, Error::Usage(_))
     }
 
     /// The signal (SIGTERM, SIGINT, SIGHUP) that interrupted a commit, so
     /// that the process ends with 128 + it.
     #[must_use]
-    pub fn signal(&self) -> Option<i32> {
+    pub(crate) fn signal(&self) -> Option<i32> {
         match self {
             Error::Commit(e) => e.signal(),
             _ => None,
@@ -133,7 +134,7 @@ impl Error {
 /// [`Error::parts`] gives them: every front end shows these, each in its
 /// own form (stderr lines, `::error` annotations, kpt error results).
 #[derive(Debug, Clone, Copy)]
-pub enum Part<'a> {
+pub(crate) enum Part<'a> {
     /// A sentence about all the located problems that follow.
     Summary(&'a str),
     /// One problem with its location (an input error).
@@ -146,7 +147,7 @@ impl Error {
     /// What to tell about this error: for an input error its summary (if
     /// any) and each located problem; for any other, the error itself.
     #[must_use]
-    pub fn parts(&self) -> Vec<Part<'_>> {
+    pub(crate) fn parts(&self) -> Vec<Part<'_>> {
         match self {
             Error::Invalid {
                 summary,

@@ -9,7 +9,6 @@ use crate::diagnostic::Diagnostic;
 use crate::object::ObjectId;
 use crate::policies::ImageRef;
 use crate::reflector::Resolved;
-use crate::render::report::Report;
 use crate::text::Position;
 use crate::updater::rewrite::Edit;
 use crate::updater::tree::FileUpdate;
@@ -167,12 +166,6 @@ impl Outcome {
     #[must_use]
     pub fn has_changes(&self) -> bool {
         !self.changes.is_empty()
-    }
-
-    /// The ResultV2 report of the run, a view of this outcome.
-    #[must_use]
-    pub fn report(&self) -> Report {
-        Report::of(self)
     }
 
     /// The warnings (not the notes).

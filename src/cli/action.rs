@@ -46,7 +46,7 @@ pub const INPUTS: &[&str] = &[
 pub const TEST_DELIMITER_VARIABLE: &str = "IMAGE_UPDATE_TEST_DELIMITER";
 
 /// `image-update action --help`.
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 Run as the GitHub Action (a Docker container action; see action.yml).
 
 Inputs come from the runner's INPUT_<NAME> variables (hyphens kept, e.g. INPUT_DRY-RUN; empty means
@@ -78,14 +78,14 @@ warning was raised.";
 
 /// The Action's inputs, as the runner passed them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Inputs(BTreeMap<String, String>);
+pub(crate) struct Inputs(BTreeMap<String, String>);
 
 impl Inputs {
     /// The inputs of [`INPUTS`] from the process environment.
     ///
     /// # Errors
     /// A variable that is not UTF-8.
-    pub fn from_env() -> Result<Self, Error> {
+    pub(crate) fn from_env() -> Result<Self, Error> {
         let mut values = BTreeMap::new();
         for name in INPUTS {
             let variable = input_variable(name);
@@ -103,7 +103,8 @@ impl Inputs {
     }
 
     /// Inputs from `(name, value)` pairs.
-    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+    #[cfg(test)]
+    pub(crate) fn from_pairs<K: Into<String>, V: Into<String>>(
         pairs: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
         Self(
@@ -152,7 +153,7 @@ impl Inputs {
 
 /// The settings of one Action run.
 #[derive(Debug, Clone)]
-pub struct ActionConfig {
+pub(crate) struct ActionConfig {
     pub update: UpdateConfig,
     /// The tree to update: the `path` input under the workspace.
     pub path: PathBuf,
@@ -166,7 +167,7 @@ pub struct ActionConfig {
 /// Usage errors naming the input (a malformed policy line, selector,
 /// boolean or `KEY=VALUE`); an unreadable or invalid automation file;
 /// an unreadable template.
-pub fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> {
+pub(crate) fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> {
     let usage = |input: &str, value: &str, e: &ValueError| {
         Error::Usage(format!(
             "input {input} {value:?}: {}",
@@ -229,7 +230,7 @@ pub fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> 
 
 /// Where the runner wants the results.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Runner {
+pub(crate) struct Runner {
     /// `GITHUB_WORKSPACE`, else the current directory.
     pub workspace: PathBuf,
     /// `GITHUB_OUTPUT`, when set.
@@ -245,7 +246,7 @@ impl Runner {
     ///
     /// # Errors
     /// No `GITHUB_WORKSPACE` and no current directory.
-    pub fn from_env() -> Result<Self, Error> {
+    pub(crate) fn from_env() -> Result<Self, Error> {
         let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         let workspace = match set("GITHUB_WORKSPACE") {
             Some(ws) => PathBuf::from(ws),
@@ -267,7 +268,7 @@ impl Runner {
 /// # Errors
 /// The runner's files or stdout cannot be written. Errors of the run itself
 /// are reported as `::error` annotations (and on stderr), with exit status 1.
-pub fn run(_args: &ActionArgs) -> Result<Exit, Error> {
+pub(crate) fn run(_args: &ActionArgs) -> Result<Exit, Error> {
     let runner = Runner::from_env()?;
     let result = Inputs::from_env()
         .and_then(|inputs| config(&inputs, &runner.workspace))

@@ -18,7 +18,7 @@ use crate::render::message::MessageConfig;
 
 /// `image-update completions SHELL`.
 #[derive(Debug, Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
@@ -26,7 +26,7 @@ pub struct CompletionsArgs {
 
 /// `image-update man [COMMAND]`.
 #[derive(Debug, Args)]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// A subcommand whose page to print (image-update-COMMAND(1)) instead
     /// of the program's.
     #[arg(value_name = "COMMAND")]
@@ -36,11 +36,11 @@ pub struct ManArgs {
 /// `image-update action` takes no arguments: its inputs come from the
 /// runner's `INPUT_*` variables.
 #[derive(Debug, Args)]
-pub struct ActionArgs {}
+pub(crate) struct ActionArgs {}
 
 /// Registry client options (`update --fetch`, `policy`).
 #[derive(Debug, Clone, Default, Args)]
-pub struct RegistryArgs {
+pub(crate) struct RegistryArgs {
     /// Registry settings file (per-registry insecure, CA file, page size,
     /// concurrency, rate; retries; cache; exclusion list); see docs/registry.md.
     #[arg(long, value_name = "FILE", help_heading = "Registry")]
@@ -68,7 +68,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 
 /// `image-update policy IMAGE`.
 #[derive(Debug, Clone, Args)]
-pub struct PolicyCommandArgs {
+pub(crate) struct PolicyCommandArgs {
     /// The image repository, without tag (e.g. ghcr.io/acme/app, nginx).
     pub image: String,
 
@@ -86,11 +86,11 @@ pub struct PolicyCommandArgs {
 /// `image-update fn` takes no arguments: everything comes in the
 /// ResourceList's functionConfig.
 #[derive(Debug, Args)]
-pub struct FnArgs {}
+pub(crate) struct FnArgs {}
 
 /// `image-update update`.
 #[derive(Debug, Args)]
-pub struct UpdateArgs {
+pub(crate) struct UpdateArgs {
     /// Directory or file to update.
     #[arg(default_value = ".")]
     pub path: PathBuf,
@@ -188,7 +188,7 @@ pub struct UpdateArgs {
 
 /// Where the policy results come from (`update`, `job`).
 #[derive(Debug, Clone, Default, Args)]
-pub struct PolicySourceArgs {
+pub(crate) struct PolicySourceArgs {
     /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
     #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
     pub policies: Vec<String>,
@@ -206,7 +206,7 @@ pub struct PolicySourceArgs {
 
 /// What a commit message is made of (`update`, `message`).
 #[derive(Debug, Clone, Default, Args)]
-pub struct MessageArgs {
+pub(crate) struct MessageArgs {
     /// Go text/template for the commit message, as Flux's
     /// spec.git.commit.messageTemplate (`-` reads stdin); default: the
     /// automation's template, else Flux's default message.
@@ -235,7 +235,7 @@ pub struct MessageArgs {
 
 /// `image-update message`.
 #[derive(Debug, Args)]
-pub struct MessageCommandArgs {
+pub(crate) struct MessageCommandArgs {
     /// A report saved by `update --report` (JSON or YAML; `-` reads stdin).
     #[arg(long, value_name = "FILE|-")]
     pub report: PathBuf,
@@ -272,7 +272,7 @@ Examples:
 
 /// When to colour output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ColorChoice {
+pub(crate) enum ColorChoice {
     #[default]
     Auto,
     Always,
@@ -283,7 +283,7 @@ impl ColorChoice {
     /// Whether to colour a stream that is (or is not) a terminal: `auto`
     /// colours terminals when `NO_COLOR` is unset or empty.
     #[must_use]
-    pub fn enabled(self, is_terminal: bool) -> bool {
+    pub(crate) fn enabled(self, is_terminal: bool) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
@@ -296,7 +296,7 @@ impl ColorChoice {
     /// The `--color` of the command line, read before clap runs (the log
     /// subscriber is set up first): `auto` when absent or unreadable.
     #[must_use]
-    pub fn from_args() -> Self {
+    pub(crate) fn from_args() -> Self {
         let args: Vec<String> = std::env::args().skip(1).collect();
         let value = args.iter().enumerate().find_map(|(i, a)| {
             a.strip_prefix("--color=")
@@ -334,7 +334,7 @@ impl UpdateArgs {
     /// # Errors
     /// Usage errors (malformed `--policy`, `--selector`, several outputs on
     /// stdout); an unreadable or invalid `--automation` file.
-    pub fn config(&self) -> Result<UpdateConfig, Error> {
+    pub(crate) fn config(&self) -> Result<UpdateConfig, Error> {
         let stdout = Path::new("-");
         let on_stdout: Vec<&str> = [
             (self.diff, "--diff"),
@@ -409,7 +409,7 @@ impl PolicySourceArgs {
     ///
     /// # Errors
     /// A malformed `--policy` or `--selector`.
-    pub fn apply(&self, config: &mut UpdateConfig) -> Result<(), Error> {
+    pub(crate) fn apply(&self, config: &mut UpdateConfig) -> Result<(), Error> {
         config.values = self
             .policies
             .iter()
@@ -435,7 +435,7 @@ impl PolicySourceArgs {
 impl RegistryArgs {
     /// The registry settings of `--fetch`.
     #[must_use]
-    pub fn fetch_settings(&self) -> FetchSettings {
+    pub(crate) fn fetch_settings(&self) -> FetchSettings {
         FetchSettings {
             registry_config: self.registry_config.clone(),
             cache_dir: self.cache_dir.clone(),
@@ -452,7 +452,7 @@ impl MessageArgs {
     /// # Errors
     /// A malformed `--commit-value` or `--automation-object`; an unreadable
     /// template file (or one over `limit`).
-    pub fn message_config(
+    pub(crate) fn message_config(
         &self,
         automation: Option<&Automation>,
         limit: SizeLimit,

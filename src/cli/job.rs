@@ -11,7 +11,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use image_update_git::{Author, CheckoutRef, RetryPolicy};
 
-use super::{Exit, MessageArgs, PolicySourceArgs, RegistryArgs};
+use super::Exit;
+use super::args::{MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
 use crate::input::SizeLimit;
@@ -30,7 +31,7 @@ use crate::render::{self, terminal};
 const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
 
 /// `job --help`, after the options.
-pub const AFTER_HELP: &str = "\
+pub(crate) const AFTER_HELP: &str = "\
 Credentials come from the environment, never from flags:
   IMAGE_UPDATE_GIT_USERNAME, IMAGE_UPDATE_GIT_PASSWORD   HTTP Basic auth
   IMAGE_UPDATE_GIT_TOKEN         HTTP token, sent as the Basic password (user
@@ -68,7 +69,7 @@ Examples:
 
 /// `image-update job`.
 #[derive(Debug, Args)]
-pub struct JobArgs {
+pub(crate) struct JobArgs {
     /// The repository: https://, ssh:// or user@host:path (plain http:// only to
     /// loopback; file:// and paths only with --allow-local).
     /// Default: the --git-repository's spec.url.
@@ -276,7 +277,7 @@ pub struct JobArgs {
 
 /// What kind of key signs commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SigningKeyType {
+pub(crate) enum SigningKeyType {
     /// An ASCII-armored OpenPGP secret key.
     Gpg,
     /// An OpenSSH private key.
@@ -288,7 +289,7 @@ pub enum SigningKeyType {
 /// # Errors
 /// Only stdout that cannot be written; every other failure is in the
 /// status, on stderr, and in the exit status.
-pub fn run(args: &JobArgs) -> Result<Exit, Error> {
+pub(crate) fn run(args: &JobArgs) -> Result<Exit, Error> {
     let observer: Arc<dyn Observer> = Arc::new(Progress);
     let result = match config(args) {
         Ok(config) => crate::job::run(&config, &observer).map_err(Failure::Job),
@@ -368,7 +369,7 @@ fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
 /// # Errors
 /// Usage errors (conflicting or malformed flags, a missing author),
 /// unreadable key and automation files, keys that cannot be used.
-pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
+pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     // Before anything touches libgit2: its options are set once.
     if let Some(timeout) = args.git_timeout
         && !image_update_git::set_timeouts(timeout, timeout)

@@ -15,7 +15,7 @@ use crate::input::{ReadError, SizeLimit, read_capped};
 use crate::krm::{self, Output, Response};
 
 /// The function's documentation (`kpt fn doc`, `image-update fn --help`).
-pub const FN_HELP: &str = "\
+pub(crate) const FN_HELP: &str = "\
 Run as a KRM function (kpt fn eval / kpt fn render).
 
 Reads one ResourceList (config.kubernetes.io/v1, v1beta1 or v1alpha1, or a v1 List) from stdin and
@@ -58,14 +58,14 @@ Examples:
 
 /// The environment variable that sets the most bytes read from stdin
 /// (default 1 GiB): the function has no flags.
-pub const MAX_INPUT_SIZE: &str = "IMAGE_UPDATE_MAX_INPUT_SIZE";
+pub(crate) const MAX_INPUT_SIZE: &str = "IMAGE_UPDATE_MAX_INPUT_SIZE";
 
 /// Run the function on stdin.
 ///
 /// # Errors
 /// A terminal on stdin (usage), stdin that cannot be read, stdout that
 /// cannot be written.
-pub fn run() -> Result<Exit, Error> {
+pub(crate) fn run() -> Result<Exit, Error> {
     use std::io::IsTerminal;
     if std::io::stdin().is_terminal() {
         return Err(Error::Usage(

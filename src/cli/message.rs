@@ -1,7 +1,7 @@
 //! `image-update message`: render a commit message from a saved report, so
 //! that CI can update in one step and commit in another. The same rendering
 //! serves `update --commit-message-file`, the KRM function, the Action and
-//! the Job ([`crate::message`]).
+//! the Job ([`crate::render::message`]).
 
 use crate::input::SizeLimit;
 use std::io::Write;
@@ -17,7 +17,7 @@ use crate::render::report::Report;
 /// Usage errors, an unreadable report or template, a report that is not a
 /// report, a template that fails (Flux's messages), stdout that cannot be
 /// written.
-pub fn run(args: &MessageCommandArgs) -> Result<Exit, Error> {
+pub(crate) fn run(args: &MessageCommandArgs) -> Result<Exit, Error> {
     let stdin = std::path::Path::new("-");
     if args.report == stdin && args.message.template.as_deref() == Some(stdin) {
         return Err(Error::Usage(

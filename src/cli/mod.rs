@@ -18,24 +18,24 @@
 //! (or its own small config), runs, renders the outcome on stdout/stderr and
 //! chooses the exit status.
 
-pub mod action;
-pub mod args;
-pub mod completions;
+pub(crate) mod action;
+pub(crate) mod args;
+pub(crate) mod completions;
 #[cfg(feature = "job")]
-pub mod job;
-pub mod krm;
-pub mod message;
-pub mod policy;
+pub(crate) mod job;
+pub(crate) mod krm;
+pub(crate) mod message;
+pub(crate) mod policy;
 mod policy_args;
 mod policy_offline;
 mod stdio;
-pub mod update;
+pub(crate) mod update;
 
 use clap::{Parser, Subcommand};
 
-pub use self::args::{
-    ActionArgs, ColorChoice, CompletionsArgs, FnArgs, ManArgs, MessageArgs, MessageCommandArgs,
-    PolicyCommandArgs, PolicySourceArgs, RegistryArgs, ReportFormat, UpdateArgs,
+pub(crate) use self::args::{
+    ActionArgs, ColorChoice, CompletionsArgs, FnArgs, ManArgs, MessageCommandArgs,
+    PolicyCommandArgs, UpdateArgs,
 };
 use self::krm::FN_HELP;
 
@@ -61,7 +61,7 @@ pub const VERSION: &str = concat!(
     after_help = MODES_HELP,
     after_long_help = top_long_help()
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -79,7 +79,7 @@ fn top_long_help() -> String {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Update marked fields in a directory or file.
     #[command(after_help = args::UPDATE_AFTER_HELP)]
     Update(UpdateArgs),
@@ -109,7 +109,7 @@ pub enum Command {
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     /// Done, with or without changes.
     Success,
     /// `--check` found changes to make.
@@ -118,27 +118,51 @@ pub enum Exit {
     /// ResourceList with error results, `action` wrote error annotations.
     Failed,
     /// An exit status the command chose (`job`).
+    #[cfg(feature = "job")]
     Code(u8),
 }
 
 impl Exit {
     /// The process exit status.
     #[must_use]
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         match self {
             Exit::Success => 0,
             Exit::ChangesPending => 3,
             Exit::Failed => 1,
+            #[cfg(feature = "job")]
             Exit::Code(code) => code,
         }
     }
+}
+
+/// The whole program after logging is set up: run the chosen mode, print
+/// its error once, and end with its exit status (0 ok, 1 error, 2 usage, 3
+/// `--check` found changes, 128 + N a commit rolled back on signal N, and
+/// the Job's own statuses).
+#[must_use]
+pub fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(exit) => std::process::ExitCode::from(exit.code()),
+        Err(error) => {
+            print_error(&error);
+            std::process::ExitCode::from(error_code(&error))
+        }
+    }
+}
+
+/// Whether log lines are coloured: as `--color` says (read before clap
+/// runs), on a terminal stderr.
+#[must_use]
+pub fn log_color() -> bool {
+    ColorChoice::from_args().enabled(stderr_is_terminal())
 }
 
 /// Parse `argv` and run the chosen mode.
 ///
 /// # Errors
 /// Whatever the mode fails with; [`Error::Usage`] for usage mistakes.
-pub fn run() -> Result<Exit, Error> {
+pub(crate) fn run() -> Result<Exit, Error> {
     use std::io::IsTerminal;
     // A KRM function container gets no argv: with no arguments and input
     // waiting on stdin, act as `fn` (kpt fn eval --image, kpt fn render).
@@ -166,7 +190,7 @@ pub fn run() -> Result<Exit, Error> {
 /// a commit interrupted by a signal (as a shell reports a process killed by
 /// it), 1 otherwise.
 #[must_use]
-pub fn error_code(error: &Error) -> u8 {
+pub(crate) fn error_code(error: &Error) -> u8 {
     if error.is_usage() {
         return 2;
     }
@@ -184,20 +208,20 @@ pub fn stderr() -> std::io::Stderr {
 
 /// Whether standard error is a terminal.
 #[must_use]
-pub fn stderr_is_terminal() -> bool {
+pub(crate) fn stderr_is_terminal() -> bool {
     std::io::IsTerminal::is_terminal(&stdio::stderr())
 }
 
 /// ANSI colours for stderr as `choice` says.
 #[must_use]
-pub fn stderr_paint(choice: ColorChoice) -> Paint {
+pub(crate) fn stderr_paint(choice: ColorChoice) -> Paint {
     use std::io::IsTerminal;
     Paint(choice.enabled(stdio::stderr().is_terminal()))
 }
 
 /// Print `error` on stderr ([`crate::render::terminal::error`]), in one
 /// write, so that lines of concurrent processes do not interleave.
-pub fn print_error(error: &Error) {
+pub(crate) fn print_error(error: &Error) {
     let text = crate::render::terminal::error(error, stderr_paint(ColorChoice::from_args()));
     let _ = std::io::Write::write_all(&mut stdio::stderr(), text.as_bytes());
 }

@@ -16,7 +16,8 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::operation::client_settings;
 use crate::reflector::fetch::choose;
-use crate::reflector::selection::{parse_tags_file, render_json, render_text};
+use crate::reflector::selection::parse_tags_file;
+use crate::reflector::selection::render::{render_json, render_text};
 use image_update_registry::{RegistryClient, Repository};
 
 /// Run `policy`.
@@ -24,7 +25,7 @@ use image_update_registry::{RegistryClient, Repository};
 /// # Errors
 /// Bad options (usage errors), an unreadable tags file, a registry failure,
 /// or no qualifying tag.
-pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
+pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
     let rendered = if let Some(file) = &args.policy.tags_file {
         let text = crate::input::read_text(file, args.max_file_size)?;
         let tags = parse_tags_file(&text).map_err(|e| {

@@ -18,6 +18,7 @@ pub(super) fn stderr() -> std::io::Stderr {
 }
 
 /// End the process with `code`.
+#[cfg(feature = "job")]
 pub(super) fn exit(code: i32) -> ! {
     std::process::exit(code)
 }

@@ -1,5 +1,5 @@
 //! `image-update update [PATH]`: the directory mode. Flags become an
-//! [`UpdateConfig`]; the outcome becomes stderr lines, a diff or outputs on
+//! [`UpdateConfig`](crate::operation::UpdateConfig); the outcome becomes stderr lines, a diff or outputs on
 //! stdout, and an exit status.
 
 use std::io::Write;
@@ -18,7 +18,7 @@ use crate::render::terminal::{self, Lines, Paint};
 /// # Errors
 /// Usage errors for malformed flags; whatever the operation fails with;
 /// stdout that cannot be written.
-pub fn run(args: &UpdateArgs) -> Result<Exit, Error> {
+pub(crate) fn run(args: &UpdateArgs) -> Result<Exit, Error> {
     let mut config = args.config()?;
     let lines = Lines {
         quiet: args.quiet,

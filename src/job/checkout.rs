@@ -6,7 +6,7 @@
 /// What to check out: a GitRepository's `spec.ref`, an automation's
 /// `spec.git.checkout.ref`, or the Job's flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckoutTarget {
+pub(crate) enum CheckoutTarget {
     /// A branch, tag, commit or ref name (or the default branch).
     Checkout(image_update_git::CheckoutRef),
     /// The tag with the highest version in this Masterminds range, chosen
@@ -28,7 +28,7 @@ impl CheckoutTarget {
     /// to (a tag, a semver tag, a bare commit or another ref need a push
     /// branch).
     #[must_use]
-    pub fn has_branch(&self) -> bool {
+    pub(crate) fn has_branch(&self) -> bool {
         use image_update_git::CheckoutRef;
         match self {
             CheckoutTarget::Checkout(reference) => matches!(
@@ -48,7 +48,7 @@ impl CheckoutTarget {
 /// What a Flux `GitRepositoryRef` checks out (Flux's precedence: commit,
 /// name, semver, tag, branch); `None` when it names nothing.
 #[must_use]
-pub fn from_git_ref(git_ref: &crate::automation::GitRef) -> Option<CheckoutTarget> {
+pub(crate) fn from_git_ref(git_ref: &crate::automation::GitRef) -> Option<CheckoutTarget> {
     use image_update_git::CheckoutRef;
     Some(if let Some(id) = &git_ref.commit {
         CheckoutTarget::Checkout(CheckoutRef::Commit {

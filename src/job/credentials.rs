@@ -33,14 +33,14 @@ use crate::error::Error;
 use crate::input::SizeLimit;
 
 /// Where environment variables are read from.
-pub trait Environment {
+pub(crate) trait Environment {
     /// The variable's value; `None` when unset or empty.
     fn var(&self, name: &str) -> Option<Secret>;
 }
 
 /// The process's environment.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ProcessEnvironment;
+pub(crate) struct ProcessEnvironment;
 
 impl Environment for ProcessEnvironment {
     fn var(&self, name: &str) -> Option<Secret> {
@@ -53,7 +53,7 @@ impl Environment for ProcessEnvironment {
 
 /// The flags that name credential files, and the remote's own settings.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CredentialFlags<'a> {
+pub(crate) struct CredentialFlags<'a> {
     pub ssh_key: Option<&'a Path>,
     pub known_hosts: Option<&'a Path>,
     pub ca_file: Option<&'a Path>,
@@ -66,13 +66,13 @@ pub struct CredentialFlags<'a> {
 }
 
 /// Keys of Flux's git Secret the Job cannot use (a TLS client certificate).
-pub const UNSUPPORTED_GIT_KEYS: [&str; 2] = ["tls.crt", "tls.key"];
+pub(crate) const UNSUPPORTED_GIT_KEYS: [&str; 2] = ["tls.crt", "tls.key"];
 
 /// Fails when `secret` (a GitRepository's) has keys the Job cannot use.
 ///
 /// # Errors
 /// Naming the Secret, its place and the key.
-pub fn check_git_secret(secret: &SecretObject, name: &str) -> Result<(), Error> {
+pub(crate) fn check_git_secret(secret: &SecretObject, name: &str) -> Result<(), Error> {
     let unsupported: Vec<Diagnostic> = UNSUPPORTED_GIT_KEYS
         .iter()
         .filter(|key| secret.has(key))
@@ -111,7 +111,7 @@ fn file_or_env(
 /// A URL the remote refuses, an unreadable or oversized file, known hosts
 /// or CA certificates that do not parse (usage errors: retrying will not
 /// help).
-pub fn remote_settings(
+pub(crate) fn remote_settings(
     url: &str,
     flags: &CredentialFlags<'_>,
     env: &dyn Environment,
@@ -220,7 +220,7 @@ pub fn remote_settings(
 /// # Errors
 /// An unreadable or oversized key file, a Secret without the key, a key
 /// that cannot be unlocked.
-pub fn signer(
+pub(crate) fn signer(
     file: Option<&Path>,
     kind: SigningKind,
     env: &dyn Environment,

@@ -19,7 +19,7 @@ use crate::yaml::Document;
 /// A Flux GitRepository (source.toolkit.fluxcd.io v1 or v1beta2), as far
 /// as the Job uses it.
 #[derive(Debug, Clone)]
-pub struct GitRepository {
+pub(crate) struct GitRepository {
     /// `metadata.namespace` (default `default`): where its Secret lives.
     pub namespace: String,
     /// `metadata.name`.
@@ -60,7 +60,7 @@ fn string_at(doc: &Document, pointer: &str) -> Option<String> {
 /// # Errors
 /// An unreadable file, invalid YAML, no or several GitRepositories, a
 /// missing `spec.url`, and every field the Job cannot honour, at its line.
-pub fn read(file: &Path, limit: SizeLimit) -> Result<GitRepository, Error> {
+pub(crate) fn read(file: &Path, limit: SizeLimit) -> Result<GitRepository, Error> {
     let (origin, documents) = crate::input::read_yaml(file, limit)?;
     let found: Vec<&Document> = documents
         .iter()

@@ -38,25 +38,25 @@ use crate::policies::{ImageRef, PolicyKey};
 use crate::render::report::Report;
 use crate::sink::interrupt;
 
-pub mod checkout;
-pub mod credentials;
-pub mod git_repository;
-pub mod secrets;
-pub mod state;
+pub(crate) mod checkout;
+pub(crate) mod credentials;
+pub(crate) mod git_repository;
+pub(crate) mod secrets;
+pub(crate) mod state;
 
 /// Exit status of a run that failed for a reason a retry cannot fix: a
 /// usage mistake or invalid configuration (a Job's `podFailurePolicy`
 /// should `FailJob` on it).
-pub const EXIT_CONFIGURATION: u8 = 2;
+pub(crate) const EXIT_CONFIGURATION: u8 = 2;
 /// Exit status of a failed run that may succeed later (network, registry,
 /// git server, template, invalid files in the repository).
-pub const EXIT_FAILED: u8 = 1;
+pub(crate) const EXIT_FAILED: u8 = 1;
 /// Exit status when the push still lost the race after every attempt.
-pub const EXIT_CONFLICT: u8 = 4;
+pub(crate) const EXIT_CONFLICT: u8 = 4;
 
 /// Everything one Job run needs, validated.
 #[derive(Debug)]
-pub struct JobConfig {
+pub(crate) struct JobConfig {
     /// The repository URL (credentials are never part of it).
     pub url: String,
     /// What to check out.
@@ -86,7 +86,7 @@ pub struct JobConfig {
 
 /// Where the commit goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PushSettings {
+pub(crate) struct PushSettings {
     /// Push to this branch instead of the checkout branch; when it differs,
     /// it is created from the checked-out commit and force-pushed (Flux).
     pub branch: Option<String>,
@@ -99,7 +99,7 @@ pub struct PushSettings {
 /// What a run did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum JobResult {
+pub(crate) enum JobResult {
     /// A commit was pushed.
     Pushed,
     /// No marked field needed a change (or someone else made it first, or
@@ -115,7 +115,7 @@ pub enum JobResult {
 /// ImageUpdateAutomation status.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Status {
+pub(crate) struct Status {
     /// What happened.
     pub result: JobResult,
     /// The pushed commit (40 hex digits).
@@ -150,7 +150,7 @@ pub struct Status {
 
 /// An image reference of `observedPolicies`, as Flux writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ObservedImage {
+pub(crate) struct ObservedImage {
     /// The image name.
     pub name: String,
     /// The tag.
@@ -163,7 +163,7 @@ pub struct ObservedImage {
 /// The `error` of a failed run's status.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusError {
+pub(crate) struct StatusError {
     /// `configuration`, `conflict`, `interrupted` or `failed`.
     pub kind: &'static str,
     /// The error with its causes, one line.
@@ -190,14 +190,14 @@ impl Status {
 
     /// The status of a run that failed with `error`.
     #[must_use]
-    pub fn failed(error: &JobError) -> Self {
+    pub(crate) fn failed(error: &JobError) -> Self {
         Self::failed_with(error.kind(), error, error.exit_code())
     }
 
     /// The status of a run that failed with `error`, of `kind`, ending the
     /// process with `exit_code`.
     #[must_use]
-    pub fn failed_with(
+    pub(crate) fn failed_with(
         kind: &'static str,
         error: &(dyn std::error::Error + 'static),
         exit_code: u8,
@@ -215,7 +215,7 @@ impl Status {
 
 /// Why a Job run failed.
 #[derive(Debug, thiserror::Error)]
-pub enum JobError {
+pub(crate) enum JobError {
     /// A git step failed (its error names the URL and what the server said).
     #[error("{step}")]
     Git {
@@ -263,7 +263,7 @@ impl JobError {
     /// that cannot work, [`EXIT_CONFLICT`] when every push lost a race,
     /// 128 + the signal when interrupted, [`EXIT_FAILED`] otherwise.
     #[must_use]
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         if let Self::Interrupted { signal } = self {
             return u8::try_from(128 + signal).unwrap_or(EXIT_FAILED);
         }
@@ -276,7 +276,7 @@ impl JobError {
 
     /// `configuration`, `conflict`, `interrupted` or `failed`.
     #[must_use]
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         use image_update_git::ErrorKind;
         match self {
             Self::Git { source, .. } => match source.kind() {
@@ -296,7 +296,7 @@ impl JobError {
 
 /// What the Job tells while it runs, for the front end to show.
 #[derive(Debug, Clone, Copy)]
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     /// The short-circuit could not skip the run, for this reason.
     Running { reason: &'a str },
     /// Nothing changed since the last run: nothing was cloned.
@@ -328,7 +328,7 @@ pub enum Event<'a> {
 
 /// Told what the Job does; the Job itself prints nothing and never ends the
 /// process.
-pub trait Observer: Send + Sync {
+pub(crate) trait Observer: Send + Sync {
     /// Something happened.
     fn event(&self, event: &Event<'_>);
 
@@ -346,7 +346,7 @@ pub trait Observer: Send + Sync {
 ///
 /// # Errors
 /// See [`JobError`]; the work tree is removed in every case.
-pub fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<Status, JobError> {
+pub(crate) fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<Status, JobError> {
     let remote = Remote::new(&config.url, config.remote.clone())
         .map_err(JobError::git("checking the URL"))?;
     let reference = match &config.reference {
@@ -712,7 +712,7 @@ fn now_rfc3339() -> String {
 /// the work tree and tells the observer, which ends the process
 /// ([`Observer::interrupted`]). A clone or push in progress is abandoned:
 /// libgit2 offers no cancellation that reaches a blocked network read.
-pub struct SignalWatch {
+pub(crate) struct SignalWatch {
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -721,7 +721,7 @@ impl SignalWatch {
     /// Watch until dropped; on a signal, remove `work_tree` and tell
     /// `observer`.
     #[must_use]
-    pub fn start(work_tree: PathBuf, observer: Arc<dyn Observer>) -> Self {
+    pub(crate) fn start(work_tree: PathBuf, observer: Arc<dyn Observer>) -> Self {
         let done = Arc::new(AtomicBool::new(false));
         let watching = Arc::clone(&done);
         let thread = std::thread::Builder::new()

@@ -20,7 +20,7 @@ fn located(origin: &str, doc: &Document, pointer: &str, message: String) -> Diag
 
 /// The Secrets of the `--secret` files, by namespace and name.
 #[derive(Default)]
-pub struct Secrets {
+pub(crate) struct Secrets {
     by_name: BTreeMap<(String, String), SecretObject>,
 }
 
@@ -31,7 +31,7 @@ impl std::fmt::Debug for Secrets {
 }
 
 /// One Secret: where it was read, and its decoded keys.
-pub struct SecretObject {
+pub(crate) struct SecretObject {
     /// `FILE:LINE:COL` of the object.
     pub location: Location,
     data: BTreeMap<String, Secret>,
@@ -40,13 +40,13 @@ pub struct SecretObject {
 impl SecretObject {
     /// The value of `key`, if the Secret has it.
     #[must_use]
-    pub fn get(&self, key: &str) -> Option<&Secret> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Secret> {
         self.data.get(key)
     }
 
     /// Whether the Secret has `key`.
     #[must_use]
-    pub fn has(&self, key: &str) -> bool {
+    pub(crate) fn has(&self, key: &str) -> bool {
         self.data.contains_key(key)
     }
 }
@@ -58,7 +58,7 @@ impl Secrets {
     /// # Errors
     /// Unreadable files, invalid YAML, undecodable values, a Secret given
     /// twice.
-    pub fn read(files: &[PathBuf], limit: SizeLimit) -> Result<Self, Error> {
+    pub(crate) fn read(files: &[PathBuf], limit: SizeLimit) -> Result<Self, Error> {
         let mut secrets = Self::default();
         let mut errors = Vec::new();
         for file in files {
@@ -130,7 +130,12 @@ impl Secrets {
     ///
     /// # Errors
     /// When no `--secret` file holds it.
-    pub fn get(&self, namespace: &str, name: &str, who: &str) -> Result<&SecretObject, Error> {
+    pub(crate) fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+        who: &str,
+    ) -> Result<&SecretObject, Error> {
         self.by_name
             .get(&(namespace.to_owned(), name.to_owned()))
             .ok_or_else(|| {

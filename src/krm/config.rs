@@ -29,9 +29,9 @@ use crate::policies::image_policy::{FLUX_IMAGE_GROUP, is_flux_kind};
 use crate::policies::selector::Selector;
 
 /// apiVersion of the project's own functionConfig kind.
-pub const IMAGE_UPDATE_API_VERSION: &str = "fn.image-update.dev/v1alpha1";
+pub(crate) const IMAGE_UPDATE_API_VERSION: &str = "fn.image-update.dev/v1alpha1";
 /// Kind of the project's own functionConfig.
-pub const IMAGE_UPDATE_KIND: &str = "ImageUpdate";
+pub(crate) const IMAGE_UPDATE_KIND: &str = "ImageUpdate";
 
 /// Read the functionConfig `value` (`Null` when absent).
 ///

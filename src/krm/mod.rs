@@ -17,7 +17,7 @@
 //! the input is not a ResourceList at all, a new one). `cli::krm` does the
 //! stdin/stdout IO.
 
-pub mod config;
+pub(crate) mod config;
 
 use serde_json::Value;
 
@@ -28,7 +28,7 @@ use crate::updater::scan::{self, Layout};
 use crate::updater::source::resource_list::{ListLayout, ShapeError, parse_slice, read_layout};
 
 /// ResourceList apiVersions accepted (and answered with).
-pub const RESOURCE_LIST_VERSIONS: [&str; 3] = [
+pub(crate) const RESOURCE_LIST_VERSIONS: [&str; 3] = [
     "config.kubernetes.io/v1",
     "config.kubernetes.io/v1beta1",
     "config.kubernetes.io/v1alpha1",
@@ -240,7 +240,7 @@ pub fn not_utf8(message: &str) -> Response<'static> {
 /// The response to an input that could not be read at all (too large, a
 /// bad setting): a new ResourceList that carries the error.
 #[must_use]
-pub fn unreadable(message: &str) -> Response<'static> {
+pub(crate) fn unreadable(message: &str) -> Response<'static> {
     fresh(message)
 }
 

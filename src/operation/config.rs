@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::automation::Automation;
-pub use crate::outcome::Mode;
+pub(crate) use crate::outcome::Mode;
 use crate::policies::{ImageRef, PolicyKey, Scope, ScopeNamespace};
 use crate::render::message::MessageConfig;
 use crate::render::report::Format;
@@ -154,7 +154,7 @@ pub enum ValueError {
 ///
 /// # Errors
 /// No `=`.
-pub fn commit_value(pair: &str) -> Result<(String, String), ValueError> {
+pub(crate) fn commit_value(pair: &str) -> Result<(String, String), ValueError> {
     pair.split_once('=')
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .ok_or(ValueError::NotKeyValue)
@@ -164,7 +164,7 @@ pub fn commit_value(pair: &str) -> Result<(String, String), ValueError> {
 ///
 /// # Errors
 /// Anything else.
-pub fn namespaced_name(text: &str) -> Result<(String, String), ValueError> {
+pub(crate) fn namespaced_name(text: &str) -> Result<(String, String), ValueError> {
     text.split_once('/')
         .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
         .map(|(ns, name)| (ns.to_owned(), name.to_owned()))
@@ -176,7 +176,7 @@ pub fn namespaced_name(text: &str) -> Result<(String, String), ValueError> {
 ///
 /// # Errors
 /// Anything else.
-pub fn duration(text: &str) -> Result<Duration, ValueError> {
+pub(crate) fn duration(text: &str) -> Result<Duration, ValueError> {
     image_update_registry::settings::parse_duration(text)
         .ok_or_else(|| ValueError::NotDuration(text.to_owned()))
 }

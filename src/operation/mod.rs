@@ -15,14 +15,14 @@
 //! [`Outcome`] their own way. `run` prints nothing and chooses no exit
 //! status.
 
-pub mod config;
+pub(crate) mod config;
 mod policies;
 
 use std::path::{Path, PathBuf};
 
-pub use self::config::{FetchSettings, Outputs, PolicyValue, UpdateConfig};
-pub use self::policies::client_settings;
-use crate::diagnostic::{Diagnostic, Location, Severity};
+pub(crate) use self::config::{FetchSettings, Outputs, PolicyValue, UpdateConfig};
+pub(crate) use self::policies::client_settings;
+use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
 use crate::policies::PolicyDocument;
@@ -37,7 +37,7 @@ use crate::updater::tree::{self, Destination, FileOutcome};
 
 /// What a run updates.
 #[derive(Debug)]
-pub enum Input<'a> {
+pub(crate) enum Input<'a> {
     /// A directory, or one file, on disk.
     Tree(&'a Path),
     /// A kpt ResourceList's text, already laid out and scanned.
@@ -52,14 +52,14 @@ pub enum Input<'a> {
 ///
 /// # Errors
 /// As [`run_then`].
-pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
+pub(crate) fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     run_then(config, input, &mut |_| Ok(()))
 }
 
 /// What a front end does with the outcome before anything is renamed into
 /// place: write the outputs asked for on stdout (`--diff`, `--report -`).
 /// Its failure leaves every file as it was.
-pub type BeforeCommit<'a> = &'a mut dyn FnMut(&Outcome) -> Result<(), Error>;
+pub(crate) type BeforeCommit<'a> = &'a mut dyn FnMut(&Outcome) -> Result<(), Error>;
 
 /// Run `config` over `input`, calling `before_commit` with the complete
 /// outcome once every file is staged and before the first is renamed into
@@ -72,7 +72,7 @@ pub type BeforeCommit<'a> = &'a mut dyn FnMut(&Outcome) -> Result<(), Error>;
 /// be written. Nothing is written when an error is returned (the commit is
 /// all or nothing, see `sink::dir`), except when putting back the
 /// originals after a failed rename fails too: the error then names them.
-pub fn run_then(
+pub(crate) fn run_then(
     config: &UpdateConfig,
     input: Input<'_>,
     before_commit: BeforeCommit<'_>,
@@ -179,6 +179,7 @@ pub fn run_then(
     Ok(outcome)
 }
 
+#[cfg(feature = "job")]
 /// The policies a run of `config` would apply, as far as they are known
 /// without its input: the values, the ImagePolicies of the policy files
 /// and, fetching, the results of the definitions in those files; in scope,
@@ -191,7 +192,7 @@ pub fn run_then(
 ///
 /// # Errors
 /// As [`run`] for the policy files and fetching.
-pub fn observe(
+pub(crate) fn observe(
     config: &UpdateConfig,
 ) -> Result<std::collections::BTreeMap<String, crate::policies::ImageRef>, Error> {
     let mut early = Vec::new();
@@ -234,7 +235,7 @@ fn in_update_path(base: &str, object: &ObjectInfo) -> bool {
 /// path that is absolute or climbs out with `..` lies under nothing but the
 /// empty base.
 #[must_use]
-pub fn is_under(base: &str, item: &str) -> bool {
+pub(crate) fn is_under(base: &str, item: &str) -> bool {
     if base.is_empty() {
         return true;
     }
@@ -600,10 +601,4 @@ fn write(
     let written = written?;
     outcome.written = written;
     Ok(())
-}
-
-/// Whether any diagnostic is a warning.
-#[must_use]
-pub fn has_warnings(diagnostics: &[Diagnostic]) -> bool {
-    diagnostics.iter().any(|d| d.severity == Severity::Warning)
 }

@@ -159,7 +159,7 @@ pub(super) fn gather(
 ///
 /// # Errors
 /// An unreadable or invalid settings file.
-pub fn client_settings(
+pub(crate) fn client_settings(
     fetch: &FetchSettings,
 ) -> Result<image_update_registry::ClientSettings, Error> {
     use image_update_registry::{ClientSettings, CredentialStore, SettingsFile};

@@ -205,7 +205,7 @@ fn check_prefix(prefix: &str) -> Result<(), KeyRule> {
 ///
 /// # Errors
 /// The [`KeyRule`] the key breaks.
-pub fn validate_key(key: &str) -> Result<(), KeyRule> {
+pub(crate) fn validate_key(key: &str) -> Result<(), KeyRule> {
     let name = match key.split_once('/') {
         None => key,
         Some((_, name)) if name.contains('/') => return Err(KeyRule::TooManySlashes),
@@ -229,7 +229,7 @@ pub fn validate_key(key: &str) -> Result<(), KeyRule> {
 ///
 /// # Errors
 /// The [`ValueRule`] the value breaks.
-pub fn validate_value(value: &str) -> Result<(), ValueRule> {
+pub(crate) fn validate_value(value: &str) -> Result<(), ValueRule> {
     if value.len() > 63 {
         Err(ValueRule::TooLong)
     } else if !value.is_empty() && !is_label_token(value) {

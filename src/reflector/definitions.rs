@@ -25,11 +25,11 @@ use crate::reflector::selection::{
 use crate::yaml::{self, Object, labels, namespace_name};
 
 /// The Secret type holding a Docker `config.json`.
-pub const DOCKER_CONFIG_JSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
+pub(crate) const DOCKER_CONFIG_JSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
 
 /// Substrings that a file holding a definition (or a Secret one names)
 /// must contain; files without any are not parsed.
-pub const SCREEN: [&str; 3] = [
+pub(crate) const SCREEN: [&str; 3] = [
     "image.toolkit.fluxcd.io",
     KUBESPHERE_GROUP,
     "dockerconfigjson",
@@ -38,14 +38,14 @@ pub const SCREEN: [&str; 3] = [
 /// Whether `value` is an object policies are read from (a Flux image API
 /// object or a KubeSphere ImageUpdater).
 #[must_use]
-pub fn may_hold(value: &Value) -> bool {
+pub(crate) fn may_hold(value: &Value) -> bool {
     let group = crate::yaml::api_group(value);
     group == crate::policies::image_policy::FLUX_IMAGE_GROUP || group == KUBESPHERE_GROUP
 }
 
 /// Whether `text` may hold a definition or a Secret (cheap substring test).
 #[must_use]
-pub fn may_define(text: &str) -> bool {
+pub(crate) fn may_define(text: &str) -> bool {
     SCREEN.iter().any(|s| text.contains(s))
 }
 

@@ -23,10 +23,10 @@ use image_update_registry::{
 
 /// How many repositories are listed at once (each host's own
 /// `concurrency` setting still applies).
-pub const MAX_IN_FLIGHT: usize = 8;
+pub(crate) const MAX_IN_FLIGHT: usize = 8;
 
 /// Candidates kept per selection (for the `policy` command's report).
-pub const TOP: usize = 10;
+pub(crate) const TOP: usize = 10;
 
 /// The outcome for one policy.
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ impl Resolved {
 /// # Errors
 /// One diagnostic per failed policy, at its definition, naming the policy,
 /// with the registry error as its cause.
-pub fn resolve(
+pub(crate) fn resolve(
     definitions: &[Definition],
     settings: &ClientSettings,
 ) -> Result<Vec<Resolved>, Vec<Diagnostic>> {
@@ -240,7 +240,7 @@ fn credential(source: &RegistryCredential, repository: &Repository) -> Result<Cr
 
 /// Why one policy could not be resolved.
 #[derive(Debug, thiserror::Error)]
-pub enum ChooseError {
+pub(crate) enum ChooseError {
     #[error(transparent)]
     Select(#[from] crate::reflector::selection::SelectError),
     #[error("invalid platform {0:?}: expected os/arch[/variant]")]
@@ -274,7 +274,7 @@ fn platforms(spec: &PolicySpec) -> Result<Vec<Platform>, ChooseError> {
 /// # Errors
 /// [`ChooseError`]: no tag qualifies (the engine's message), or a registry
 /// failure while reading creation times or digests.
-pub fn choose(
+pub(crate) fn choose(
     client: &RegistryClient,
     repo: &Repository,
     image: &str,

@@ -19,11 +19,11 @@ use crate::yaml::{Object, labels, namespace_name};
 use image_update_registry::Repository;
 
 /// apiVersion group of the KubeSphere ImageUpdater.
-pub const KUBESPHERE_GROUP: &str = "gitops.kubesphere.io";
+pub(crate) const KUBESPHERE_GROUP: &str = "gitops.kubesphere.io";
 
 /// Whether `value` is a KubeSphere ImageUpdater.
 #[must_use]
-pub fn is_image_updater(value: &Value) -> bool {
+pub(crate) fn is_image_updater(value: &Value) -> bool {
     value.get("kind").and_then(Value::as_str) == Some("ImageUpdater")
         && value
             .get("apiVersion")
@@ -33,7 +33,7 @@ pub fn is_image_updater(value: &Value) -> bool {
 
 /// One `spec.images` entry: `[ALIAS=]IMAGE[:CONSTRAINT]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageEntry {
+pub(crate) struct ImageEntry {
     pub alias: String,
     pub image: String,
     pub constraint: Option<String>,
@@ -46,7 +46,7 @@ impl ImageEntry {
     ///
     /// # Errors
     /// An empty alias or image, or an alias with `:` or spaces.
-    pub fn parse(entry: &str) -> Result<Self, String> {
+    pub(crate) fn parse(entry: &str) -> Result<Self, String> {
         let entry = entry.trim();
         let (alias, rest) = match entry.split_once('=') {
             Some((a, r)) => (Some(a.trim()), r.trim()),

@@ -43,7 +43,7 @@ pub fn input_variable(name: &str) -> String {
 ///
 /// # Errors
 /// A value that contains the fixed test delimiter; no random bytes.
-pub fn outputs(
+pub(crate) fn outputs(
     outcome: &Outcome,
     workspace: &Path,
     delimiter: Option<&str>,
@@ -83,7 +83,11 @@ pub fn outputs(
 ///
 /// # Errors
 /// `value` contains the fixed delimiter; no random bytes could be had.
-pub fn output_entry(name: &str, value: &str, delimiter: Option<&str>) -> Result<String, Error> {
+pub(crate) fn output_entry(
+    name: &str,
+    value: &str,
+    delimiter: Option<&str>,
+) -> Result<String, Error> {
     if !value.contains(['\n', '\r']) {
         return Ok(format!("{name}={value}\n"));
     }
@@ -119,7 +123,7 @@ fn random_delimiter() -> Result<String, Error> {
 
 /// The one-line summary (output `summary`, the log's last line).
 #[must_use]
-pub fn summary_line(outcome: &Outcome) -> String {
+pub(crate) fn summary_line(outcome: &Outcome) -> String {
     let summary = Summary::of(outcome);
     if outcome.held_back {
         return format!(
@@ -146,7 +150,7 @@ pub fn summary_line(outcome: &Outcome) -> String {
 /// The log on stdout: fetched policies, notes, one line per change, one
 /// `::warning` per warning, the summary line.
 #[must_use]
-pub fn log(outcome: &Outcome, workspace: &Path) -> String {
+pub(crate) fn log(outcome: &Outcome, workspace: &Path) -> String {
     let mut out = String::new();
     for r in &outcome.fetched {
         let _ = writeln!(out, "{}", fetched_line(r));
@@ -189,7 +193,7 @@ pub fn log(outcome: &Outcome, workspace: &Path) -> String {
 /// The Markdown appended to `GITHUB_STEP_SUMMARY`: the summary line, a
 /// table of the changes (file, object, old, new, setter) and the warnings.
 #[must_use]
-pub fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
+pub(crate) fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
     let mut md = String::from("## image-update\n\n");
     let _ = writeln!(md, "{}\n", markdown_text(&summary_line(outcome)));
     if outcome.has_changes() {
@@ -247,7 +251,7 @@ fn failure_lines(error: &Error) -> Vec<(Option<&Location>, String)> {
 
 /// The `::error` annotations of a run that stopped.
 #[must_use]
-pub fn failure_commands(error: &Error, workspace: &Path) -> String {
+pub(crate) fn failure_commands(error: &Error, workspace: &Path) -> String {
     failure_lines(error)
         .iter()
         .map(|(at, message)| command("error", *at, workspace, message))
@@ -256,7 +260,7 @@ pub fn failure_commands(error: &Error, workspace: &Path) -> String {
 
 /// The step summary of a run that stopped: nothing was written, and why.
 #[must_use]
-pub fn failure_step_summary(error: &Error, workspace: &Path) -> String {
+pub(crate) fn failure_step_summary(error: &Error, workspace: &Path) -> String {
     let mut md = String::from("## image-update\n\nThe run failed; nothing was written.\n\n");
     for (at, message) in failure_lines(error) {
         let line = match at {
@@ -282,7 +286,12 @@ fn with_hint(d: &Diagnostic) -> String {
 /// file relative to the workspace and everything escaped as the runner
 /// requires.
 #[must_use]
-pub fn command(kind: &str, location: Option<&Location>, workspace: &Path, message: &str) -> String {
+pub(crate) fn command(
+    kind: &str,
+    location: Option<&Location>,
+    workspace: &Path,
+    message: &str,
+) -> String {
     let mut properties = Vec::new();
     if let Some(at) = location.filter(|at| !at.path.is_empty()) {
         properties.push(format!(
@@ -304,7 +313,7 @@ pub fn command(kind: &str, location: Option<&Location>, workspace: &Path, messag
 
 /// A workflow command's message: `%`, CR and LF escaped.
 #[must_use]
-pub fn escape_data(text: &str) -> String {
+pub(crate) fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
@@ -313,14 +322,14 @@ pub fn escape_data(text: &str) -> String {
 /// A workflow command's property value: as [`escape_data`], and `:` and
 /// `,` too.
 #[must_use]
-pub fn escape_property(text: &str) -> String {
+pub(crate) fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// `path` relative to `workspace` with `/` separators when it lies under
 /// it; otherwise as given.
 #[must_use]
-pub fn relative(workspace: &Path, path: &str) -> String {
+pub(crate) fn relative(workspace: &Path, path: &str) -> String {
     let p = Path::new(path);
     match p.strip_prefix(workspace) {
         Ok(rest) => {

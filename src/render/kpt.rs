@@ -145,7 +145,7 @@ impl KptResult {
 /// one, the commit message), one result per change (errors under `check`
 /// when there are changes), one per warning.
 #[must_use]
-pub fn results(outcome: &Outcome) -> Vec<KptResult> {
+pub(crate) fn results(outcome: &Outcome) -> Vec<KptResult> {
     if let Some(what) = &outcome.suspended {
         return vec![KptResult::new(
             Severity::Info,
@@ -207,7 +207,7 @@ pub fn results(outcome: &Outcome) -> Vec<KptResult> {
 
 /// One error result's message per diagnostic: `location: message: causes`.
 #[must_use]
-pub fn messages(diagnostics: &[Diagnostic]) -> Vec<String> {
+pub(crate) fn messages(diagnostics: &[Diagnostic]) -> Vec<String> {
     diagnostics.iter().map(located).collect()
 }
 
@@ -220,7 +220,7 @@ fn located(d: &Diagnostic) -> String {
 
 /// The messages of the error results of a run that stopped.
 #[must_use]
-pub fn error_messages(error: &Error) -> Vec<String> {
+pub(crate) fn error_messages(error: &Error) -> Vec<String> {
     error
         .parts()
         .into_iter()
@@ -235,7 +235,7 @@ pub fn error_messages(error: &Error) -> Vec<String> {
 /// `results:` and its items in block style, each line starting with
 /// `indent` and ending with `eol`.
 #[must_use]
-pub fn render_block(results: &[KptResult], indent: &str, eol: &str) -> String {
+pub(crate) fn render_block(results: &[KptResult], indent: &str, eol: &str) -> String {
     let mut out = String::new();
     if results.is_empty() {
         let _ = write!(out, "{indent}results: []{eol}");
@@ -290,7 +290,7 @@ fn block_scalar(value: &Value) -> String {
 
 /// `"results": [...]` as one line of JSON, for flow-style lists.
 #[must_use]
-pub fn render_flow(results: &[KptResult]) -> String {
+pub(crate) fn render_flow(results: &[KptResult]) -> String {
     let values: Vec<Value> = results.iter().map(KptResult::to_value).collect();
     format!("\"results\": {}", Value::Array(values))
 }

@@ -13,8 +13,6 @@ use image_update_template::flux::{self, MessageError, ObjectId, TemplateData, Up
 use crate::automation::Automation;
 use crate::render::report::Report;
 
-pub use image_update_template::flux::DEFAULT_MESSAGE;
-
 /// What a commit message is made of, besides the changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MessageConfig {
@@ -101,6 +99,7 @@ mod tests {
     use super::*;
     use crate::object::ObjectId as ReportObject;
     use crate::render::report::{ObjectChanges, ReportChange};
+    use image_update_template::flux::DEFAULT_MESSAGE;
 
     fn report() -> Report {
         let mut r = Report::default();

@@ -16,14 +16,14 @@
 //! each warning once, in the outcome; nothing here adds to or drops from
 //! them, so every audience is told the same things.
 
-pub mod github;
-pub mod kpt;
-pub mod message;
-pub mod progress;
-pub mod report;
+pub(crate) mod github;
+pub(crate) mod kpt;
+pub(crate) mod message;
+pub(crate) mod progress;
+pub(crate) mod report;
 #[cfg(feature = "job")]
-pub mod status;
-pub mod terminal;
+pub(crate) mod status;
+pub(crate) mod terminal;
 
 use std::collections::BTreeSet;
 
@@ -32,13 +32,13 @@ use crate::reflector::Resolved;
 
 /// `1 field`, `2 fields`.
 #[must_use]
-pub fn plural(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The counts of a run, which every summary line is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Changed fields (or pending ones).
     pub fields: usize,
     /// Changed files (tree input).
@@ -53,7 +53,7 @@ pub struct Summary {
 
 /// What a summary counts the changed places in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     Files,
     Resources,
 }
@@ -61,7 +61,7 @@ pub enum Unit {
 impl Summary {
     /// The counts of `outcome`.
     #[must_use]
-    pub fn of(outcome: &Outcome) -> Self {
+    pub(crate) fn of(outcome: &Outcome) -> Self {
         let resources: BTreeSet<(&str, Option<&str>, usize)> = outcome
             .changes
             .iter()
@@ -79,7 +79,7 @@ impl Summary {
     /// `updated 3 fields in 2 files` (`would update ...` when nothing is
     /// written), counted in `unit`.
     #[must_use]
-    pub fn changed(&self, unit: Unit) -> String {
+    pub(crate) fn changed(&self, unit: Unit) -> String {
         let verb = if self.writes {
             "updated"
         } else {
@@ -97,7 +97,7 @@ impl Summary {
 
     /// `1 warning`, `2 warnings`.
     #[must_use]
-    pub fn warned(&self) -> String {
+    pub(crate) fn warned(&self) -> String {
         plural(self.warnings, "warning", "warnings")
     }
 }
@@ -105,14 +105,14 @@ impl Summary {
 /// One change as every audience words it: `OLD -> NEW (SETTER)`, the old
 /// value `""` when empty, the new one as `new` shows it (coloured, say).
 #[must_use]
-pub fn change_text(c: &Change, new: &str) -> String {
+pub(crate) fn change_text(c: &Change, new: &str) -> String {
     format!("{} -> {new} ({})", c.shown_old_value(), c.setter)
 }
 
 /// One fetched policy: `fetched ns:name: 57 tags listed, 12 eligible,
 /// chose IMAGE`.
 #[must_use]
-pub fn fetched_line(r: &Resolved) -> String {
+pub(crate) fn fetched_line(r: &Resolved) -> String {
     let s = &r.selection;
     format!(
         "fetched {}: {} listed, {} eligible, chose {}",

@@ -1,5 +1,5 @@
 //! The ResultV2 change report: a view of the run's
-//! [`Outcome`](crate::outcome::Outcome), built by [`Report::of`] from its
+//! [`crate::outcome::Outcome`], built by [`Report::of`] from its
 //! changes, its warnings and the policies it observed, and rendered as JSON
 //! or YAML ([`Report::render`]). The same report is the Action's `changes`
 //! output, the Job status's `changes` and the commit message's data.
@@ -134,6 +134,14 @@ pub enum Format {
     #[default]
     Json,
     Yaml,
+}
+
+impl Outcome {
+    /// The ResultV2 report of the run, a view of this outcome.
+    #[must_use]
+    pub(crate) fn report(&self) -> Report {
+        Report::of(self)
+    }
 }
 
 impl Report {

@@ -5,13 +5,13 @@
 use crate::job::Status;
 
 /// The most bytes Kubernetes keeps of a termination message.
-pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
+pub(crate) const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 
 /// The status as printed on stdout: pretty JSON and a newline.
 ///
 /// # Errors
 /// Only if serialisation fails, which plain data does not.
-pub fn json(status: &Status) -> Result<String, serde_json::Error> {
+pub(crate) fn json(status: &Status) -> Result<String, serde_json::Error> {
     serde_json::to_string_pretty(status).map(|mut text| {
         text.push('\n');
         text
@@ -23,7 +23,7 @@ pub fn json(status: &Status) -> Result<String, serde_json::Error> {
 /// observed policies and the message, else with the error's message cut to
 /// 1 KiB.
 #[must_use]
-pub fn termination_message(status: &Status) -> String {
+pub(crate) fn termination_message(status: &Status) -> String {
     let mut brief = status.clone();
     let mut text = serde_json::to_string(&brief).unwrap_or_default();
     if text.len() > TERMINATION_MESSAGE_LIMIT {

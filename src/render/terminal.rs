@@ -21,7 +21,7 @@ use crate::updater::tree::FileUpdate;
 
 /// ANSI colours, or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Paint(pub bool);
+pub(crate) struct Paint(pub bool);
 
 impl Paint {
     fn wrap(self, code: &str, text: &str) -> String {
@@ -34,7 +34,7 @@ impl Paint {
 
     /// `error`, `warning` or `note`, coloured.
     #[must_use]
-    pub fn severity(self, severity: Severity) -> String {
+    pub(crate) fn severity(self, severity: Severity) -> String {
         let code = match severity {
             Severity::Error => "1;31",
             Severity::Warning => "1;33",
@@ -45,19 +45,19 @@ impl Paint {
 
     /// A new value, coloured.
     #[must_use]
-    pub fn added(self, text: &str) -> String {
+    pub(crate) fn added(self, text: &str) -> String {
         self.wrap("32", text)
     }
 
     /// A removed value or diff line, coloured.
     #[must_use]
-    pub fn removed(self, text: &str) -> String {
+    pub(crate) fn removed(self, text: &str) -> String {
         self.wrap("31", text)
     }
 
     /// A hint or diff hunk header, coloured.
     #[must_use]
-    pub fn aside(self, text: &str) -> String {
+    pub(crate) fn aside(self, text: &str) -> String {
         self.wrap("36", text)
     }
 }
@@ -65,7 +65,7 @@ impl Paint {
 /// One diagnostic: `path:line:col: severity: message`, then `  hint: ...`
 /// when it has one.
 #[must_use]
-pub fn diagnostic(d: &Diagnostic, paint: Paint) -> String {
+pub(crate) fn diagnostic(d: &Diagnostic, paint: Paint) -> String {
     let mut out = String::new();
     if let Some(location) = &d.location {
         let _ = write!(out, "{location}: ");
@@ -81,7 +81,7 @@ pub fn diagnostic(d: &Diagnostic, paint: Paint) -> String {
 /// error: message` (each with its hint), anything else as `error: message`
 /// followed by one `  caused by: ...` line per cause.
 #[must_use]
-pub fn error(error: &Error, paint: Paint) -> String {
+pub(crate) fn error(error: &Error, paint: Paint) -> String {
     let label = paint.severity(Severity::Error);
     let mut out = String::new();
     for part in error.parts() {
@@ -112,7 +112,7 @@ pub fn error(error: &Error, paint: Paint) -> String {
 /// One change: `path:line:col: OLD -> NEW (SETTER)`, the path as the user
 /// knows the file.
 #[must_use]
-pub fn change_line(c: &Change, paint: Paint) -> String {
+pub(crate) fn change_line(c: &Change, paint: Paint) -> String {
     format!(
         "{}:{}:{}: {}\n",
         c.display,
@@ -124,7 +124,7 @@ pub fn change_line(c: &Change, paint: Paint) -> String {
 
 /// The stderr lines of `update`.
 #[derive(Debug, Clone, Copy)]
-pub struct Lines {
+pub(crate) struct Lines {
     /// Only warnings and errors (`-q`).
     pub quiet: bool,
     /// Also skipped files and counts (`-v`).
@@ -139,7 +139,7 @@ impl Lines {
     /// Everything before the diff: what was fetched, notes, skipped files
     /// (`-v`), one line per change, one per warning.
     #[must_use]
-    pub fn before(&self, outcome: &Outcome) -> String {
+    pub(crate) fn before(&self, outcome: &Outcome) -> String {
         let mut out = String::new();
         if !self.quiet {
             for r in &outcome.fetched {
@@ -174,7 +174,7 @@ impl Lines {
     /// every write back, an error saying so. `None` with `-q`, unless
     /// writes were held back.
     #[must_use]
-    pub fn summary(&self, outcome: &Outcome) -> Option<String> {
+    pub(crate) fn summary(&self, outcome: &Outcome) -> Option<String> {
         if self.quiet && !outcome.held_back {
             return None;
         }
@@ -208,7 +208,7 @@ impl Lines {
 
 /// The unified diff of one changed file, its paths `a/PATH` and `b/PATH`.
 #[must_use]
-pub fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
+pub(crate) fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
     let old = update.old_text.as_deref().unwrap_or("");
     let text = similar::TextDiff::from_lines(old, &update.new_text)
         .unified_diff()
@@ -241,7 +241,7 @@ pub fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
 /// The line (or lines) the Job prints on stderr for `event`.
 #[cfg(feature = "job")]
 #[must_use]
-pub fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
+pub(crate) fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
     use crate::job::Event;
     match event {
         Event::Running { reason } => format!("running: {reason}\n"),
@@ -270,17 +270,18 @@ pub fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
 /// The line the Job prints when a signal ended it.
 #[cfg(feature = "job")]
 #[must_use]
-pub fn job_interrupted(signal: i32) -> String {
+pub(crate) fn job_interrupted(signal: i32) -> String {
     format!(
         "image-update: interrupted by {}; the work tree was removed\n",
         crate::sink::interrupt::name(signal)
     )
 }
 
+#[cfg(feature = "job")]
 /// `error: MESSAGE: CAUSE: ...` on one line, for an error whose causes read
 /// best inline (the Job's).
 #[must_use]
-pub fn error_line(error: &(dyn std::error::Error + 'static), paint: Paint) -> String {
+pub(crate) fn error_line(error: &(dyn std::error::Error + 'static), paint: Paint) -> String {
     format!(
         "{}: {}\n",
         paint.severity(Severity::Error),

@@ -11,8 +11,8 @@
 //! [`crate::render`] turns into every output (the ResultV2 report among
 //! them).
 
-pub mod plan;
-pub mod rewrite;
-pub mod scan;
-pub mod source;
-pub mod tree;
+pub(crate) mod plan;
+pub(crate) mod rewrite;
+pub(crate) mod scan;
+pub(crate) mod source;
+pub(crate) mod tree;

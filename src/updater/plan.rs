@@ -104,7 +104,7 @@ pub fn plan(
 /// objects for which `keep` holds: markers and findings in other objects are
 /// ignored, as if those objects were not there. Findings outside any object
 /// are kept.
-pub fn plan_edits(
+pub(crate) fn plan_edits(
     text: &str,
     found: scan::Scan,
     table: &PolicyTable,

@@ -17,7 +17,7 @@ use super::semver::Range;
 
 /// The exclusion rule applied when none is configured: drop cosign
 /// signature tags. This is Flux ImageRepository's default `exclusionList`.
-pub const DEFAULT_EXCLUDE: &str = r"^.*\.sig$";
+pub(crate) const DEFAULT_EXCLUDE: &str = r"^.*\.sig$";
 
 /// Sort direction for alphabetical and numerical policies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -13,7 +13,7 @@
 //! `$image-policy`, `$imagepoliy`...).
 
 /// The key that names the policy.
-pub const MARKER_KEY: &str = "$imagepolicy";
+pub(crate) const MARKER_KEY: &str = "$imagepolicy";
 
 /// What a comment is, for the purposes of image automation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@
 //! in a directory), and a kpt `ResourceList`, whose objects are the elements
 //! of `items` (markers elsewhere, e.g. in `functionConfig`, are not edited).
 
-pub mod marker;
+pub(crate) mod marker;
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -64,7 +64,7 @@ pub struct ObjectInfo {
 
 /// How the value governed by a marker is written in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     Plain,
     SingleQuoted,
     DoubleQuoted,
@@ -72,7 +72,7 @@ pub enum Style {
 
 /// What to do with the bytes of a marked value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// Replace `range` (the scalar including its quotes).
     Replace { range: Range<usize>, style: Style },
     /// The value is empty (`key: # marker`): insert ` VALUE` at this offset,
@@ -82,7 +82,7 @@ pub enum Target {
 
 /// A scalar governed by a marker.
 #[derive(Debug, Clone)]
-pub struct Marker {
+pub(crate) struct Marker {
     /// The marker's `$imagepolicy` value, verbatim.
     pub setter: String,
     /// Index into [`Scan::objects`].
@@ -101,7 +101,7 @@ pub struct Marker {
 
 /// Something the user should know about a marker or a marker-like comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub offset: usize,
     /// Index into [`Scan::objects`] of the object the finding lies in.
     pub object: Option<usize>,
@@ -110,7 +110,7 @@ pub struct Finding {
 
 /// Everything found in one YAML stream.
 #[derive(Debug, Clone, Default)]
-pub struct Scan {
+pub(crate) struct Scan {
     pub objects: Vec<ObjectInfo>,
     pub markers: Vec<Marker>,
     pub findings: Vec<Finding>,
@@ -119,7 +119,7 @@ pub struct Scan {
 /// The stream is not valid YAML.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct ParseError {
+pub(crate) struct ParseError {
     /// Byte offset of the error, when the parser knows it.
     pub offset: usize,
     pub message: String,
@@ -131,7 +131,7 @@ pub struct ParseError {
 /// Returns the parser's error, with its position, when the stream is not
 /// valid YAML; nothing found before the error is returned then, so a broken
 /// file is never half-edited.
-pub fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
+pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
     let mut walker = Walker::new(text, layout);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {

@@ -1,4 +1,4 @@
 //! Where marked YAML comes from besides a directory tree (which
 //! [`crate::walk`] walks): a kpt ResourceList's text, laid out.
 
-pub mod resource_list;
+pub(crate) mod resource_list;
