@@ -9,7 +9,7 @@
 
 /// YAML documents with the position of every node.
 pub mod yaml {
-    pub use crate::yaml::{Document, parse_documents, parse_one, parse_values};
+    pub use crate::yaml::{Document, Object, objects, parse_documents, parse_one, parse_values};
 }
 
 /// The marker grammar and the scanner's layouts.
