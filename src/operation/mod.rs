@@ -145,7 +145,7 @@ pub(crate) fn run_then(
     } else {
         match input {
             Input::Tree(path) => {
-                plan_tree(config, path, &gathered.table, &mut outcome)?;
+                absorb_tree(config, path, &gathered.table, &mut outcome)?;
             }
             Input::ResourceList { text, scan, .. } => {
                 check_item_paths(&config.update_path, &scan)?;
@@ -323,9 +323,10 @@ fn list_documents(text: &str, layout: &ListLayout) -> Result<Vec<PolicyDocument>
     }
 }
 
-/// Plan the tree at `path` (under the update path) into `report` and
-/// `outcome`.
-fn plan_tree(
+/// Plan the tree at `path` (under the update path, through
+/// `updater::tree::plan_tree`) and absorb the plan into `outcome`: its
+/// changes, its warnings, its files and counts.
+fn absorb_tree(
     config: &UpdateConfig,
     path: &Path,
     table: &crate::policies::PolicyTable,

@@ -243,8 +243,6 @@ fn credential(source: &RegistryCredential, repository: &Repository) -> Result<Cr
 pub(crate) enum ChooseError {
     #[error(transparent)]
     Select(#[from] crate::reflector::selection::SelectError),
-    #[error("invalid platform {0:?}: expected os/arch[/variant]")]
-    Platform(String),
     #[error("fetching the digest of {reference}")]
     Digest {
         reference: String,
@@ -255,13 +253,6 @@ pub(crate) enum ChooseError {
     NoPlatform { tag: String, platforms: String },
     #[error(transparent)]
     Reference(#[from] crate::policies::RefError),
-}
-
-fn platforms(spec: &PolicySpec) -> Result<Vec<Platform>, ChooseError> {
-    spec.platforms()
-        .iter()
-        .map(|p| p.parse().map_err(|_| ChooseError::Platform(p.clone())))
-        .collect()
 }
 
 /// Select a tag of `repo` from `tags` with `spec`, then settle its digest:
@@ -283,17 +274,17 @@ pub(crate) fn choose(
     previous: Option<&ImageRef>,
     top: usize,
 ) -> Result<(Selection, ImageRef), ChooseError> {
-    let platforms = platforms(spec)?;
+    let platforms = spec.platforms();
     let filtered = spec.filter_tags(tags.iter().map(String::as_str))?;
     let selection = if spec.needs_created_time() {
         // Only the survivors are looked up, several at a time; the engine
         // then reads the answers in its own order.
         let survivors: Vec<&str> = filtered.tags().collect();
-        let mut times = created_many(client, repo, &survivors, &platforms);
+        let mut times = created_many(client, repo, &survivors, platforms);
         let mut lookup = |tag: &str| -> Result<Created, LookupError> {
             times
                 .remove(tag)
-                .unwrap_or_else(|| created(client, repo, tag, &platforms))
+                .unwrap_or_else(|| created(client, repo, tag, platforms))
         };
         spec.choose(filtered, &mut lookup, top)?
     } else {
@@ -319,7 +310,7 @@ pub(crate) fn choose(
             };
             if !platforms.is_empty() {
                 let mut found = false;
-                for p in &platforms {
+                for p in platforms {
                     match client.digest(repo, &tag, Some(p)) {
                         Ok(_) => {
                             found = true;
@@ -332,7 +323,7 @@ pub(crate) fn choose(
                 if !found {
                     return Err(ChooseError::NoPlatform {
                         tag,
-                        platforms: spec.platforms().join(" or "),
+                        platforms: spec.config().platforms.join(" or "),
                     });
                 }
             }
