@@ -48,6 +48,7 @@ fn bin() -> Command {
     let mut c = Command::new(bin_path());
     c.env_remove("IMAGE_UPDATE_MAX_FILE_SIZE")
         .env_remove("IMAGE_UPDATE_MAX_INPUT_SIZE")
+        .env_remove("IMAGE_UPDATE_TEST_PAUSE_RENAMES")
         .stdin(Stdio::null());
     c
 }
