@@ -18,9 +18,9 @@
 //! those latest images.
 
 use image_update::automation;
+use image_update::policies::ImageRef;
 use image_update::policies::PolicyDocument;
 use image_update::policies::image_policy::{Role, is_flux_kind, read_supplied, role};
-use image_update::policies::ImageRef;
 use image_update::reflector::selection::{PolicySpec, TagInfo, next_observed_previous};
 use image_update::reflector::{Resolved, definitions, emit};
 use image_update::yaml::{self, parse_documents};
@@ -187,7 +187,10 @@ mod tests {
             let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
             total += check(&fs_err::read(&path).unwrap_or_else(|e| panic!("{e}")));
         }
-        assert!(total >= 5, "only {total} policies of the seeds round-tripped");
+        assert!(
+            total >= 5,
+            "only {total} policies of the seeds round-tripped"
+        );
         let both = "apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageRepository
 metadata: {name: app, namespace: flux-system}

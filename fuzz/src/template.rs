@@ -47,16 +47,14 @@ fn error_prefix() -> String {
 
 /// One execution's result, comparable.
 fn execute(template: &Template, value: &Value, limits: &Limits) -> Result<Vec<u8>, String> {
-    template
-        .execute_with_limits(value, limits)
-        .map_err(|e| {
-            assert!(
-                e.message.starts_with(&error_prefix()),
-                "an execution error that does not name the template and its line: {:?}",
-                e.message
-            );
+    template.execute_with_limits(value, limits).map_err(|e| {
+        assert!(
+            e.message.starts_with(&error_prefix()),
+            "an execution error that does not name the template and its line: {:?}",
             e.message
-        })
+        );
+        e.message
+    })
 }
 
 /// Run the target on one input.
