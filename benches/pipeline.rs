@@ -119,6 +119,18 @@ fn main() {
         marked_bytes as f64 / 1e6
     );
 
+    // `BENCH_ONLY=splice`: the in-process measurement alone (for callgrind:
+    // the instructions of one pass are the difference between the totals
+    // with `BENCH_RUNS=3` and `BENCH_RUNS=1`, halved).
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "splice") {
+        let splice = splice(runs, &marked_texts);
+        println!(
+            "parse + splice, marked files only (1 thread, in process): {} for {:.2} MB",
+            splice.show(),
+            marked_bytes as f64 / 1e6
+        );
+        return;
+    }
     let grep = time(runs, || {
         // 0: found the marked files; 1 (none found) or 2 (an error) is a
         // broken benchmark.
@@ -184,29 +196,7 @@ fn main() {
         .and_then(|l| l.trim().parse().ok())
         .expect("/usr/bin/time -f %M printed no number");
 
-    // In-process parse-and-splice throughput on the marked files.
-    let mut table = PolicyTable::new();
-    for p in 0..POLICIES {
-        table
-            .insert(
-                PolicyKey::parse(&format!("flux-system:app{p}")).unwrap(),
-                Some(ImageRef::parse(&format!("ghcr.io/acme/app{p}:2.{p}.0")).unwrap()),
-                "bench",
-            )
-            .unwrap();
-    }
-    let splice = time(runs, || {
-        for text in &marked_texts {
-            let plan = image_update::updater::plan::plan(
-                text,
-                Layout::Documents,
-                &table,
-                Default::default(),
-            )
-            .unwrap();
-            std::hint::black_box(plan);
-        }
-    });
+    let splice = splice(runs, &marked_texts);
 
     println!("| measurement | median of N runs (min to max) | ratio of medians |");
     println!("|---|---|---|");
@@ -239,4 +229,31 @@ fn main() {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// In-process parse-and-splice of the marked files (`update::plan` against
+/// the generated policies), on one thread.
+fn splice(runs: usize, marked_texts: &[String]) -> Runs {
+    let mut table = PolicyTable::new();
+    for p in 0..POLICIES {
+        table
+            .insert(
+                PolicyKey::parse(&format!("flux-system:app{p}")).unwrap(),
+                Some(ImageRef::parse(&format!("ghcr.io/acme/app{p}:2.{p}.0")).unwrap()),
+                "bench",
+            )
+            .unwrap();
+    }
+    time(runs, || {
+        for text in marked_texts {
+            let plan = image_update::updater::plan::plan(
+                text,
+                Layout::Documents,
+                &table,
+                Default::default(),
+            )
+            .unwrap();
+            std::hint::black_box(plan);
+        }
+    })
 }

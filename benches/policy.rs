@@ -1,6 +1,10 @@
 //! Tag-selection benchmark: 100,000 generated tags through both selection
-//! steps (filter + choose, top 10), reported as best and median of several
-//! runs. Run with `cargo bench --bench policy`.
+//! steps (filter + choose, top 10), reported as best, median and worst of
+//! `BENCH_RUNS` (21) runs. Run with `cargo bench --bench policy`
+//! (`POLICY_BENCH_ONLY=b` runs one case). Under a loaded machine, count
+//! instructions instead: the instructions of one run are the difference
+//! between callgrind's totals with `BENCH_RUNS=3` and `BENCH_RUNS=1`, halved
+//! (BENCHMARKS.md gives the commands).
 //!
 //! A plain `main` with `std::time::Instant` keeps the dev-dependency set
 //! small; the numbers only need to show we are well inside the 50 ms target.
@@ -15,7 +19,16 @@ use image_update::reflector::selection::{
 };
 
 const TAGS: usize = 100_000;
+/// Runs per case unless `BENCH_RUNS` says otherwise.
 const RUNS: usize = 21;
+
+fn runs() -> usize {
+    std::env::var("BENCH_RUNS")
+        .ok()
+        .map(|v| v.parse().expect("BENCH_RUNS is a number"))
+        .unwrap_or(RUNS)
+        .max(1)
+}
 
 /// Deterministic 64-bit LCG (Knuth's MMIX constants); no `rand` needed.
 struct Lcg(u64);
@@ -87,9 +100,10 @@ struct Case {
 
 type BoxError = Box<dyn std::error::Error>;
 
-/// Best, median and worst of [`RUNS`] runs, and the chosen tag.
+/// Best, median and worst of [`runs`] runs, and the chosen tag.
 fn run(case: &Case) -> Result<(Duration, Duration, Duration, String), BoxError> {
-    let mut samples = Vec::with_capacity(RUNS);
+    let runs = runs();
+    let mut samples = Vec::with_capacity(runs);
     let mut winner = String::new();
     // The creation-time cache a registry client would hold; built outside
     // the timed region because fetching times is the caller's cost.
@@ -104,7 +118,7 @@ fn run(case: &Case) -> Result<(Duration, Duration, Duration, String), BoxError> 
     };
     let mut lookup =
         |tag: &str| -> Result<Option<Timestamp>, LookupError> { Ok(index.get(tag).copied()) };
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let start = Instant::now();
         let filtered = case
             .spec
@@ -118,7 +132,7 @@ fn run(case: &Case) -> Result<(Duration, Duration, Duration, String), BoxError> 
         winner = black_box(selection).tag;
     }
     samples.sort();
-    Ok((samples[0], samples[RUNS / 2], samples[RUNS - 1], winner))
+    Ok((samples[0], samples[runs / 2], samples[runs - 1], winner))
 }
 
 fn main() -> Result<(), BoxError> {
@@ -170,7 +184,10 @@ fn main() -> Result<(), BoxError> {
         },
     ];
 
-    println!("{TAGS} tags per case, {RUNS} runs each (both steps, top 10)\n");
+    println!(
+        "{TAGS} tags per case, {} runs each (both steps, top 10)\n",
+        runs()
+    );
     println!("| case | best | median | worst | winner |");
     println!("|---|---:|---:|---:|---|");
     // `POLICY_BENCH_ONLY=b` runs just the cases whose name contains `(b)`,
