@@ -9,6 +9,8 @@
 //! A plain `main` with `std::time::Instant` keeps the dev-dependency set
 //! small; the numbers only need to show we are well inside the 50 ms target.
 
+#![allow(clippy::expect_used)] // benchmark code: a bad BENCH_RUNS stops it
+
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
