@@ -502,24 +502,28 @@ fn message_from_a_saved_report() {
     );
 }
 
-/// `--diff` uses the paths of the stderr lines when the tree lies below the
-/// current directory, so `git apply` works from there; `--check -q` still
-/// names each pending change.
-fn diff_paths_follow_the_current_directory() {
-    let dir = tree(&[("apps/web/a.yaml", POD)]);
-    let abs = dir.path().join("apps");
-    let out = bin()
-        .current_dir(dir.path())
+/// `update DIR/apps --dry-run --diff` run from `DIR`, the tree's root.
+fn diff_from_the_root(dir: &Path) -> Output {
+    bin()
+        .current_dir(dir)
         .args([
             "update",
-            s(&abs),
+            s(&dir.join("apps")),
             "--policy",
             "ns:p=nginx:1.27.1",
             "--dry-run",
             "--diff",
         ])
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `--diff` uses the paths of the stderr lines when the tree lies below the
+/// current directory, so `git apply` works from there; `--check -q` still
+/// names each pending change.
+fn diff_paths_follow_the_current_directory() {
+    let dir = tree(&[("apps/web/a.yaml", POD)]);
+    let out = diff_from_the_root(dir.path());
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
         stdout.starts_with("--- a/apps/web/a.yaml\n+++ b/apps/web/a.yaml\n"),
@@ -551,18 +555,7 @@ fn diff_paths_follow_the_current_directory() {
 /// `git apply`, outside any repository.
 fn the_diff_applies_with_git_apply() {
     let dir = tree(&[("apps/web/a.yaml", POD)]);
-    let out = bin()
-        .current_dir(dir.path())
-        .args([
-            "update",
-            s(&dir.path().join("apps")),
-            "--policy",
-            "ns:p=nginx:1.27.1",
-            "--dry-run",
-            "--diff",
-        ])
-        .output()
-        .unwrap();
+    let out = diff_from_the_root(dir.path());
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     fs_err::write(dir.path().join("p.diff"), &out.stdout).unwrap();
     let git = Command::new("git")
