@@ -23,8 +23,7 @@
 //! `JOB_BENCH_BASELINE=PATH` also times another build of the binary, alternately with this one.
 //! `BENCH_FILES=N` changes the file count; `BENCH_RUNS=N` the repetitions
 //! (default 5). Needs `git`, `lighttpd` and `git-http-backend` (Debian:
-//! `apt-get install git lighttpd`); without them it says so and measures
-//! nothing.
+//! `apt-get install git lighttpd`); without them it fails, naming them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
 
 #[path = "common/generate.rs"]
@@ -46,11 +45,8 @@ fn main() {
     let baseline: Option<PathBuf> = std::env::var_os("JOB_BENCH_BASELINE").map(PathBuf::from);
     let (env, _servers, _temp) = Env::start_with(&[Need::Http]).unwrap();
     if let Some(reason) = env.missing(&[Need::Http]) {
-        println!("job benchmark not run: {reason}");
-        return;
+        panic!("the job benchmark cannot run: {reason}");
     }
-    let job_help = Command::new(BIN).args(["job", "--help"]).output().unwrap();
-    let job_available = job_help.status.success();
 
     // The repository, committed and pushed to the served bare repository.
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/job");
@@ -181,17 +177,13 @@ fn main() {
     let mut job_times = Vec::new();
     let mut baseline_times = Vec::new();
     git_run(); // warm-up (page cache, lighttpd)
-    if job_available {
-        job_run(Path::new(BIN));
-    }
+    job_run(Path::new(BIN));
     if let Some(other) = &baseline {
         job_run(other);
     }
     for _ in 0..runs {
         git_times.push(git_run());
-        if job_available {
-            job_times.push(job_run(Path::new(BIN)));
-        }
+        job_times.push(job_run(Path::new(BIN)));
         if let Some(other) = &baseline {
             baseline_times.push(job_run(other));
         }
@@ -206,20 +198,14 @@ fn main() {
         ms(git_median),
         list(&git_times)
     );
-    if job_available {
-        let job_median = median(job_times.clone());
-        let ratio = ms(job_median) / ms(git_median);
-        println!(
-            "| `image-update job` (shallow clone, update, commit, push) | {:.0} ms | {} | {ratio:.2}x git (target <= 1.5x: {}) |",
-            ms(job_median),
-            list(&job_times),
-            if ratio <= 1.5 { "met" } else { "NOT met" }
-        );
-    } else {
-        println!(
-            "| `image-update job` | not measured: this build has no working `job` subcommand | | |"
-        );
-    }
+    let job_median = median(job_times.clone());
+    let ratio = ms(job_median) / ms(git_median);
+    println!(
+        "| `image-update job` (shallow clone, update, commit, push) | {:.0} ms | {} | {ratio:.2}x git (target <= 1.5x: {}) |",
+        ms(job_median),
+        list(&job_times),
+        if ratio <= 1.5 { "met" } else { "NOT met" }
+    );
     if let Some(other) = &baseline {
         let median = median(baseline_times.clone());
         println!(

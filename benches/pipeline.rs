@@ -4,14 +4,18 @@
 //!    (Deployments, HelmReleases with values, Kustomizations, Helm values
 //!    files, Services/ConfigMaps and large CRD bundles; about 15% of the files
 //!    carry `$imagepolicy` markers) under `target/bench-data/repo`.
-//! 2. Times, warm cache, median of several runs in the same session:
-//!    `grep -rl '"$imagepolicy"' DIR`, `image-update update DIR --dry-run`,
-//!    and an in-place `image-update update` on a fresh copy of the tree.
+//! 2. Times, warm cache, after one warm-up, `BENCH_RUNS` (7) runs in the
+//!    same session of `grep -rl '"$imagepolicy"' DIR` (which must find the
+//!    marked files) and `image-update update DIR --dry-run`, and at most 5
+//!    runs of an in-place `image-update update` on a fresh copy of the tree.
 //! 3. Measures the peak RSS of the dry run (`/usr/bin/time -f %M`).
 //! 4. Measures in-process parse-and-splice throughput (`update::plan`) over
-//!    the marked files only.
+//!    the marked files only (`BENCH_RUNS` runs).
 //!
-//! `BENCH_FILES=N` changes the file count; `BENCH_RUNS=N` the repetitions.
+//! Every row prints its run count and the median, minimum and maximum.
+//! Any command that fails (grep finding nothing included) stops the
+//! benchmark. `BENCH_FILES=N` changes the file count; `BENCH_RUNS=N` the
+//! repetitions.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
 
 use std::path::Path;
@@ -26,14 +30,37 @@ mod generate;
 
 use generate::{POLICIES, generate, walk};
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+/// The runs of one measurement.
+struct Runs(Vec<Duration>);
+
+impl Runs {
+    fn sorted(&self) -> Vec<Duration> {
+        let mut v = self.0.clone();
+        v.sort();
+        v
+    }
+
+    fn median(&self) -> Duration {
+        let v = self.sorted();
+        v[v.len() / 2]
+    }
+
+    /// `median of N (min to max)`, in ms.
+    fn show(&self) -> String {
+        let v = self.sorted();
+        format!(
+            "{:.1} ms, median of {} ({:.1} to {:.1} ms)",
+            ms(self.median()),
+            v.len(),
+            ms(v[0]),
+            ms(v[v.len() - 1])
+        )
+    }
 }
 
-fn time(runs: usize, mut f: impl FnMut()) -> Duration {
+fn time(runs: usize, mut f: impl FnMut()) -> Runs {
     f(); // warm-up (page cache)
-    median(
+    Runs(
         (0..runs)
             .map(|_| {
                 let t = Instant::now();
@@ -92,12 +119,28 @@ fn main() {
         marked_bytes as f64 / 1e6
     );
 
+    // `BENCH_ONLY=splice`: the in-process measurement alone (for callgrind:
+    // the instructions of one pass are the difference between the totals
+    // with `BENCH_RUNS=3` and `BENCH_RUNS=1`, halved).
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "splice") {
+        let splice = splice(runs, &marked_texts);
+        println!(
+            "parse + splice, marked files only (1 thread, in process): {} for {:.2} MB",
+            splice.show(),
+            marked_bytes as f64 / 1e6
+        );
+        return;
+    }
     let grep = time(runs, || {
-        let _ = Command::new("grep")
+        // 0: found the marked files; 1 (none found) or 2 (an error) is a
+        // broken benchmark.
+        let status = Command::new("grep")
             .args(["-rl", "\"$imagepolicy\""])
             .arg(&repo)
             .stdout(Stdio::null())
-            .status();
+            .status()
+            .expect("cannot run grep");
+        assert!(status.success(), "grep -rl found no marked file: {status}");
     });
     let dry = time(runs, || {
         ok(Command::new(bin)
@@ -128,7 +171,7 @@ fn main() {
                 .args(extra));
             times.push(t.elapsed());
         }
-        median(times)
+        Runs(times)
     };
     let in_place = in_place_run(&[]);
 
@@ -141,16 +184,56 @@ fn main() {
         .arg(&policies)
         .args(["--dry-run", "-q"])
         .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stderr)
-                .trim()
-                .lines()
-                .last()
-                .and_then(|l| l.trim().parse::<u64>().ok())
-        });
+        .expect("cannot run /usr/bin/time (apt-get install time)");
+    assert!(
+        rss_kb.status.success(),
+        "the dry run under /usr/bin/time failed"
+    );
+    let rss_kb: u64 = String::from_utf8_lossy(&rss_kb.stderr)
+        .trim()
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("/usr/bin/time -f %M printed no number");
 
-    // In-process parse-and-splice throughput on the marked files.
+    let splice = splice(runs, &marked_texts);
+
+    println!("| measurement | median of N runs (min to max) | ratio of medians |");
+    println!("|---|---|---|");
+    println!(
+        "| `grep -rl '\"$imagepolicy\"' DIR` | {} | 1.00x |",
+        grep.show()
+    );
+    println!(
+        "| `image-update update DIR --dry-run` | {} | {:.2}x grep |",
+        dry.show(),
+        ms(dry.median()) / ms(grep.median())
+    );
+    println!(
+        "| `image-update update DIR` (in place, fresh copy) | {} | {:.2}x grep |",
+        in_place.show(),
+        ms(in_place.median()) / ms(grep.median())
+    );
+    println!(
+        "| peak RSS of the dry run | {:.1} MB (one run) | |",
+        rss_kb as f64 / 1024.0
+    );
+    let splice_median = splice.median();
+    println!(
+        "| parse + splice, marked files only (1 thread, in process) | {} for {:.2} MB = {:.1} MB/s | |",
+        splice.show(),
+        marked_bytes as f64 / 1e6,
+        marked_bytes as f64 / 1e6 / splice_median.as_secs_f64()
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// In-process parse-and-splice of the marked files (`update::plan` against
+/// the generated policies), on one thread.
+fn splice(runs: usize, marked_texts: &[String]) -> Runs {
     let mut table = PolicyTable::new();
     for p in 0..POLICIES {
         table
@@ -161,46 +244,16 @@ fn main() {
             )
             .unwrap();
     }
-    let splice = time(runs, || {
-        for text in &marked_texts {
-            let plan =
-                image_update::api::plan::plan(text, Layout::Documents, &table, Default::default())
-                    .unwrap();
+    time(runs, || {
+        for text in marked_texts {
+            let plan = image_update::api::plan::plan(
+                text,
+                Layout::Documents,
+                &table,
+                Default::default(),
+            )
+            .unwrap();
             std::hint::black_box(plan);
         }
-    });
-
-    println!("| measurement | median of {runs} | ratio |");
-    println!("|---|---|---|");
-    println!(
-        "| `grep -rl '\"$imagepolicy\"' DIR` | {:.1} ms | 1.00x |",
-        ms(grep)
-    );
-    println!(
-        "| `image-update update DIR --dry-run` | {:.1} ms | {:.2}x grep |",
-        ms(dry),
-        ms(dry) / ms(grep)
-    );
-    println!(
-        "| `image-update update DIR` (in place, fresh copy) | {:.1} ms | {:.2}x grep |",
-        ms(in_place),
-        ms(in_place) / ms(grep)
-    );
-    match rss_kb {
-        Some(kb) => println!(
-            "| peak RSS of the dry run | {:.1} MB | |",
-            kb as f64 / 1024.0
-        ),
-        None => println!("| peak RSS of the dry run | (/usr/bin/time not installed) | |"),
-    }
-    println!(
-        "| parse + splice, marked files only (1 thread, in process) | {:.1} ms for {:.2} MB = {:.1} MB/s | |",
-        ms(splice),
-        marked_bytes as f64 / 1e6,
-        marked_bytes as f64 / 1e6 / splice.as_secs_f64()
-    );
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
+    })
 }

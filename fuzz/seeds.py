@@ -127,25 +127,35 @@ def as_items(text: str):
     return "\n".join(out) + "\n"
 
 
+# The placeholders tests/fetch.rs fills in testdata/fetch/ (the registry's
+# address, digests), with values of the right shape: the filled-in files are
+# definitions the readers accept, the raw ones exercise their errors.
+PLACEHOLDERS = {
+    "{host}": "registry.example:5000",
+    "{recorded}": "sha256:" + "ab" * 32,
+    "{multi_digest}": "sha256:" + "cd" * 32,
+}
+
+
+def variants(raw: bytes):
+    """The file as it is and, when it holds placeholders, filled in."""
+    yield raw
+    text = raw.decode()
+    filled = text
+    for key, value in PLACEHOLDERS.items():
+        filled = filled.replace(key, value)
+    if filled != text:
+        yield filled.encode()
+
+
 def from_yaml(w: Writer, files, policy_words):
     for path in files:
         try:
-            raw = path.read_bytes()
-            text = raw.decode()
+            raws = list(variants(path.read_bytes()))
         except (OSError, UnicodeDecodeError):
             continue
-        interesting = [c for c in comments(text) if "{" in c or "imagepolicy" in c.lower()]
-        for c in interesting:
-            w.add("marker", c)
-        w.add("plan", raw)
-        if "ResourceList" in text or re.search(r"^kind: *List\b", text, re.M):
-            w.add("krm", raw)
-        if any(word in text for word in policy_words):
-            w.add("policies", raw)
-        if "$imagepolicy" in text and "ResourceList" not in text:
-            item = as_items(text)
-            if item:
-                w.add("krm", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + item)
+        for raw in raws:
+            from_one_yaml(w, raw, policy_words)
     for path in files:
         try:
             text = path.read_text()
@@ -153,6 +163,23 @@ def from_yaml(w: Writer, files, policy_words):
             continue
         for c in comments(text):
             w.add("marker", c)
+
+
+def from_one_yaml(w: Writer, raw: bytes, policy_words):
+    """The seeds one YAML file gives each target."""
+    text = raw.decode()
+    interesting = [c for c in comments(text) if "{" in c or "imagepolicy" in c.lower()]
+    for c in interesting:
+        w.add("marker", c)
+    w.add("plan", raw)
+    if "ResourceList" in text or re.search(r"^kind: *List\b", text, re.M):
+        w.add("krm", raw)
+    if any(word in text for word in policy_words):
+        w.add("policies", raw)
+    if "$imagepolicy" in text and "ResourceList" not in text:
+        item = as_items(text)
+        if item:
+            w.add("krm", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + item)
 
 
 def semver_vectors(source: Path):

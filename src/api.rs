@@ -39,6 +39,17 @@ pub mod policies {
     pub use crate::reflector::definitions::collect as collect_definitions;
 }
 
+/// Fetched results and `--emit-policies`: a definition resolved against a
+/// tag list, and the ImagePolicies written from it.
+pub mod emit {
+    pub use crate::policies::image_ref::ImageRef;
+    pub use crate::reflector::definitions::Definition;
+    pub use crate::reflector::emit::render;
+    pub use crate::reflector::fetch::Resolved;
+    pub use crate::reflector::selection::reflection::next_observed_previous;
+    pub use crate::reflector::selection::select::TagInfo;
+}
+
 /// Tag selection: the policies of Flux and Argo CD Image Updater over a
 /// list of tags.
 pub mod selection {

@@ -7,10 +7,21 @@
 //! Each trial runs the real binary (`IMAGE_UPDATE_BIN` runs the suite
 //! against another build). Trials that need a program (`chattr`, `setpriv`,
 //! `mount`, `docker-registry`) are ignored with the reason when it is
-//! missing, and fail when `CI` is set; trials that need something the
-//! machine may not allow (root, `chattr +i` on this filesystem, mounting a
-//! tmpfs) are probed when the suite starts and ignored with the reason when
-//! it is not allowed.
+//! missing, and fail when `CI` is set. Trials that need a filesystem where
+//! `chattr +i` works or a small filesystem to fill take the ones `.ci/run`
+//! loop-mounts (`IMAGE_UPDATE_TEST_EXT4_DIR`, `IMAGE_UPDATE_TEST_SMALL_FS`;
+//! see `image_update_testkit::scratch`), or else try the system's temporary
+//! directory and a tmpfs of their own; when that fails they are ignored
+//! with the exact reason (chattr's or mount's own message, the filesystem's
+//! type), and fail under `CI` unless the machine does not allow it at all
+//! (not root, mounting refused). Trials that need root are ignored, with
+//! the uid, when not run as root.
+//!
+//! The SIGKILL-during-the-renames trial stops the run between two renames
+//! with a test hook of the sink (`IMAGE_UPDATE_TEST_PAUSE_RENAMES`, see
+//! `src/updater/sink/pause.rs`), so its kill lands in the rename phase by
+//! construction, and it checks that the next run rolled back exactly the
+//! files that had been renamed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 use std::collections::BTreeSet;
@@ -19,7 +30,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use image_update_testkit::{self as testkit, trial};
+use image_update_testkit::scratch;
+use image_update_testkit::{self as testkit, Unmet, gated, trial};
 use libtest_mimic::Trial;
 
 // ---------------------------------------------------------------------------
@@ -36,6 +48,7 @@ fn bin() -> Command {
     let mut c = Command::new(bin_path());
     c.env_remove("IMAGE_UPDATE_MAX_FILE_SIZE")
         .env_remove("IMAGE_UPDATE_MAX_INPUT_SIZE")
+        .env_remove("IMAGE_UPDATE_TEST_PAUSE_RENAMES")
         .stdin(Stdio::null());
     c
 }
@@ -142,70 +155,19 @@ fn closed_stdout() -> Stdio {
     writer.into()
 }
 
-fn is_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "probe", "");
-    fs_err::metadata(f).unwrap().uid() == 0
-}
-
-/// A trial that needs a capability of this machine: ignored, with the
-/// reason, when the probe says it is missing.
-fn trial_if(name: &str, needs: &[&str], probe: Result<(), String>, test: fn()) -> Trial {
-    match probe {
-        Ok(()) => trial(name, needs, test),
-        Err(why) => Trial::test(name, || Ok(()))
-            .with_kind(why)
-            .with_ignored_flag(true),
-    }
-}
-
-fn probe_root() -> Result<(), String> {
-    if is_root() {
-        Ok(())
-    } else {
-        Err("needs root".to_owned())
-    }
-}
-
-fn probe_chattr() -> Result<(), String> {
-    if testkit::missing(&["chattr"]).len() == 1 {
-        return Ok(()); // the trial itself reports the missing program
-    }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let f = dir.path().join("probe");
-    fs_err::write(&f, "").map_err(|e| e.to_string())?;
-    let ok = Command::new("chattr")
-        .arg("+i")
-        .arg(&f)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    let _ = Command::new("chattr").arg("-i").arg(&f).status();
-    if ok {
-        Ok(())
-    } else {
-        Err("needs chattr +i, which this filesystem or user does not allow".to_owned())
-    }
-}
-
-fn probe_mount() -> Result<(), String> {
-    if testkit::missing(&["mount", "umount"]).len() == 2 {
-        return Ok(());
-    }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-        .arg(dir.path())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        let _ = Command::new("umount").arg(dir.path()).status();
-        Ok(())
-    } else {
-        Err("needs to mount a tmpfs, which this machine does not allow".to_owned())
-    }
+/// A trial that needs `programs` and root.
+fn as_root(name: &'static str, programs: &'static [&'static str], test: fn()) -> Trial {
+    gated(
+        name,
+        move || {
+            Unmet::programs(programs)?;
+            scratch::root(name)
+        },
+        move |()| {
+            test();
+            Ok(())
+        },
+    )
 }
 
 /// A tree of `n` marked files in `n / 100 + 1` directories, at `tag`.
@@ -332,15 +294,15 @@ fn a_symlink_given_as_path_to_outside_its_directory_is_not_written() {
 // 2. All or nothing at the rename phase
 
 /// `chattr +i` on one of 40 changed files: its rename fails, every file
-/// already renamed is put back, the report is not written.
-fn an_immutable_file_rolls_back_every_rename() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
+/// already renamed is put back, the report is not written. `dir` is on a
+/// filesystem where `chattr +i` works.
+fn an_immutable_file_rolls_back_every_rename(dir: &Path) {
+    let root = dir.join("tree");
     let files: Vec<PathBuf> = (0..40)
         .map(|i| write(&root, &format!("f{i:02}.yaml"), pod("1.25.0")))
         .collect();
     let _guard = Immutable::set(&files[20]);
-    let report = dir.path().join("report.json");
+    let report = dir.join("report.json");
     let out = output(update(&root, "1.27.1").arg("--report").arg(&report));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
@@ -351,7 +313,7 @@ fn an_immutable_file_rolls_back_every_rename() {
     assert!(stderr(&out).contains("f20.yaml"), "{}", stderr(&out));
     assert_eq!(census(&files, "1.25.0", "1.27.1"), (40, 0), "all old");
     assert!(!report.exists(), "the report is not written");
-    assert!(leftovers(dir.path()).is_empty(), "{:?}", names(dir.path()));
+    assert!(leftovers(dir).is_empty(), "{:?}", names(dir));
 }
 
 /// As an unprivileged user in a sticky directory, one file owned by someone
@@ -421,14 +383,14 @@ fn kill_after(child: &mut Child, delay: Duration, signal: &str) {
 /// SIGKILL at random moments of an in-place run over 3,000 files: no file is
 /// ever partial; the next run (even one with nothing to change) puts the
 /// tree back to all old or all new and removes every leftover file; the run
-/// after that updates everything.
+/// after that updates everything. (Where a random kill lands is not known:
+/// the kill inside the renames is the next trial's, by construction.)
 fn sigkill_during_writes_leaves_no_partial_file_and_the_next_run_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("tree");
     let files = big_tree(&root, BIG, "1.25.0");
     let took = time_one_run(&root, &files);
     let mut rng = Lcg(0x5eed);
-    let mut mixed_after_kill = 0;
     for round in 0..6 {
         let delay = took.mul_f64(0.3 + rng.next() * 0.8);
         let mut child = update(&root, "1.27.1")
@@ -438,10 +400,8 @@ fn sigkill_during_writes_leaves_no_partial_file_and_the_next_run_cleans_up() {
             .unwrap();
         kill_after(&mut child, delay, "KILL");
         child.wait().unwrap();
-        let (old, new) = census(&files, "1.25.0", "1.27.1");
-        if old != 0 && new != 0 {
-            mixed_after_kill += 1;
-        }
+        // No file is partial (census fails on any other content).
+        census(&files, "1.25.0", "1.27.1");
         // A run with nothing to change takes over what the killed one left.
         let out = output(bin().arg("update").arg(&root).args([
             "--policy",
@@ -466,62 +426,85 @@ fn sigkill_during_writes_leaves_no_partial_file_and_the_next_run_cleans_up() {
         );
         reset(&files, "1.25.0");
     }
-    eprintln!("{mixed_after_kill} of 6 kills hit the renames");
     let out = output(&mut update(&root, "1.27.1"));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(census(&files, "1.25.0", "1.27.1"), (0, BIG));
     assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
 }
 
-/// The journal of the run working on `root`, once it records staged files
-/// (the renames begin right after).
-fn journal_when_staged(root: &Path, limit: Duration) -> Option<PathBuf> {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        for e in fs_err::read_dir(root).unwrap().flatten() {
+/// The journals in `root` (`.image-update.*.journal`) and their texts.
+fn journals(root: &Path) -> Vec<(String, String)> {
+    fs_err::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with(".image-update.")
-                && name.ends_with(".journal")
-                && fs_err::read_to_string(e.path()).is_ok_and(|t| t.contains("\"staged\""))
-            {
-                return Some(e.path());
-            }
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    None
+            (name.starts_with(".image-update.") && name.ends_with(".journal"))
+                .then(|| (name, fs_err::read_to_string(e.path()).unwrap_or_default()))
+        })
+        .collect()
 }
 
-/// SIGKILL right when the renames begin: the tree may be mixed then, and the
-/// next run (one with nothing to change) puts every original back.
+/// Wait until `file` exists or `child` exits; `false` when the child exited
+/// first or 300 s went by (a hang, not slowness: the pause comes after one
+/// staging pass over 3,000 small files).
+fn wait_for_file(file: &Path, child: &mut Child) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(300) {
+        if file.exists() {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return file.exists();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+/// SIGKILL in the middle of the renames, by construction: the sink's test
+/// hook (`IMAGE_UPDATE_TEST_PAUSE_RENAMES=N:FILE`) lets the run rename
+/// exactly `N` of the 3,000 files, then holds it while the test kills it.
+/// The killed run left a mixed tree (`N` new files) and a journal that
+/// records the staged files and no commit; the next run (one with nothing
+/// to change) says it put back exactly those `N` files, and the tree is all
+/// old again, with no file left behind.
 fn sigkill_during_the_renames_is_undone_by_the_next_run() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("tree");
     let files = big_tree(&root, BIG, "1.25.0");
-    let mut mixed = 0;
-    for round in 0..3 {
+    for (round, renamed) in [1, BIG / 2, BIG - 1].into_iter().enumerate() {
+        let signal = dir.path().join(format!("paused-{round}"));
         let mut child = update(&root, "1.27.1")
+            .env(
+                "IMAGE_UPDATE_TEST_PAUSE_RENAMES",
+                format!("{renamed}:{}", signal.display()),
+            )
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let journal = journal_when_staged(&root, Duration::from_secs(120));
-        // The journal is flushed, then the renames run (3,000 of them take
-        // tens of milliseconds): land in them.
-        std::thread::sleep(Duration::from_millis([10, 30, 60][round]));
-        let _ = Command::new("kill")
-            .arg("-KILL")
-            .arg(child.id().to_string())
-            .status();
-        child.wait().unwrap();
-        let journal = journal.expect("the run keeps a journal that records its staged files");
-        // No journal any more: the run finished before the kill.
-        let committed =
-            fs_err::read_to_string(&journal).map_or(true, |t| t.contains("\"committed\""));
-        let (old, new) = census(&files, "1.25.0", "1.27.1");
-        if old != 0 && new != 0 {
-            mixed += 1;
-        }
+        let paused = wait_for_file(&signal, &mut child);
+        let _ = child.kill(); // SIGKILL
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            paused,
+            "round {round}: the run never paused after {renamed} renames ({:?}): {}",
+            out.status,
+            stderr(&out)
+        );
+        assert_eq!(
+            census(&files, "1.25.0", "1.27.1"),
+            (BIG - renamed, renamed),
+            "round {round}: killed after exactly {renamed} renames"
+        );
+        let journal = journals(&root);
+        assert!(
+            journal.len() == 1
+                && journal[0].1.contains("\"staged\"")
+                && !journal[0].1.contains("\"committed\""),
+            "round {round}: the killed run's journal records its staged files and no commit: {journal:?}"
+        );
         let out = output(
             bin()
                 .arg("update")
@@ -535,24 +518,23 @@ fn sigkill_during_the_renames_is_undone_by_the_next_run() {
             stderr(&out)
         );
         assert!(
-            stderr(&out).contains("was killed while writing") || committed || new == 0,
-            "round {round}: the next run says what it did: {}",
+            stderr(&out).contains(&format!(
+                "was killed while writing: put back {renamed} of the files it had replaced"
+            )),
+            "round {round}: the next run says it rolled back the {renamed} renames: {}",
             stderr(&out)
         );
-        let after = census(&files, "1.25.0", "1.27.1");
-        let expected = if committed { (0, BIG) } else { (BIG, 0) };
         assert_eq!(
-            after, expected,
-            "round {round}: {old} old and {new} new after the kill (committed: {committed})"
+            census(&files, "1.25.0", "1.27.1"),
+            (BIG, 0),
+            "round {round}: every original is back"
         );
         assert!(
             leftovers(&root).is_empty(),
             "round {round}: {:?}",
             leftovers(&root)
         );
-        reset(&files, "1.25.0");
     }
-    eprintln!("{mixed} of 3 kills left a mixed tree, which the next run undid");
 }
 
 /// SIGTERM (and SIGINT) at random moments: the run itself leaves the tree
@@ -599,24 +581,8 @@ fn sigterm_during_writes_cleans_up_its_own_files() {
 }
 
 /// A full filesystem while staging: nothing is changed, nothing is left.
-fn a_full_filesystem_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mount = dir.path().join("mnt");
-    fs_err::create_dir(&mount).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=512k"])
-        .arg("tmpfs")
-        .arg(&mount)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(mount.clone());
+/// `mount` is an empty filesystem of at most a few MiB.
+fn a_full_filesystem_changes_nothing(mount: &Path) {
     let root = mount.join("tree");
     // 30 files of 8 KiB each: staging them needs 240 KiB more.
     let padding = format!("# {}\n", "x".repeat(8 * 1024));
@@ -1118,8 +1084,6 @@ fn krm_items_whose_path_escapes_the_limit_are_refused() {
 }
 
 fn main() {
-    let root = probe_root();
-    let setpriv_probe = || probe_root();
     testkit::run(vec![
         trial(
             "symlink_given_as_path_stays_a_link",
@@ -1131,16 +1095,17 @@ fn main() {
             &[],
             a_symlink_given_as_path_to_outside_its_directory_is_not_written,
         ),
-        trial_if(
+        gated(
             "immutable_file_rolls_back_every_rename",
-            &["chattr"],
-            probe_chattr(),
-            an_immutable_file_rolls_back_every_rename,
+            scratch::immutable_dir,
+            |dir| {
+                an_immutable_file_rolls_back_every_rename(dir.path());
+                Ok(())
+            },
         ),
-        trial_if(
+        as_root(
             "file_a_sticky_directory_protects_changes_nothing",
             &["setpriv"],
-            setpriv_probe(),
             a_file_a_sticky_directory_protects_changes_nothing,
         ),
         trial(
@@ -1158,16 +1123,13 @@ fn main() {
             &["kill"],
             sigterm_during_writes_cleans_up_its_own_files,
         ),
-        trial_if(
-            "full_filesystem_changes_nothing",
-            &["mount", "umount"],
-            probe_mount(),
-            a_full_filesystem_changes_nothing,
-        ),
-        trial_if(
+        gated("full_filesystem_changes_nothing", scratch::small_fs, |fs| {
+            a_full_filesystem_changes_nothing(fs.path());
+            Ok(())
+        }),
+        as_root(
             "read_only_directory_changes_nothing",
             &["setpriv"],
-            setpriv_probe(),
             a_read_only_directory_changes_nothing,
         ),
         trial(
@@ -1175,12 +1137,7 @@ fn main() {
             &[],
             concurrent_runs_on_one_tree_do_not_mix,
         ),
-        trial_if(
-            "owner_and_group_are_kept",
-            &[],
-            root.clone(),
-            owner_and_group_are_kept,
-        ),
+        as_root("owner_and_group_are_kept", &[], owner_and_group_are_kept),
         trial(
             "duplicate_keys_are_reported_with_both_positions",
             &[],

@@ -1,6 +1,6 @@
 //! Fetched policy results end to end: `update --fetch`, `policy IMAGE` and
 //! the KRM function's `fetch: true`, against Debian's `docker-registry`
-//! started on 127.0.0.1 (skipped with a message when it is missing, failed
+//! started on 127.0.0.1 (ignored with the reason when it is missing, failed
 //! when `CI` is set), plus offline `policy --tags-file` cases.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use image_update_testkit::golden;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -85,8 +86,10 @@ fn main() {
     libtest_mimic::run(&args, trials).exit();
 }
 
-fn updating() -> bool {
-    std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1")
+/// Whether expectations are rewritten (`UPDATE_EXPECT=1`; an error when `CI`
+/// is set or the variable has another value).
+fn updating() -> Result<bool, Failed> {
+    golden::updating().map_err(Failed::from)
 }
 
 fn run_case(dir: &Path) -> Result<(), Failed> {
@@ -100,9 +103,7 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
             return Err(format!("unknown file {name} in {} (typo?)", dir.display()).into());
         }
     }
-    if updating() && std::env::var_os("CI").is_some() {
-        return Err("UPDATE_EXPECT is refused when CI is set".into());
-    }
+    let updating = updating()?;
     let case: Case = serde_saphyr::from_str(
         &fs_err::read_to_string(dir.join("case.yaml")).map_err(|e| e.to_string())?,
     )
@@ -150,7 +151,7 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
         .replace(&dir.display().to_string(), "[CASE]");
     let produced = if case.output_dir { &outdir } else { &work };
 
-    if updating() {
+    if updating {
         let out = dir.join("out");
         if out.exists() {
             fs_err::remove_dir_all(&out).map_err(|e| e.to_string())?;
@@ -159,18 +160,17 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
         if produced.exists() {
             copy_tree(produced, &out)?;
         }
-        fs_err::write(dir.join("report.json"), &report).map_err(|e| e.to_string())?;
-        fs_err::write(dir.join("stderr.txt"), &stderr).map_err(|e| e.to_string())?;
+        eprintln!("updated {}", out.display());
+        golden::write(&dir.join("report.json"), &report)?;
+        golden::write(&dir.join("stderr.txt"), &stderr)?;
         match fs_err::read_to_string(&message_path) {
             Ok(message) if !message.is_empty() => {
-                fs_err::write(dir.join("commit.txt"), message).map_err(|e| e.to_string())?;
+                golden::write(&dir.join("commit.txt"), message)?;
             }
-            _ => {
-                let _ = fs_err::remove_file(dir.join("commit.txt"));
-            }
+            _ => golden::remove(&dir.join("commit.txt"))?,
         }
-        eprintln!("updated {}", dir.display());
     }
+    // The same checks whether the expectations were just written or not.
 
     if code != case.exit {
         return Err(format!(

@@ -44,6 +44,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use action_cases::{Case, root};
+use image_update_testkit::Unmet;
 use image_update_testkit::registry::{Auth, ImageSpec, Registry, TestCa};
 use libtest_mimic::{Failed, Trial};
 
@@ -71,7 +72,7 @@ fn main() {
         Trial::test("dockerfile_shape", dockerfile_shape),
         Trial::test("runtime_tree", runtime_tree),
         Trial::test("published_name", published_name),
-        image_trial("image_facts", &["podman", "tar"], image_facts),
+        image_trial("image_facts", &["podman", "tar", "ldd"], image_facts),
         image_trial("kpt_fn_eval_image", &["podman", "kpt"], kpt_fn_eval),
         image_trial("kpt_fn_render_image", &["podman", "kpt"], kpt_fn_render),
         image_trial("kpt_fn_doc_image", &["podman", "kpt"], kpt_fn_doc),
@@ -103,7 +104,11 @@ fn image_tag() -> Option<String> {
 
 /// A trial that needs the image and `needs`: ignored with the reason
 /// without them, failed without them when `CI` is set.
-fn image_trial(name: &str, needs: &[&str], test: fn(&str) -> Result<(), Failed>) -> Trial {
+fn image_trial(
+    name: &str,
+    needs: &'static [&'static str],
+    test: fn(&str) -> Result<(), Failed>,
+) -> Trial {
     gate(name.to_owned(), needs, move |tag| test(&tag))
 }
 
@@ -113,25 +118,22 @@ fn image_case_trial(name: String, case: Case) -> Trial {
 
 fn gate(
     name: String,
-    needs: &[&str],
+    needs: &'static [&'static str],
     test: impl FnOnce(String) -> Result<(), Failed> + Send + 'static,
 ) -> Trial {
-    if !image_update_testkit::missing(needs).is_empty() {
-        return image_update_testkit::trial_with(name, needs, || Ok(()));
-    }
-    match image_tag() {
-        Some(tag) => Trial::test(name, move || test(tag)),
-        None if std::env::var_os("CI").is_some() => Trial::test(name, || {
-            Err(format!(
-                "{IMAGE_VARIABLE} is not set, and CI is set: build the image with \
-                 scripts/build-image.sh TAG and export {IMAGE_VARIABLE}=TAG"
-            )
-            .into())
-        }),
-        None => Trial::test(name, || Ok(()))
-            .with_kind(format!("needs {IMAGE_VARIABLE}"))
-            .with_ignored_flag(true),
-    }
+    image_update_testkit::gated(
+        name,
+        move || {
+            Unmet::programs(needs)?;
+            image_tag().ok_or_else(|| {
+                Unmet::Missing(format!(
+                    "needs the image: build it with scripts/build-image.sh TAG and export \
+                     {IMAGE_VARIABLE}=TAG"
+                ))
+            })
+        },
+        test,
+    )
 }
 
 // ------------------------------------------------------------ helpers
@@ -654,18 +656,9 @@ fn kpt_fn_render(tag: &str) -> Result<(), Failed> {
     }
     let expected = package.join(".expected/out");
     if action_cases::updating()? {
-        let _ = fs_err::remove_dir_all(&expected);
-        for (rel, bytes) in action_cases::files(&pkg)? {
-            if rel == "Kptfile" || rel == ".krmignore" {
-                continue;
-            }
-            let target = expected.join(&rel);
-            fs_err::create_dir_all(target.parent().ok_or("no parent")?)
-                .map_err(|e| e.to_string())?;
-            fs_err::write(&target, bytes).map_err(|e| e.to_string())?;
-        }
-        eprintln!("updated {}", expected.display());
-        return Ok(());
+        let mut outputs = action_cases::files(&pkg)?;
+        outputs.retain(|rel, _| rel != "Kptfile" && rel != ".krmignore");
+        image_update_testkit::golden::write_tree(&expected, &outputs)?;
     }
     compare_trees(&expected, &pkg, &["Kptfile", ".krmignore"])
 }

@@ -12,14 +12,17 @@
 //!   that must leave the package byte for byte as it was.
 //!
 //! `UPDATE_EXPECT=1 cargo test --test krm [filter]` rewrites the expected
-//! files (refused when `CI` is set). The kpt cases need `kpt` on PATH: they
-//! are skipped without it, and fail without it when `CI` is set.
+//! files (refused when `CI` is set; see `image_update_testkit::golden`),
+//! then runs every check as usual. The kpt cases need `kpt` on PATH: they
+//! are ignored with the reason without it, and fail without it when `CI` is
+//! set.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use image_update::api::yaml::parse_values;
+use image_update_testkit::golden;
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 
@@ -30,13 +33,7 @@ fn root() -> PathBuf {
 }
 
 fn updating() -> Result<bool, Failed> {
-    if std::env::var_os("UPDATE_EXPECT").is_none_or(|v| v.is_empty()) {
-        return Ok(false);
-    }
-    if std::env::var_os("CI").is_some() {
-        return Err("UPDATE_EXPECT is refused when CI is set".into());
-    }
-    Ok(true)
+    golden::updating().map_err(Failed::from)
 }
 
 fn main() {
@@ -107,26 +104,25 @@ fn golden(case: &Path) -> Result<(), Failed> {
     let expected_path = case.join("stdout.yaml");
     let code_path = case.join("exit-code");
     if updating()? {
-        fs_err::write(&expected_path, &stdout).map_err(|e| e.to_string())?;
+        golden::write(&expected_path, &stdout)?;
         if code == 0 {
-            let _ = fs_err::remove_file(&code_path);
+            golden::remove(&code_path)?;
         } else {
-            fs_err::write(&code_path, format!("{code}\n")).map_err(|e| e.to_string())?;
+            golden::write(&code_path, format!("{code}\n"))?;
         }
-        eprintln!("updated {}", expected_path.display());
-    } else {
-        let expected = fs_err::read(&expected_path)
-            .map_err(|e| format!("stdout.yaml: {e} (run with UPDATE_EXPECT=1 to create it)"))?;
-        let expected_code: i32 = match fs_err::read_to_string(&code_path) {
-            Ok(s) => s.trim().parse().map_err(|e| format!("exit-code: {e}"))?,
-            Err(_) => 0,
-        };
-        if stdout != expected {
-            return Err(diff("stdout.yaml", &expected, &stdout).into());
-        }
-        if code != expected_code {
-            return Err(format!("exit code {code}, expected {expected_code}").into());
-        }
+    }
+    // The same checks whether the expectations were just written or not.
+    let expected = fs_err::read(&expected_path)
+        .map_err(|e| format!("stdout.yaml: {e} (run with UPDATE_EXPECT=1 to create it)"))?;
+    let expected_code: i32 = match fs_err::read_to_string(&code_path) {
+        Ok(s) => s.trim().parse().map_err(|e| format!("exit-code: {e}"))?,
+        Err(_) => 0,
+    };
+    if stdout != expected {
+        return Err(diff("stdout.yaml", &expected, &stdout).into());
+    }
+    if code != expected_code {
+        return Err(format!("exit code {code}, expected {expected_code}").into());
     }
     // Idempotence: the output, run again, changes no item; a third run
     // gives the second output back byte for byte.
@@ -167,28 +163,13 @@ fn diff(what: &str, expected: &[u8], actual: &[u8]) -> String {
 
 // ---------------------------------------------------------------- kpt
 
-/// Whether kpt can be run; `Err` when it must be and cannot.
-fn kpt_available() -> Result<bool, String> {
-    let found = Command::new("kpt")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Ok(true);
-    }
-    if std::env::var_os("CI").is_some() {
-        return Err("kpt is not installed, and CI is set: the kpt tests must run".into());
-    }
-    Ok(false)
+/// A trial that runs kpt: ignored with the reason without it, failed
+/// without it when `CI` is set.
+fn kpt_trial(name: String, runner: impl FnOnce() -> Result<(), Failed> + Send + 'static) -> Trial {
+    image_update_testkit::trial_with(name, &["kpt"], runner)
 }
 
 fn kpt_trials() -> Vec<Trial> {
-    let available = kpt_available();
-    if available == Ok(false) {
-        eprintln!(
-            "note: kpt is not on PATH: the kpt tests are skipped (ignored); install kpt to run them"
-        );
-    }
     let mut examples: Vec<PathBuf> = fs_err::read_dir(root().join("examples"))
         .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
@@ -201,33 +182,15 @@ fn kpt_trials() -> Vec<Trial> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let available = available.clone();
-            Trial::test(format!("kpt::example::{name}"), move || {
-                if available? {
-                    kpt_example(&example)
-                } else {
-                    Ok(())
-                }
+            kpt_trial(format!("kpt::example::{name}"), move || {
+                kpt_example(&example)
             })
         })
         .collect();
-    let available2 = available.clone();
-    trials.push(Trial::test(
-        "kpt::failure_leaves_package_untouched",
-        move || {
-            if available2? {
-                kpt_failure_leaves_package_untouched()
-            } else {
-                Ok(())
-            }
-        },
+    trials.push(kpt_trial(
+        "kpt::failure_leaves_package_untouched".to_owned(),
+        kpt_failure_leaves_package_untouched,
     ));
-    if available == Ok(false) {
-        trials = trials
-            .into_iter()
-            .map(|t| t.with_ignored_flag(true))
-            .collect();
-    }
     trials
 }
 
@@ -344,27 +307,25 @@ fn kpt_example(example: &Path) -> Result<(), Failed> {
     let pkg = tmp.path().join(example.file_name().ok_or("no name")?);
     copy_tree(example, &pkg)?;
     let (code, log, results) = run_kpt(&pkg, &config, &tmp.path().join("results"))?;
-    let expected_code = config["exitCode"].as_i64().unwrap_or(0);
-    if i64::from(code) != expected_code {
-        return Err(format!("kpt exited {code}, expected {expected_code}:\n{log}").into());
-    }
     let before = files(example)?;
     let after = files(&pkg)?;
     let out_dir = expected_dir.join("out");
     let results_file = expected_dir.join("results.yaml");
     if updating()? {
-        let _ = fs_err::remove_dir_all(&out_dir);
-        for (rel, bytes) in after.iter().filter(|(rel, _)| is_expected_output(rel)) {
-            let target = out_dir.join(rel);
-            if let Some(parent) = target.parent() {
-                fs_err::create_dir_all(parent).map_err(|e| e.to_string())?;
-            }
-            fs_err::write(&target, bytes).map_err(|e| e.to_string())?;
-        }
+        let outputs = after
+            .iter()
+            .filter(|(rel, _)| is_expected_output(rel))
+            .map(|(rel, bytes)| (rel.clone(), bytes.clone()))
+            .collect();
+        golden::write_tree(&out_dir, &outputs)?;
         let text = serde_saphyr::to_string(&results).map_err(|e| e.to_string())?;
-        fs_err::write(&results_file, text).map_err(|e| e.to_string())?;
-        eprintln!("updated {}", expected_dir.display());
-        return Ok(());
+        golden::write(&results_file, text)?;
+    }
+    // The same checks whether the expectations were just written or not
+    // (the exit code comes from config.yaml, which is never rewritten).
+    let expected_code = config["exitCode"].as_i64().unwrap_or(0);
+    if i64::from(code) != expected_code {
+        return Err(format!("kpt exited {code}, expected {expected_code}:\n{log}").into());
     }
     // Files that are not YAML are never touched.
     for (rel, bytes) in before.iter().filter(|(rel, _)| !is_yaml(rel)) {

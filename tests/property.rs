@@ -187,3 +187,50 @@ proptest! {
         prop_assert!(again.new_text.is_none());
     }
 }
+
+/// proptest replays `proptest-regressions/<path>.txt` before the cases of
+/// `src/<path>.rs` (the source file's path below `src/`): a seed file whose
+/// source file was moved or renamed is never read again. Every one in the
+/// workspace must belong to an existing source file.
+#[test]
+fn every_regression_file_belongs_to_a_source_file() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in fs_err::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut crates = vec![root.to_path_buf()];
+    for entry in fs_err::read_dir(root.join("crates")).unwrap() {
+        crates.push(entry.unwrap().path());
+    }
+    let mut seen = 0;
+    for krate in crates {
+        let seeds = krate.join("proptest-regressions");
+        if !seeds.is_dir() {
+            continue;
+        }
+        let mut files = Vec::new();
+        walk(&seeds, &mut files);
+        for file in files {
+            let rel = file.strip_prefix(&seeds).unwrap();
+            let source = krate.join("src").join(rel).with_extension("rs");
+            assert!(
+                rel.extension().is_some_and(|e| e == "txt") && source.is_file(),
+                "{} belongs to no source file ({} does not exist): move it beside its tests' new path",
+                file.display(),
+                source.display()
+            );
+            seen += 1;
+        }
+    }
+    assert!(
+        seen > 0,
+        "no regression file found: is the walk looking in the right place?"
+    );
+}

@@ -65,7 +65,7 @@ pub(crate) fn image_policy(definition: &Definition, resolved: &Resolved) -> Valu
 ///
 /// # Errors
 /// Only if YAML serialisation fails.
-pub(crate) fn render(definitions: &[Definition], resolved: &[Resolved]) -> Result<String, String> {
+pub fn render(definitions: &[Definition], resolved: &[Resolved]) -> Result<String, String> {
     let mut pairs: Vec<(&Definition, &Resolved)> = resolved
         .iter()
         .filter_map(|r| definitions.iter().find(|d| d.key == r.key).map(|d| (d, r)))

@@ -358,6 +358,8 @@ pub(crate) fn commit(
 
     // Rename every staged file over its target.
     let crashed = AtomicBool::new(false);
+    // Test hook (tests/faults.rs): a pause between renames, for a SIGKILL.
+    let pause = super::pause::Pause::from_env();
     let renamed = in_parallel(slots.iter().enumerate(), |(n, slot)| {
         if stop.load(Ordering::Relaxed) {
             return None;
@@ -371,6 +373,9 @@ pub(crate) fn commit(
             stop.store(true, Ordering::Relaxed);
             return Some(Err(CommitError::Interrupted { signal }));
         }
+        if let Some(pause) = &pause {
+            pause.before_rename(); // test hook
+        }
         let result = faults
             .at(Step::Rename, n)
             .and_then(|()| fs_err::rename(&slot.tmp, &slot.target))
@@ -378,6 +383,9 @@ pub(crate) fn commit(
                 target: slot.target.clone(),
                 source,
             });
+        if let Some(pause) = &pause {
+            pause.after_rename(); // test hook
+        }
         if result.is_err() {
             stop.store(true, Ordering::Relaxed);
         }

@@ -7,8 +7,12 @@
 //!   prove which leftover files are its own and undo what it did.
 //! * `interrupt`: SIGTERM, SIGINT and SIGHUP during a commit roll it back
 //!   instead of killing the process half-way.
+//! * `pause`: a test hook (`IMAGE_UPDATE_TEST_PAUSE_RENAMES`) that holds a
+//!   commit between two renames, so that a test can kill it there.
 
 pub(crate) mod dir;
 pub(crate) mod interrupt;
 mod journal;
 pub(crate) mod lock;
+// Test hook only: lets tests/faults.rs kill a commit between two renames.
+mod pause;

@@ -45,15 +45,10 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Whether expectations are rewritten; an error when `CI` is set.
+/// Whether expectations are rewritten (`UPDATE_EXPECT=1`); an error when
+/// `CI` is set or the variable has another value.
 pub fn updating() -> Result<bool, Failed> {
-    if std::env::var_os("UPDATE_EXPECT").is_none_or(|v| v.is_empty()) {
-        return Ok(false);
-    }
-    if std::env::var_os("CI").is_some() {
-        return Err("UPDATE_EXPECT is refused when CI is set".into());
-    }
-    Ok(true)
+    image_update_testkit::golden::updating().map_err(Failed::from)
 }
 
 /// The one YAML document in `text`.
@@ -302,9 +297,10 @@ pub fn diff(what: &str, expected: &[u8], actual: &[u8]) -> String {
     )
 }
 
-/// Compare what a step left with the case's expectations (or rewrite them
-/// when `may_update` and `UPDATE_EXPECT` is set). `workspace_seen` is the
-/// workspace's path as the step saw it.
+/// Compare what a step left with the case's expectations (rewriting them
+/// first when `may_update` and `UPDATE_EXPECT=1`: the comparison then runs
+/// all the same). `workspace_seen` is the workspace's path as the step saw
+/// it.
 pub fn compare(
     case: &Case,
     observed: &Observed,
@@ -314,30 +310,18 @@ pub fn compare(
     let stdout = normalise(&observed.stdout, workspace_seen);
     let output = normalise(&observed.output, workspace_seen);
     let summary = normalise(&observed.summary, workspace_seen);
-    let write = |name: &str, bytes: &[u8]| -> Result<(), Failed> {
-        fs_err::write(case.dir.join(name), bytes).map_err(|e| e.to_string().into())
-    };
     if may_update && updating()? {
-        write("stdout", &stdout)?;
-        write("GITHUB_OUTPUT", &output)?;
-        write("GITHUB_STEP_SUMMARY", &summary)?;
+        use image_update_testkit::golden;
+        golden::write(&case.dir.join("stdout"), &stdout)?;
+        golden::write(&case.dir.join("GITHUB_OUTPUT"), &output)?;
+        golden::write(&case.dir.join("GITHUB_STEP_SUMMARY"), &summary)?;
         let code_file = case.dir.join("exit-code");
         if observed.code == 0 {
-            let _ = fs_err::remove_file(&code_file);
+            golden::remove(&code_file)?;
         } else {
-            write("exit-code", format!("{}\n", observed.code).as_bytes())?;
+            golden::write(&code_file, format!("{}\n", observed.code))?;
         }
-        let tree_dir = case.dir.join("workspace");
-        let _ = fs_err::remove_dir_all(&tree_dir);
-        for (rel, bytes) in &observed.tree {
-            let target = tree_dir.join(rel);
-            if let Some(parent) = target.parent() {
-                fs_err::create_dir_all(parent).map_err(|e| e.to_string())?;
-            }
-            fs_err::write(&target, bytes).map_err(|e| e.to_string())?;
-        }
-        eprintln!("updated {}", case.dir.display());
-        return Ok(());
+        golden::write_tree(&case.dir.join("workspace"), &observed.tree)?;
     }
     let read = |name: &str| -> Result<Vec<u8>, Failed> {
         fs_err::read(case.dir.join(name)).map_err(|e| {

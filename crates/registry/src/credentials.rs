@@ -1095,7 +1095,8 @@ mod tests {
             "none",
             r#"cat >/dev/null; echo 'credentials not found in native keychain'; exit 1"#,
         );
-        helper("slow", "sleep 5");
+        // Never answers: only the timeout ends it, however loaded the machine.
+        helper("slow", "exec sleep 3600");
         let cfg = write(
             dir.path(),
             "config.json",
@@ -1106,10 +1107,11 @@ mod tests {
                 b64("file:cred")
             ),
         );
+        // The helpers that answer get the default timeout (10 s): a shell
+        // starting slowly on a loaded machine must not fail them.
         let store = CredentialStore::anonymous()
             .with_docker_config(&cfg)
-            .with_helper_dirs(vec![dir.path().to_owned()])
-            .with_helper_timeout(Duration::from_millis(300));
+            .with_helper_dirs(vec![dir.path().to_owned()]);
         assert_eq!(
             store.lookup("helper.io", "a/b").unwrap(),
             basic("helper.io", "s3cret")
@@ -1149,7 +1151,12 @@ mod tests {
             store.lookup("missing.io", "a").unwrap(),
             Credential::Anonymous
         );
-        let err = store.lookup("slow.io", "a").unwrap_err().to_string();
+        // The one that never answers is stopped by a short timeout.
+        let impatient = CredentialStore::anonymous()
+            .with_docker_config(&cfg)
+            .with_helper_dirs(vec![dir.path().to_owned()])
+            .with_helper_timeout(Duration::from_millis(300));
+        let err = impatient.lookup("slow.io", "a").unwrap_err().to_string();
         assert!(err.contains("did not answer"), "{err}");
     }
 }

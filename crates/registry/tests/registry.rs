@@ -880,7 +880,8 @@ fn fake_retry_after_too_long_fails_fast() {
         .list_tags(&repo(&server.authority(), "r/x"))
         .unwrap_err();
     assert!(matches!(err, Error::RetryAfterTooLong { .. }), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(5));
+    // Honouring the header would take an hour; the bound only has to tell.
+    assert!(start.elapsed() < Duration::from_secs(60));
 }
 
 fn fake_5xx_burst_then_success_and_bounded_retries() {
@@ -957,16 +958,12 @@ fn fake_slow_answer_times_out() {
             ..HostConfig::default()
         },
     );
-    let start = Instant::now();
+    // A timeout error (the answer would have come after 3 s) and two
+    // attempts show the timeout fired; no wall-clock bound is needed.
     let err = client(settings)
         .list_tags(&repo(&server.authority(), "r/x"))
         .unwrap_err();
     assert!(err.is_timeout(), "{err}");
-    assert!(
-        start.elapsed() < Duration::from_millis(2900),
-        "{:?}",
-        start.elapsed()
-    );
     assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 2);
 }
 
@@ -2030,7 +2027,8 @@ fn fake_trickling_body_hits_the_request_timeout() {
     );
     // A timed-out request is retried once, however many retries are allowed.
     assert_eq!(server.count(|r| r.path() == "/v2/r/x/tags/list"), 2);
-    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    // The whole body would trickle for much longer than this bound.
+    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
 }
 
 fn fake_run_deadline_stops_slow_and_retrying_registries() {
@@ -2055,8 +2053,10 @@ fn fake_run_deadline_stops_slow_and_retrying_registries() {
         text.contains("run's deadline of 1.5s") && text.contains(&server.authority()),
         "{text}"
     );
+    // Not before the deadline; the body would take minutes, so the upper
+    // bound is generous for a loaded machine.
     assert!(
-        elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_millis(3000),
+        elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_secs(30),
         "{elapsed:?}"
     );
 
@@ -2079,8 +2079,13 @@ fn fake_run_deadline_stops_slow_and_retrying_registries() {
         text.contains("deadline of 1s") && text.contains("last attempt: HTTP 503"),
         "{text}"
     );
+    // Counted: the 10 allowed retries were cut short (jittered waits of 200
+    // to 400 ms fit at most five times in the 1 s deadline); and the run
+    // took less than the ten waits would have.
+    let attempts = server.count(|r| r.path() == "/v2/r/x/tags/list");
+    assert!((1..=6).contains(&attempts), "{attempts} attempts");
     assert!(
-        start.elapsed() < Duration::from_millis(1500),
+        start.elapsed() < Duration::from_secs(4),
         "{:?}",
         start.elapsed()
     );
@@ -2096,12 +2101,14 @@ fn fake_run_deadline_stops_slow_and_retrying_registries() {
 // ---------------------------------------------------------------------------
 // Retries: logged, counted; DNS failures are not retried
 
+/// A name that does not resolve fails at once: no retry is announced to
+/// the observer or logged, and the error counts no attempts (counted, not
+/// timed: how fast the resolver fails is not the point).
 fn fake_dns_failure_is_not_retried() {
+    let recorder = Arc::new(Recorder::default());
     let mut settings = fast_settings();
-    settings.retry.initial_backoff = Duration::from_secs(2);
-    settings.retry.max_backoff = Duration::from_secs(2);
+    settings.observer = Some(Arc::clone(&recorder) as Arc<dyn image_update_registry::Observer>);
     let c = client(settings);
-    let start = Instant::now();
     let (err, logs) = with_logs(tracing::Level::INFO, || {
         c.list_tags(&repo("image-update-test.invalid", "r/x"))
             .unwrap_err()
@@ -2112,10 +2119,11 @@ fn fake_dns_failure_is_not_retried() {
         text.contains("the host name image-update-test.invalid does not resolve"),
         "{text}"
     );
+    assert!(!text.contains("attempts"), "{text}");
+    let events = recorder.0.lock().unwrap().clone();
     assert!(
-        start.elapsed() < Duration::from_millis(1900),
-        "{:?}",
-        start.elapsed()
+        !events.iter().any(|e| e.starts_with("retry ")),
+        "{events:?}"
     );
     assert!(!logs.contains("retry"), "{logs}");
 }

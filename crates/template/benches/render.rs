@@ -1,6 +1,11 @@
 //! Renders Flux's documented "methods" template (`testdata/templates/cases/flux-methods.tmpl`) over a
 //! generated report of 10,000 changes: 1,000 files, 2 objects each, 5 changes each.
 //! Target: under 20 ms per render in release. Run with `cargo bench -p image-update-template --bench render`.
+//! Each measurement prints its run count (`BENCH_RUNS`, default 30), median, best and worst; a template
+//! that does not parse or render stops the benchmark. `BENCH_ONLY=render|execute|values` runs one
+//! measurement: under a loaded machine, the instructions of one render are the difference between
+//! callgrind's totals with `BENCH_RUNS=3` and `BENCH_RUNS=1`, halved (BENCHMARKS.md gives the commands).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -44,28 +49,50 @@ fn measure(name: &str, runs: usize, mut f: impl FnMut() -> usize) {
     times.sort();
     let median = times[times.len() / 2];
     let best = times[0];
-    println!("{name}: median {median:?}, best {best:?} over {runs} runs ({bytes} bytes of output)");
+    let worst = times[times.len() - 1];
+    println!(
+        "{name}: median {median:?}, best {best:?}, worst {worst:?} over {runs} runs ({bytes} bytes of output)"
+    );
 }
 
 fn main() {
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .map(|v| v.parse().expect("BENCH_RUNS is a number"))
+        .unwrap_or(30)
+        .max(1);
+    let only = std::env::var("BENCH_ONLY").ok();
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let d = data();
     assert_eq!(d.changes().len(), 10_000);
-    measure("render_commit_message (parse + data + execute)", 30, || {
-        render_commit_message(Some(TEMPLATE), &d)
-            .map(|s| s.len())
-            .unwrap_or(0)
-    });
-    pieces(&d);
-    let value = d.to_value();
-    let tmpl = Template::parse("commit message", TEMPLATE).map_err(|e| e.to_string());
-    let Ok(tmpl) = tmpl else { return };
-    measure("Template::execute only", 30, || {
-        tmpl.execute(&value).map(|b| b.len()).unwrap_or(0)
-    });
-    measure("TemplateData::to_value only", 30, || {
-        black_box(d.to_value());
-        0
-    });
+    if wanted("render") {
+        measure(
+            "render_commit_message (parse + data + execute)",
+            runs,
+            || {
+                render_commit_message(Some(TEMPLATE), &d)
+                    .unwrap_or_else(|e| panic!("the template does not render: {e}"))
+                    .len()
+            },
+        );
+        pieces(&d);
+    }
+    if wanted("execute") {
+        let value = d.to_value();
+        let tmpl = Template::parse("commit message", TEMPLATE)
+            .unwrap_or_else(|e| panic!("the template does not parse: {e}"));
+        measure("Template::execute only", runs, || {
+            tmpl.execute(&value)
+                .unwrap_or_else(|e| panic!("the template does not execute: {e}"))
+                .len()
+        });
+    }
+    if wanted("values") {
+        measure("TemplateData::to_value only", runs, || {
+            black_box(d.to_value());
+            0
+        });
+    }
 }
 
 fn pieces(d: &TemplateData) {

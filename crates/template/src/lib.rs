@@ -14,7 +14,7 @@
 //!
 //! - Text and actions, `{{-`/`-}}` trimming, `{{/* comments */}}`; pipelines, parenthesised pipelines,
 //!   variables (`:=`, `=`), `$`; `if`/`else if`/`else`; `range` over slices, maps (keys in Go's
-//!   `fmtsort` order: strings by bytes, structs field by field) and integers (Go 1.22), with one or two
+//!   `fmtsort` order: strings by bytes, structs field by field) and integers (Go 1.24), with one or two
 //!   variables, `else`, `break`, `continue`; `with`/`else with` (Go 1.23)/`else`;
 //!   `define`/`template`/`block`.
 //! - Field access (with promotion through embedded structs), map index by field name, niladic methods
@@ -53,7 +53,11 @@
 //!
 //! # Known differences from Go
 //!
-//! The expectations come from Go 1.19 with Sprig 3.2.3 (Debian); Flux ships newer Go and Sprig 3.3.
+//! The expectations come from Go 1.19 with Sprig 3.2.3 (Debian), and from Go 1.24 for `else with` and
+//! range over an integer, which Go 1.19 lacks; Flux ships newer Go and Sprig 3.3.
+//! - Error texts are Go 1.19's. Go 1.23 and later word two of them differently (`unexpected right
+//!   paren` for `unexpected ")" in command`; `non-function .Values of type ...` for `non-function of
+//!   type ...`): `scripts/template-oracle.sh` prints them as notes.
 //! - Not implemented (they fail with [`ExecErrorKind::Unsupported`] when executed, after parsing
 //!   fine): crypto and certificates (`bcrypt htpasswd genPrivateKey derivePassword buildCustomCert
 //!   genCA... encryptAES decryptAES`), randomness (`randInt shuffle`), dates (`ago duration

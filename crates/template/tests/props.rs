@@ -1,10 +1,19 @@
-//! Property: rendering arbitrary template text against the suite's reports never panics and always
-//! finishes quickly, whether the text is random or a mutation of a real case.
+//! Property: rendering arbitrary template text against the suite's reports never panics, keeps to the
+//! engine's limits and gives the same result every time, whether the text is random or a mutation of a
+//! real case.
+//!
+//! Not timed: the engine bounds every execution by its step limit, so a render always ends; how fast
+//! it ends depends on the machine, not on the property. A watchdog turns a render that never ends (a
+//! bug in that bound) into a failure naming the template, instead of a test run that hangs: it fires
+//! after [`HANG`], far beyond any render here (milliseconds, even in a debug build on a loaded machine).
 
 // Test support code: a broken fixture directory should stop the run loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use image_update_template::{Limits, Template, TemplateData, Value};
@@ -45,17 +54,69 @@ const LIMITS: Limits = Limits {
     max_value_len: 1 << 20,
     max_steps: 2_000_000,
 };
-const BOUND: Duration = Duration::from_secs(5);
+/// How long one template may render before the watchdog calls it a hang.
+const HANG: Duration = Duration::from_secs(300);
 
-fn render_all(text: &str, data: &[Value]) {
-    let start = Instant::now();
-    if let Ok(t) = Template::parse("commit message", text) {
-        for d in data {
-            let _ = t.execute_with_limits(d, &LIMITS);
+/// The template each test thread is rendering, and since when.
+static RENDERING: Mutex<Option<HashMap<ThreadId, (Instant, String)>>> = Mutex::new(None);
+
+/// Watch the current thread's render of `text` until the guard drops.
+fn watch(text: &str) -> impl Drop {
+    static WATCHDOG: Once = Once::new();
+    WATCHDOG.call_once(|| {
+        std::thread::spawn(|| {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                let rendering = RENDERING.lock().unwrap_or_else(|e| e.into_inner());
+                for (start, text) in rendering.iter().flat_map(HashMap::values) {
+                    if start.elapsed() > HANG {
+                        eprintln!("a render did not end within {HANG:?} (a hang): {text:?}");
+                        std::process::abort();
+                    }
+                }
+            }
+        });
+    });
+    struct Guard(ThreadId);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let mut rendering = RENDERING.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(map) = rendering.as_mut() {
+                map.remove(&self.0);
+            }
         }
     }
-    let took = start.elapsed();
-    assert!(took < BOUND, "rendering took {took:?}: {text:?}");
+    let id = std::thread::current().id();
+    RENDERING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(id, (Instant::now(), text.to_owned()));
+    Guard(id)
+}
+
+/// One execution's result, comparable.
+fn execute(t: &Template, data: &Value) -> Result<Vec<u8>, String> {
+    t.execute_with_limits(data, &LIMITS)
+        .map_err(|e| e.to_string())
+}
+
+fn render_all(text: &str, data: &[Value]) {
+    let _watch = watch(text);
+    let Ok(t) = Template::parse("commit message", text) else {
+        return;
+    };
+    for d in data {
+        let first = execute(&t, d);
+        if let Ok(out) = &first {
+            assert!(
+                out.len() <= LIMITS.max_output,
+                "{} bytes of output, over the limit: {text:?}",
+                out.len()
+            );
+        }
+        assert_eq!(first, execute(&t, d), "two renders differ: {text:?}");
+    }
 }
 
 /// Pieces that make random text likely to hit the lexer, parser and evaluator in interesting ways.

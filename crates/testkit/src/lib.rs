@@ -1,10 +1,16 @@
 //! Test support shared by the crates of the workspace.
 //!
-//! * [`trial`]: a test that needs external programs (`docker-registry`,
-//!   `kpt`, `podman`, `lighttpd`...) becomes a `libtest-mimic` trial that is
-//!   **ignored, with the reason in its name**, when a program is missing, and
-//!   that **fails** when it is missing and `CI` is set. A test never passes
-//!   without having run.
+//! * [`trial`] and [`gated`]: a test that needs external programs
+//!   (`docker-registry`, `kpt`, `podman`, `lighttpd`...), a built image or a
+//!   capability of the machine becomes a `libtest-mimic` trial that is
+//!   **ignored, with the reason**, when it cannot run, and that **fails**
+//!   when what is missing is something CI must provide and `CI` is set
+//!   ([`Unmet`]). A test never passes without having run, not even under
+//!   `--include-ignored`.
+//! * [`golden`]: the one way golden expectations are regenerated
+//!   (`UPDATE_EXPECT=1`, refused when `CI` is set).
+//! * [`scratch`]: filesystems the fault trials need (one where `chattr +i`
+//!   works, a small one to fill), as `.ci/run` prepares them.
 //! * [`registry`]: a real Debian `docker-registry` on a free 127.0.0.1 port,
 //!   a token service, an image pusher and a fault-injecting fake HTTP server.
 //! * [`git`]: lighttpd + `git-http-backend` with Basic auth, sshd with keys, GnuPG keys, and
@@ -18,15 +24,22 @@
 )]
 
 pub mod git;
+pub mod golden;
 pub mod registry;
+pub mod scratch;
 
 use std::path::PathBuf;
 
-use libtest_mimic::{Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 
-/// Where `program` is on `PATH`, if anywhere.
+/// Where `program` is on `PATH`, if anywhere (or `program` itself, when it
+/// is an absolute path to a file).
 #[must_use]
 pub fn find_program(program: &str) -> Option<PathBuf> {
+    if program.starts_with('/') {
+        let path = PathBuf::from(program);
+        return path.is_file().then_some(path);
+    }
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths)
         .map(|d| d.join(program))
@@ -43,10 +56,79 @@ pub fn missing(needs: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Whether `CI` is set: then a trial that cannot run for want of something
+/// CI must provide is a failure, not an ignored trial.
+#[must_use]
+pub fn under_ci() -> bool {
+    std::env::var_os("CI").is_some()
+}
+
+/// Why a trial cannot run here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unmet {
+    /// Something the suite's environment must provide and does not: a
+    /// program, a built image, a prepared filesystem. Ignored with the
+    /// reason; a failure when `CI` is set (`.ci/run` provides all of them).
+    Missing(String),
+    /// Something this machine does not allow whoever runs the suite: not
+    /// running as root, no permission to mount. Ignored with the reason,
+    /// also when `CI` is set (there is nothing CI could install).
+    NotAllowed(String),
+}
+
+impl Unmet {
+    /// The programs of `needs` that are not on `PATH`, as one [`Unmet`].
+    ///
+    /// # Errors
+    /// [`Unmet::Missing`] naming every missing program.
+    pub fn programs(needs: &[&str]) -> Result<(), Unmet> {
+        let missing = missing(needs);
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(Unmet::Missing(format!(
+                "needs {}, which {} not installed",
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" }
+            )))
+        }
+    }
+
+    /// The reason, as shown.
+    #[must_use]
+    pub fn reason(&self) -> &str {
+        match self {
+            Unmet::Missing(reason) | Unmet::NotAllowed(reason) => reason,
+        }
+    }
+}
+
+/// A trial that first checks what it needs (`gate`, run when the trial
+/// runs, so that a probe costs nothing for trials not selected) and then
+/// runs `runner` with what the gate found.
+///
+/// When the gate fails, the trial is reported as ignored with the reason
+/// (`name ... ignored (needs kpt, which is not installed)`), also under
+/// `--include-ignored`: it never passes without having run. With `CI` set,
+/// an [`Unmet::Missing`] is a failure naming what is missing.
+pub fn gated<T>(
+    name: impl Into<String>,
+    gate: impl FnOnce() -> Result<T, Unmet> + Send + 'static,
+    runner: impl FnOnce(T) -> Result<(), Failed> + Send + 'static,
+) -> Trial {
+    Trial::ignorable_test(name, move || match gate() {
+        Ok(found) => runner(found).map(|()| Completion::Completed),
+        Err(Unmet::Missing(reason)) if under_ci() => {
+            Err(format!("{reason}; CI is set, so this trial must run").into())
+        }
+        Err(unmet) => Ok(Completion::ignored_with(unmet.reason())),
+    })
+}
+
 /// A trial running `test` (which may panic to fail), that needs the
-/// programs `needs` on `PATH`. Without them it is ignored, and its kind says
-/// what is missing (`[needs docker-registry] name ... ignored`); with `CI`
-/// set it fails instead, naming them.
+/// programs `needs` on `PATH`. Without them it is ignored with the reason
+/// (`... ignored (needs docker-registry, which is not installed)`); with
+/// `CI` set it fails instead, naming them.
 pub fn trial(name: impl Into<String>, needs: &[&str], test: fn()) -> Trial {
     trial_with(name, needs, move || {
         test();
@@ -60,20 +142,12 @@ pub fn trial_with(
     needs: &[&str],
     runner: impl FnOnce() -> Result<(), Failed> + Send + 'static,
 ) -> Trial {
-    let name = name.into();
-    let missing = missing(needs);
-    if missing.is_empty() {
-        return Trial::test(name, runner);
-    }
-    let what = missing.join(", ");
-    if std::env::var_os("CI").is_some() {
-        return Trial::test(name, move || {
-            Err(format!("needs {what}, which is not installed, and CI is set").into())
-        });
-    }
-    Trial::test(name, runner)
-        .with_kind(format!("needs {what}"))
-        .with_ignored_flag(true)
+    let needs: Vec<String> = needs.iter().map(|n| (*n).to_owned()).collect();
+    gated(
+        name,
+        move || Unmet::programs(&needs.iter().map(String::as_str).collect::<Vec<_>>()),
+        move |()| runner(),
+    )
 }
 
 /// Run `trials` with the command line's arguments, and exit.

@@ -50,7 +50,7 @@ pub(crate) fn digest_action(
 /// The new `observedPreviousRef`: when `latestRef` changes at all (name,
 /// tag or digest), it becomes the old `latestRef`, which may be `None`;
 /// otherwise it stays as it was.
-pub(crate) fn next_observed_previous(
+pub fn next_observed_previous(
     old_latest: Option<&ImageRef>,
     new_latest: &ImageRef,
     old_observed_previous: Option<&ImageRef>,
