@@ -246,13 +246,9 @@ fn splice(runs: usize, marked_texts: &[String]) -> Runs {
     }
     time(runs, || {
         for text in marked_texts {
-            let plan = image_update::api::plan::plan(
-                text,
-                Layout::Documents,
-                &table,
-                Default::default(),
-            )
-            .unwrap();
+            let plan =
+                image_update::api::plan::plan(text, Layout::Documents, &table, Default::default())
+                    .unwrap();
             std::hint::black_box(plan);
         }
     })
