@@ -330,7 +330,7 @@ impl Object<'_> {
 
 /// Every object of `document`, `List`s opened, in document order.
 #[must_use]
-pub(crate) fn objects(document: &Document) -> Vec<Object<'_>> {
+pub fn objects(document: &Document) -> Vec<Object<'_>> {
     let mut out = Vec::new();
     flatten(&document.value, document, String::new(), &mut out);
     out
