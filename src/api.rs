@@ -68,7 +68,15 @@ pub mod krm {
     pub use crate::krm::config::read as read_function_config;
     pub use crate::krm::{Output, Response, not_utf8, process};
     pub use crate::render::kpt::Severity;
-    pub use crate::updater::source::resource_list::{parse_slice, read_layout};
+    pub use crate::updater::source::resource_list::{Node, parse_node, read_layout};
+
+    /// Whether reading `text` as a ResourceList in up to `parts` parts
+    /// (the function reads a large list in parts, one per thread) finds
+    /// exactly what one pass finds.
+    #[must_use]
+    pub fn reads_the_same_in_parts(text: &str, parts: usize) -> bool {
+        crate::updater::scan::list::same_in_parts(text, parts)
+    }
 }
 
 /// The ResultV2 report and the commit message made from it.

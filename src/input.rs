@@ -146,6 +146,18 @@ pub(crate) fn read_capped(
     Ok(())
 }
 
+/// The size of stdin when it is a regular file (`< FILE`) no larger than
+/// `limit`: reading it into a buffer of exactly that capacity keeps one
+/// copy of it in memory, with no room to spare.
+pub(crate) fn stdin_file_size(limit: SizeLimit) -> Option<usize> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let metadata = std::fs::File::from(fd).metadata().ok()?;
+    (metadata.is_file() && metadata.len() <= limit.bytes())
+        .then(|| usize::try_from(metadata.len()).ok())
+        .flatten()
+}
+
 /// Read `path` as UTF-8 text, at most `limit` bytes; `-` reads stdin.
 ///
 /// # Errors

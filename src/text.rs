@@ -1,14 +1,13 @@
-//! Byte offsets to 1-based `line:column` positions.
+//! 1-based `line:column` positions in YAML text.
 //!
-//! Every diagnostic and change names a position in the original file, so this
-//! index is shared by the scanner, the report and the error types. Columns
-//! count Unicode scalar values (what an editor shows), not bytes.
-
-/// Start offsets of every line of one text.
-#[derive(Debug, Clone)]
-pub(crate) struct LineIndex {
-    starts: Vec<usize>,
-}
+//! Every diagnostic and change names a position in the original file. The
+//! scanner takes them from the YAML parser, which knows the line and column
+//! of every event it reports, so finding a position never rescans the text;
+//! [`position_of`] is for the few places that hold only an offset into a
+//! short text (a file's prefix, a test). Lines end as YAML says (`\n`,
+//! `\r\n`, or a `\r` alone) and columns count Unicode scalar values (what an
+//! editor shows), not bytes; a byte-order mark at the start of the text is
+//! not a column.
 
 /// A 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -17,40 +16,52 @@ pub struct Position {
     pub column: usize,
 }
 
-impl LineIndex {
+impl Position {
+    /// The position reached from `self` by reading `text`.
     #[must_use]
-    pub(crate) fn new(text: &str) -> Self {
-        let mut starts = Vec::with_capacity(text.len() / 32 + 1);
-        starts.push(0);
-        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-        Self { starts }
-    }
-
-    /// The position of `offset` (clamped to the text) in `text`, which must be
-    /// the text this index was built from.
-    #[must_use]
-    pub(crate) fn position(&self, text: &str, offset: usize) -> Position {
-        let offset = offset.min(text.len());
-        let line = self
-            .starts
-            .partition_point(|&s| s <= offset)
-            .saturating_sub(1);
-        let start = self.starts[line];
-        let mut prefix = text.get(start..offset).unwrap_or("");
-        if line == 0 {
-            prefix = prefix.strip_prefix('\u{feff}').unwrap_or(prefix);
-        }
-        Position {
-            line: line + 1,
-            column: prefix.chars().count() + 1,
-        }
+    pub(crate) fn after(self, text: &str) -> Position {
+        advance(self, text, text.len())
     }
 }
 
-/// Position of `offset` without keeping an index (for one-off lookups).
+/// The position of `text[end]` when `text` starts at `start`: a `\r` just
+/// before `end` ends its line only when no `\n` follows it in `text`.
+fn advance(start: Position, text: &str, end: usize) -> Position {
+    let bytes = text.as_bytes();
+    let mut line = start.line;
+    let mut line_start = None;
+    for i in memchr::memchr2_iter(b'\n', b'\r', &bytes[..end]) {
+        // `\r\n` ends one line, at its `\n`.
+        if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            continue;
+        }
+        line += 1;
+        line_start = Some(i + 1);
+    }
+    match line_start {
+        None => Position {
+            line,
+            column: start.column + text[..end].chars().count(),
+        },
+        Some(from) => Position {
+            line,
+            column: text[from..end].chars().count() + 1,
+        },
+    }
+}
+
+/// The position of `offset` (clamped to the text, and to a character
+/// boundary) in `text`, found by reading the text up to it.
 #[must_use]
 pub fn position_of(text: &str, offset: usize) -> Position {
-    LineIndex::new(text).position(text, offset)
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) if end >= 3 => advance(Position { line: 1, column: 1 }, rest, end - 3),
+        _ => advance(Position { line: 1, column: 1 }, text, end),
+    }
 }
 
 #[cfg(test)]
@@ -60,15 +71,34 @@ mod tests {
     #[test]
     fn positions_are_one_based_and_count_chars() {
         let text = "a: 1\né: x\n\r\nlast";
-        let idx = LineIndex::new(text);
-        assert_eq!(idx.position(text, 0), Position { line: 1, column: 1 });
-        assert_eq!(idx.position(text, 3), Position { line: 1, column: 4 });
+        let at = |offset| position_of(text, offset);
+        assert_eq!(at(0), Position { line: 1, column: 1 });
+        assert_eq!(at(3), Position { line: 1, column: 4 });
         // "é" is two bytes: the "x" is the 4th character of line 2.
-        let x = text.find('x').unwrap();
-        assert_eq!(idx.position(text, x), Position { line: 2, column: 4 });
-        let last = text.find("last").unwrap();
-        assert_eq!(idx.position(text, last), Position { line: 4, column: 1 });
-        assert_eq!(idx.position(text, 10_000).line, 4);
+        assert_eq!(at(text.find('x').unwrap()), Position { line: 2, column: 4 });
+        assert_eq!(
+            at(text.find("last").unwrap()),
+            Position { line: 4, column: 1 }
+        );
+        assert_eq!(at(10_000).line, 4);
+    }
+
+    #[test]
+    fn a_carriage_return_alone_ends_a_line_as_in_yaml() {
+        let text = "a: 1\rb: 2\r\nc: 3";
+        assert_eq!(
+            position_of(text, text.find('b').unwrap()),
+            Position { line: 2, column: 1 }
+        );
+        assert_eq!(
+            position_of(text, text.find('c').unwrap()),
+            Position { line: 3, column: 1 }
+        );
+        // Between the `\r` and the `\n` of a line end: still the first line.
+        assert_eq!(
+            position_of(text, text.find("\r\n").unwrap() + 1),
+            Position { line: 2, column: 6 }
+        );
     }
 
     #[test]
@@ -78,5 +108,13 @@ mod tests {
             position_of(text, text.find('b').unwrap()),
             Position { line: 1, column: 4 }
         );
+    }
+
+    #[test]
+    fn after_reads_from_a_position() {
+        let start = Position { line: 7, column: 3 };
+        assert_eq!(start.after("ab"), Position { line: 7, column: 5 });
+        assert_eq!(start.after("a\nbé"), Position { line: 8, column: 3 });
+        assert_eq!(start.after(""), start);
     }
 }

@@ -2,6 +2,8 @@
 //!
 //! Input: the function's stdin. Checks that [`process`] never panics and
 //! that its edits always apply, and:
+//! * reading the list in parts (as the function does for a large list, one
+//!   part per thread) finds exactly what one pass finds;
 //! * its output (the pieces, joined) is valid YAML whenever the input was a
 //!   ResourceList (or a `List`) that parses, or the function answered with
 //!   a fresh list of its own;
@@ -14,7 +16,8 @@
 //! registries over the network.
 
 use image_update::api::krm::{
-    self as krm, Output, Response, Severity, parse_slice, read_function_config, read_layout,
+    self as krm, Output, Response, Severity, parse_node, read_function_config, read_layout,
+    reads_the_same_in_parts,
 };
 use image_update::api::yaml::parse_documents;
 use serde_json::Value;
@@ -28,6 +31,12 @@ pub fn run(data: &[u8]) {
         assert!(response.failed);
         return;
     };
+    for parts in [2, 3, 5] {
+        assert!(
+            reads_the_same_in_parts(text, parts),
+            "{parts} parts read differently from one pass: {text:?}"
+        );
+    }
     if may_fetch(text) {
         return;
     }
@@ -109,10 +118,10 @@ fn may_fetch(text: &str) -> bool {
     let Ok(layout) = read_layout(text) else {
         return false;
     };
-    let Some(range) = layout.function_config else {
+    let Some(node) = layout.function_config else {
         return false;
     };
-    let Ok(value) = parse_slice(text, range) else {
+    let Ok(value) = parse_node(text, &node) else {
         return false;
     };
     read_function_config(&value).is_ok_and(|c| c.fetch.is_some())

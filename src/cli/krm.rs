@@ -81,7 +81,7 @@ pub(crate) fn run() -> Result<Exit, Error> {
         },
         Err(_) => SizeLimit::RESOURCE_LIST_DEFAULT,
     };
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(crate::input::stdin_file_size(limit).unwrap_or(0));
     match read_capped(
         std::io::stdin().lock(),
         "stdin",

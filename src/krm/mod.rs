@@ -4,10 +4,8 @@
 //! A front end over [`crate::operation`]:
 //!
 //! ```text
-//! stdin ─> updater::source::resource_list (where items, functionConfig and
-//!          results lie) and updater::scan (markers), side by side
-//!       ─> config: functionConfig ─> UpdateConfig
-//!       ─> operation::run (ImagePolicies and definitions among the items)
+//! stdin ─> operation::run_list (the list read once: layout, markers,
+//!          kind, functionConfig ─> config::read ─> UpdateConfig ─> run)
 //!       ─> results (kpt) ─> one splice of the input text ─> stdout
 //! ```
 //!
@@ -19,20 +17,10 @@
 
 pub(crate) mod config;
 
-use serde_json::Value;
-
-use crate::operation::{self, Input};
+use crate::operation::{self, ListError, ListRun, NotAList};
 use crate::render::kpt::{self as results, KptResult, Severity};
 use crate::updater::rewrite::{self, Edit, EditError};
-use crate::updater::scan::{self, Layout};
-use crate::updater::source::resource_list::{ListLayout, ShapeError, parse_slice, read_layout};
-
-/// ResourceList apiVersions accepted (and answered with).
-pub(crate) const RESOURCE_LIST_VERSIONS: [&str; 3] = [
-    "config.kubernetes.io/v1",
-    "config.kubernetes.io/v1beta1",
-    "config.kubernetes.io/v1alpha1",
-];
+use crate::updater::source::resource_list::{ListLayout, ShapeError};
 
 /// What to write on stdout.
 #[derive(Debug, Clone)]
@@ -100,69 +88,20 @@ pub fn process(text: &str) -> Response<'_> {
 }
 
 fn process_text(text: &str) -> Response<'_> {
-    // The two passes over the text (the list's layout, the markers) are
-    // independent: run them side by side; parsing is most of the run time.
-    let (layout, found) = std::thread::scope(|scope| {
-        let scanning = std::thread::Builder::new()
-            .name("scan".to_owned())
-            .spawn_scoped(scope, || scan::scan(text, Layout::ResourceList));
-        let layout = read_layout(text);
-        let found = match scanning {
-            Ok(handle) => handle.join().unwrap_or_else(|_| Err(internal_scan_error())),
-            // No thread to be had: scan here, after the layout.
-            Err(_) => scan::scan(text, Layout::ResourceList),
-        };
-        (layout, found)
-    });
-    let layout = match layout {
-        Ok(layout) => layout,
-        Err(ShapeError::NotYaml { offset, message }) => {
-            let at = crate::text::position_of(text, offset);
-            return fresh(&format!(
-                "{STDIN}:{}:{}: input is not valid YAML: {message}",
-                at.line, at.column
-            ));
-        }
-        Err(e) => return fresh(&e.to_string()),
+    let (mut layout, result) = match operation::run_list(text, config::read) {
+        ListRun::NotAList(not) => return fresh(&not_a_list(not)),
+        ListRun::Read { layout, result } => (layout, result),
     };
-    let api_version = layout.api_version.as_deref().unwrap_or("");
-    let kind = layout.kind.as_deref().unwrap_or("");
-    let accepted = match kind {
-        "ResourceList" => RESOURCE_LIST_VERSIONS.contains(&api_version),
-        "List" => api_version == "v1",
-        _ => false,
-    };
-    if !accepted {
-        let what = if kind.is_empty() {
-            "an object without kind".to_owned()
-        } else {
-            format!("{api_version}/{kind}")
-        };
-        return fresh(&format!(
-            "input is {what}: expected a ResourceList (config.kubernetes.io/v1, v1beta1 or v1alpha1) or a v1 List"
-        ));
-    }
-    if layout.items_not_a_sequence {
-        return failed(text, &layout, vec!["items is not a sequence".to_owned()]);
-    }
-    let found = match found {
-        Ok(found) => found,
-        Err(e) => {
-            let at = crate::text::position_of(text, e.offset);
-            return failed(
-                text,
-                &layout,
-                vec![format!(
-                    "{STDIN}:{}:{}: input is not valid YAML: {}",
-                    at.line, at.column, e.message
-                )],
-            );
-        }
-    };
-    match run(text, &layout, found) {
-        Ok((results, edits)) => {
+    // Where the items lie is no longer needed (a large list has many).
+    layout.items = None;
+    match result {
+        Ok(mut outcome) => {
+            let results = results::results(&outcome);
             let failed = results.iter().any(|r| r.severity == Severity::Error);
-            let mut edits = edits;
+            let mut edits = std::mem::take(&mut outcome.list_edits);
+            // The results hold what the output needs: free the rest before
+            // rendering them (a large list has many changes).
+            drop(outcome);
             edits.push(results_edit(text, &layout, &results));
             Response {
                 output: Output::Spliced {
@@ -174,43 +113,45 @@ fn process_text(text: &str) -> Response<'_> {
                 failed,
             }
         }
-        Err(errors) => failed(text, &layout, errors),
+        Err(e) => failed(text, &layout, error_messages(e)),
     }
 }
 
 /// How the function's input is named in messages.
 const STDIN: &str = "stdin";
 
-fn internal_scan_error() -> scan::ParseError {
-    scan::ParseError {
-        offset: 0,
-        message: "internal error: the scanner stopped".to_owned(),
+/// The message of the one error result answering an input that is not a
+/// list.
+fn not_a_list(not: NotAList) -> String {
+    match not {
+        NotAList::Shape(ShapeError::NotYaml {
+            position, message, ..
+        }) => format!(
+            "{STDIN}:{}:{}: input is not valid YAML: {message}",
+            position.line, position.column
+        ),
+        NotAList::Shape(e) => e.to_string(),
+        NotAList::Kind { api_version, kind } => {
+            let what = if kind.is_empty() {
+                "an object without kind".to_owned()
+            } else {
+                format!("{api_version}/{kind}")
+            };
+            format!(
+                "input is {what}: expected a ResourceList (config.kubernetes.io/v1, v1beta1 or v1alpha1) or a v1 List"
+            )
+        }
     }
 }
 
-/// The results and the field edits of a run, or the messages of the errors
-/// that stop it.
-fn run(
-    text: &str,
-    layout: &ListLayout,
-    found: scan::Scan,
-) -> Result<(Vec<KptResult>, Vec<Edit>), Vec<String>> {
-    let function_config = match &layout.function_config {
-        Some(range) => parse_slice(text, range.clone())
-            .map_err(|e| vec![format!("functionConfig is not valid YAML: {e}")])?,
-        None => Value::Null,
-    };
-    let config = config::read(&function_config).map_err(|errors| results::messages(&errors))?;
-    let outcome = operation::run(
-        &config,
-        Input::ResourceList {
-            text,
-            layout,
-            scan: found,
-        },
-    )
-    .map_err(|e| results::error_messages(&e))?;
-    Ok((results::results(&outcome), outcome.list_edits))
+/// The messages of the error results of a run over a list.
+fn error_messages(e: ListError) -> Vec<String> {
+    match e {
+        ListError::ItemsNotASequence => vec!["items is not a sequence".to_owned()],
+        ListError::FunctionConfig(e) => vec![format!("functionConfig is not valid YAML: {e}")],
+        ListError::Config(errors) => results::messages(&errors),
+        ListError::Run(e) => results::error_messages(&e),
+    }
 }
 
 /// The input with its `results` replaced by `errors`, unchanged otherwise.

@@ -16,11 +16,13 @@
 //! status.
 
 pub(crate) mod config;
+mod list;
 mod policies;
 
 use std::path::{Path, PathBuf};
 
 pub(crate) use self::config::{FetchSettings, Outputs, PolicyValue, UpdateConfig};
+pub(crate) use self::list::{ListError, ListRun, NotAList, run_list};
 pub(crate) use self::policies::client_settings;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
@@ -32,7 +34,7 @@ use crate::sink::{self, dir::FileWrite};
 use crate::updater::plan;
 use crate::updater::plan::Planned;
 use crate::updater::scan::{ObjectInfo, Scan};
-use crate::updater::source::resource_list::{ListLayout, parse_slice};
+use crate::updater::source::resource_list::{ListLayout, parse_node};
 use crate::updater::tree::{self, Destination, FileOutcome};
 
 /// What a run updates.
@@ -40,7 +42,8 @@ use crate::updater::tree::{self, Destination, FileOutcome};
 pub(crate) enum Input<'a> {
     /// A directory, or one file, on disk.
     Tree(&'a Path),
-    /// A kpt ResourceList's text, already laid out and scanned.
+    /// A kpt ResourceList's text, already laid out and scanned (by
+    /// [`run_list`], in one pass).
     ResourceList {
         text: &'a str,
         layout: &'a ListLayout,
@@ -147,16 +150,12 @@ pub(crate) fn run_then(
             Input::Tree(path) => {
                 absorb_tree(config, path, &gathered.table, &mut outcome)?;
             }
-            Input::ResourceList { text, scan, .. } => {
+            Input::ResourceList { scan, .. } => {
                 check_item_paths(&config.update_path, &scan)?;
-                let planned =
-                    plan::plan_edits(text, scan, &gathered.table, config.plan, |object| {
-                        in_update_path(&config.update_path, object)
-                    });
-                absorb_list(&planned, &mut outcome);
-                if config.mode.writes() {
-                    outcome.list_edits = planned.edits();
-                }
+                let planned = plan::plan_edits(scan, &gathered.table, config.plan, |object| {
+                    in_update_path(&config.update_path, object)
+                });
+                absorb_list(planned, &mut outcome, config.mode.writes());
             }
         }
     }
@@ -286,11 +285,11 @@ fn check_item_paths(base: &str, scan: &Scan) -> Result<(), Error> {
 fn list_documents(text: &str, layout: &ListLayout) -> Result<Vec<PolicyDocument>, Error> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
-    for (i, range) in layout.items.as_deref().unwrap_or(&[]).iter().enumerate() {
-        if !text.get(range.clone()).is_some_and(may_define) {
+    for (i, item) in layout.items.as_deref().unwrap_or(&[]).iter().enumerate() {
+        if !text.get(item.range.clone()).is_some_and(may_define) {
             continue;
         }
-        match parse_slice(text, range.clone()) {
+        match parse_node(text, item) {
             Ok(value) => {
                 let origin = [
                     "internal.config.kubernetes.io/path",
@@ -459,9 +458,11 @@ fn change(
     }
 }
 
-/// The changes and warnings of a planned ResourceList: files are the items'
-/// path annotations; there are no line numbers a user could use.
-fn absorb_list(planned: &Planned, outcome: &mut Outcome) {
+/// The changes, their edits (when `keep_edits`) and the warnings of a
+/// planned ResourceList: files are the items' path annotations; there are
+/// no line numbers a user could use. What was planned moves into the
+/// outcome: a large list has thousands of changes.
+fn absorb_list(mut planned: Planned, outcome: &mut Outcome, keep_edits: bool) {
     let annotations = |object: Option<&ObjectInfo>| {
         let path = object
             .and_then(|o| o.annotations.path.clone())
@@ -471,15 +472,29 @@ fn absorb_list(planned: &Planned, outcome: &mut Outcome) {
         at.index = object.and_then(|o| o.annotations.index.clone());
         at
     };
-    for c in &planned.changes {
-        let at = annotations(planned.objects.get(c.object));
-        outcome
-            .changes
-            .push(change(&at.path, &at.path, planned, c, at.index));
-    }
     outcome
         .diagnostics
-        .extend(planned_warnings(planned, annotations, false));
+        .extend(planned_warnings(&planned, annotations, false));
+    outcome.changes.reserve_exact(planned.changes.len());
+    for c in std::mem::take(&mut planned.changes) {
+        let object = planned.objects.get(c.object);
+        let at = annotations(object);
+        if keep_edits {
+            outcome.list_edits.push(c.edit);
+        }
+        outcome.changes.push(Change {
+            display: at.path.clone(),
+            file: at.path,
+            object: object.map(|o| o.id.clone()).unwrap_or_default(),
+            object_index: c.object,
+            index: at.index,
+            field_path: c.field_path,
+            old_value: c.old_value,
+            new_value: c.new_value,
+            setter: c.setter,
+            position: c.position,
+        });
+    }
 }
 
 /// An output file's path and text.

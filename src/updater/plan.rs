@@ -5,7 +5,7 @@
 //! them every other front end) share it unchanged.
 
 use crate::policies::{PolicyTable, Resolution};
-use crate::text::{LineIndex, Position};
+use crate::text::Position;
 use crate::updater::rewrite::{self, Edit};
 use crate::updater::scan::{self, Layout, ObjectInfo};
 
@@ -88,10 +88,10 @@ pub fn plan(
     options: PlanOptions,
 ) -> Result<Plan, PlanError> {
     let found = scan::scan(text, layout).map_err(|e| PlanError::Parse {
-        position: crate::text::position_of(text, e.offset),
+        position: e.position,
         message: e.message,
     })?;
-    let planned = plan_edits(text, found, table, options, |_| true);
+    let planned = plan_edits(found, table, options, |_| true);
     let new_text = if planned.changes.is_empty() {
         None
     } else {
@@ -100,18 +100,15 @@ pub fn plan(
     Ok(Plan { planned, new_text })
 }
 
-/// Plan the edits for the markers `found` in `text`, keeping only the
-/// objects for which `keep` holds: markers and findings in other objects are
-/// ignored, as if those objects were not there. Findings outside any object
-/// are kept.
+/// Plan the edits for the markers `found`, keeping only the objects for
+/// which `keep` holds: markers and findings in other objects are ignored, as
+/// if those objects were not there. Findings outside any object are kept.
 pub(crate) fn plan_edits(
-    text: &str,
     found: scan::Scan,
     table: &PolicyTable,
     options: PlanOptions,
     keep: impl Fn(&ObjectInfo) -> bool,
 ) -> Planned {
-    let lines = LineIndex::new(text);
     let kept: Vec<bool> = found.objects.iter().map(&keep).collect();
     let in_scope =
         |object: Option<usize>| object.is_none_or(|i| kept.get(i).copied().unwrap_or(true));
@@ -124,17 +121,19 @@ pub(crate) fn plan_edits(
             continue;
         }
         planned.warnings.push(Warning {
-            position: lines.position(text, finding.offset),
+            position: finding.position,
             object: finding.object,
             field_path: None,
             message: finding.message,
         });
     }
-    for marker in &found.markers {
+    // Each marker's strings move into what is planned: a large list has
+    // thousands.
+    for marker in found.markers {
         if !in_scope(Some(marker.object)) {
             continue;
         }
-        let position = lines.position(text, marker.offset);
+        let position = marker.position;
         let warn = |message: String| Warning {
             position,
             object: Some(marker.object),
@@ -169,18 +168,18 @@ pub(crate) fn plan_edits(
                 }
                 planned.changes.push(PlannedChange {
                     object: marker.object,
-                    edit: rewrite::edit_for(marker, &new_value),
-                    old_value: marker.value.clone(),
+                    edit: rewrite::edit_for(&marker, &new_value),
+                    old_value: marker.value,
                     new_value,
-                    setter: marker.setter.clone(),
+                    setter: marker.setter,
                     position,
-                    field_path: marker.field_path.clone(),
+                    field_path: marker.field_path,
                 });
             }
             Resolution::Skip(message) => planned.warnings.push(Warning {
                 position,
                 object: Some(marker.object),
-                field_path: Some(marker.field_path.clone()),
+                field_path: Some(marker.field_path),
                 message,
             }),
         }
@@ -292,14 +291,10 @@ mod tests {
             )
             .unwrap();
         let found = scan::scan(text, Layout::ResourceList).unwrap();
-        let all = plan_edits(text, found.clone(), &table, PlanOptions::default(), |_| {
-            true
-        });
+        let all = plan_edits(found.clone(), &table, PlanOptions::default(), |_| true);
         assert_eq!(all.changes.len(), 2);
         assert_eq!(all.warnings.len(), 2);
-        let only_b = plan_edits(text, found, &table, PlanOptions::default(), |o| {
-            o.id.kind == "B"
-        });
+        let only_b = plan_edits(found, &table, PlanOptions::default(), |o| o.id.kind == "B");
         assert_eq!(only_b.changes.len(), 1);
         assert_eq!(only_b.changes[0].object, 1);
         let warnings: Vec<(Option<usize>, Option<&str>)> = only_b

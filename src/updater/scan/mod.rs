@@ -21,6 +21,7 @@
 //! in a directory), and a kpt `ResourceList`, whose objects are the elements
 //! of `items` (markers elsewhere, e.g. in `functionConfig`, are not edited).
 
+pub(crate) mod list;
 pub(crate) mod marker;
 
 use std::borrow::Cow;
@@ -30,6 +31,7 @@ use granit_parser::{Event, Parser, ScalarStyle, Span, StructureStyle};
 
 use self::marker::Comment;
 use crate::object::ObjectId;
+use crate::text::Position;
 
 /// How the objects of a YAML stream are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,14 +97,15 @@ pub(crate) struct Marker {
     /// Whether the scalar sits inside a flow collection (`[...]`, `{...}`),
     /// where more characters need quoting.
     pub in_flow: bool,
-    /// Byte offset of the value (for its line and column).
-    pub offset: usize,
+    /// Where the value is (the parser's line and column).
+    pub position: Position,
 }
 
 /// Something the user should know about a marker or a marker-like comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Finding {
     pub offset: usize,
+    pub position: Position,
     /// Index into [`Scan::objects`] of the object the finding lies in.
     pub object: Option<usize>,
     pub message: String,
@@ -111,6 +114,10 @@ pub(crate) struct Finding {
 /// Everything found in one YAML stream.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scan {
+    /// Every document (a file's layout), or the items of a ResourceList
+    /// that hold a marker or a finding, or whose path annotation is
+    /// absolute or climbs with `..` (a path limit refuses those): the
+    /// others are never named, and a large list has many.
     pub objects: Vec<ObjectInfo>,
     pub markers: Vec<Marker>,
     pub findings: Vec<Finding>,
@@ -122,6 +129,8 @@ pub(crate) struct Scan {
 pub(crate) struct ParseError {
     /// Byte offset of the error, when the parser knows it.
     pub offset: usize,
+    /// Where the parser stopped.
+    pub position: Position,
     pub message: String,
 }
 
@@ -135,15 +144,7 @@ pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
     let mut walker = Walker::new(text, layout);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {
-        let (event, span) = next.map_err(|e| {
-            let m = e.marker();
-            ParseError {
-                offset: m
-                    .byte_offset()
-                    .unwrap_or_else(|| char_to_byte(text, m.index())),
-                message: e.info(),
-            }
-        })?;
+        let (event, span) = next.map_err(|e| parse_error(&e, 0, 0))?;
         if matches!(event, Event::StreamEnd) {
             break;
         }
@@ -153,10 +154,19 @@ pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
     Ok(walker.out)
 }
 
-fn char_to_byte(text: &str, chars: usize) -> usize {
-    text.char_indices()
-        .nth(chars)
-        .map_or(text.len(), |(i, _)| i)
+/// The parser's error, for a text that starts `base` bytes and `lines`
+/// lines into the input.
+fn parse_error(e: &granit_parser::ScanError, base: usize, lines: usize) -> ParseError {
+    let m = e.marker();
+    ParseError {
+        // A text parsed from a `&str` always has byte offsets.
+        offset: base + m.byte_offset().unwrap_or(0),
+        position: Position {
+            line: m.line() + lines,
+            column: m.col() + 1,
+        },
+        message: e.info(),
+    }
 }
 
 /// A path segment from a container to one of its children.
@@ -189,21 +199,27 @@ struct Frame<'a> {
 /// takes over.
 #[derive(Debug, Default)]
 struct KeySet<'a> {
-    list: Vec<(Cow<'a, str>, usize)>,
-    map: Option<std::collections::HashMap<Cow<'a, str>, usize>>,
+    list: Vec<(Cow<'a, str>, Position)>,
+    map: Option<std::collections::HashMap<Cow<'a, str>, Position>>,
 }
 
 impl<'a> KeySet<'a> {
     const LIST_MAX: usize = 16;
 
-    /// Record `key` at `offset`; the offset of its first appearance when it
-    /// was seen before.
-    fn insert(&mut self, key: Cow<'a, str>, offset: usize) -> Option<usize> {
+    /// Forget every key, keeping the list's room for the next mapping.
+    fn clear(&mut self) {
+        self.list.clear();
+        self.map = None;
+    }
+
+    /// Record `key` at `position`; the position of its first appearance
+    /// when it was seen before.
+    fn insert(&mut self, key: Cow<'a, str>, position: Position) -> Option<Position> {
         if let Some(map) = &mut self.map {
             return match map.entry(key) {
                 std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
                 std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(offset);
+                    e.insert(position);
                     None
                 }
             };
@@ -211,7 +227,7 @@ impl<'a> KeySet<'a> {
         if let Some((_, first)) = self.list.iter().find(|(k, _)| *k == key) {
             return Some(*first);
         }
-        self.list.push((key, offset));
+        self.list.push((key, position));
         if self.list.len() > Self::LIST_MAX {
             self.map = Some(std::mem::take(&mut self.list).into_iter().collect());
         }
@@ -233,6 +249,8 @@ enum Last<'a> {
 #[derive(Debug)]
 struct Candidate<'a> {
     range: Range<usize>,
+    /// Where the scalar starts.
+    start: Position,
     style: ScalarStyle,
     value: Cow<'a, str>,
     tagged_non_str: bool,
@@ -247,13 +265,42 @@ struct Candidate<'a> {
 struct Pending {
     last_line: usize,
     lines: usize,
-    /// Setter and comment offset of the marker in the block, if any.
-    marker: Option<(String, usize)>,
+    /// Setter and place of the marker in the block, if any.
+    marker: Option<(String, At)>,
+}
+
+/// The identity and kpt annotations of the object being walked, as the
+/// parser gave them (borrowed from the text when it could), written into
+/// its [`ObjectInfo`] when the object ends and is kept.
+#[derive(Debug, Default)]
+struct Meta<'a> {
+    api_version: Option<Cow<'a, str>>,
+    kind: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    namespace: Option<Cow<'a, str>>,
+    /// `internal.config.kubernetes.io/path` (the last), else
+    /// `config.kubernetes.io/path` (the first); the same for the index.
+    path: Option<Cow<'a, str>>,
+    legacy_path: Option<Cow<'a, str>>,
+    index: Option<Cow<'a, str>>,
+    legacy_index: Option<Cow<'a, str>>,
+}
+
+/// Where something is in the input: its byte offset and its position.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    offset: usize,
+    position: Position,
 }
 
 struct Walker<'a> {
     text: &'a str,
     layout: Layout,
+    /// Where the parsed text starts in `text`: the parser's offsets are
+    /// `base` bytes and its lines `lines` lines short (a chunk of a
+    /// ResourceList parsed on its own, see [`list`]).
+    base: usize,
+    lines: usize,
     frames: Vec<Frame<'a>>,
     out: Scan,
     document: usize,
@@ -263,11 +310,19 @@ struct Walker<'a> {
     object_depth: usize,
     last: Last<'a>,
     pending: Option<Pending>,
-    /// The head marker (setter, comment offset) taken by the scalar in
-    /// `last`, applied once it is known that no line comment follows it:
-    /// Flux reads a node's line comment, and its head comment only when
-    /// the line comment is empty.
-    head: Option<(String, usize)>,
+    /// The head marker (setter, comment) taken by the scalar in `last`,
+    /// applied once it is known that no line comment follows it: Flux
+    /// reads a node's line comment, and its head comment only when the
+    /// line comment is empty.
+    head: Option<(String, At)>,
+    /// The deepest nesting of collections seen.
+    max_depth: usize,
+    /// Whether a marker or a finding names the current object.
+    object_used: bool,
+    /// What the current object says of itself.
+    meta: Meta<'a>,
+    /// Key sets of closed mappings, kept for their room.
+    spare_keys: Vec<KeySet<'a>>,
 }
 
 impl<'a> Walker<'a> {
@@ -283,17 +338,40 @@ impl<'a> Walker<'a> {
             last: Last::Nothing,
             pending: None,
             head: None,
+            base: 0,
+            lines: 0,
+            max_depth: 0,
+            object_used: false,
+            meta: Meta::default(),
+            spare_keys: Vec::new(),
             // Documents are counted from 0; the first DocumentStart sets 0.
         }
     }
 
+    /// The position of a parser marker in the input.
+    fn position(&self, m: &granit_parser::Marker) -> Position {
+        Position {
+            line: m.line() + self.lines,
+            column: m.col() + 1,
+        }
+    }
+
     fn event(&mut self, event: Event<'a>, span: &Span) {
-        let range = span.byte_range().unwrap_or(0..0);
-        if !matches!(event, Event::Comment(..)) {
+        let range = span.byte_range().map_or(self.base..self.base, |r| {
+            r.start + self.base..r.end + self.base
+        });
+        let start = self.position(&span.start);
+        if self.head.is_some() && !matches!(event, Event::Comment(..)) {
             self.apply_head();
         }
         match event {
-            Event::Comment(text, _) => self.comment(&text, range.start, span.start.line()),
+            Event::Comment(text, _) => self.comment(
+                &text,
+                At {
+                    offset: range.start,
+                    position: start,
+                },
+            ),
             Event::DocumentStart(..) => {
                 // A comment block before the document's first node is still
                 // pending: it may sit above a top-level sequence item.
@@ -312,32 +390,39 @@ impl<'a> Walker<'a> {
             Event::DocumentEnd => {
                 self.flush_pending();
                 self.document += 1;
-                self.object = None;
+                self.close_object(false);
                 self.last = Last::Other;
             }
             Event::MappingStart(style, ..) | Event::SequenceStart(style, ..) => {
                 let is_map = matches!(event, Event::MappingStart(..));
                 let flow = style == StructureStyle::Flow;
-                self.before_node(span.start.line(), !flow, false);
+                self.before_node(start.line, !flow, false);
                 self.begin_child(range.start);
                 let parent_flow = self.frames.last().is_some_and(|f| f.flow);
+                self.max_depth = self.max_depth.max(self.frames.len() + 1);
+                let keys = self.spare_keys.pop().unwrap_or_default();
                 self.frames.push(Frame {
                     is_map,
                     flow: flow || parent_flow,
                     expecting_key: true,
                     count: 0,
                     child: Seg::None,
-                    keys: KeySet::default(),
+                    keys,
                 });
                 self.last = Last::Other;
             }
             Event::MappingEnd | Event::SequenceEnd => {
-                let flow = self.frames.pop().is_some_and(|f| f.flow);
+                let mut flow = false;
+                if let Some(mut frame) = self.frames.pop() {
+                    flow = frame.flow;
+                    frame.keys.clear();
+                    self.spare_keys.push(frame.keys);
+                }
                 self.end_child();
                 self.last = if flow { Last::FlowEnd } else { Last::Other };
             }
             Event::Alias(_) | Event::UnresolvedAlias(_) => {
-                self.before_node(span.start.line(), false, false);
+                self.before_node(start.line, false, false);
                 let is_key = self.begin_child(range.start);
                 if let Some(top) = self.frames.last_mut().filter(|_| is_key) {
                     top.child = Seg::Complex;
@@ -350,16 +435,22 @@ impl<'a> Walker<'a> {
                     .frames
                     .last()
                     .is_some_and(|f| f.is_map && f.expecting_key);
-                self.before_node(span.start.line(), false, !is_key);
+                self.before_node(start.line, false, !is_key);
                 self.begin_child(range.start);
                 if is_key {
                     let mut duplicate = None;
                     if let Some(top) = self.frames.last_mut() {
-                        duplicate = top.keys.insert(value.clone(), range.start);
+                        duplicate = top.keys.insert(value.clone(), start);
                         top.child = Seg::Key(value);
                     }
                     if let Some(first) = duplicate {
-                        self.duplicate_key(first, range.start);
+                        self.duplicate_key(
+                            first,
+                            At {
+                                offset: range.start,
+                                position: start,
+                            },
+                        );
                     }
                     self.end_child();
                     self.last = Last::Key;
@@ -368,18 +459,21 @@ impl<'a> Walker<'a> {
                 let tagged_non_str = tag
                     .as_ref()
                     .is_some_and(|t| !t.is_yaml_core_schema_tag("str"));
-                self.capture_metadata(&value);
+                if let Some(slot) = self.metadata_slot() {
+                    *slot = Some(value.clone());
+                }
                 let candidate = Candidate {
                     range,
+                    start,
                     style,
                     value,
                     tagged_non_str,
-                    end_line: span.end.line(),
+                    end_line: span.end.line() + self.lines,
                     in_seq: self.frames.last().is_some_and(|f| !f.is_map),
                     in_flow: self.frames.last().is_some_and(|f| f.flow),
                     root: self.frames.is_empty(),
                 };
-                self.head = self.take_head_marker(span.start.line(), &candidate);
+                self.head = self.take_head_marker(start.line, &candidate);
                 self.end_child();
                 self.last = Last::Value(candidate);
             }
@@ -411,6 +505,7 @@ impl<'a> Walker<'a> {
                 ..ObjectInfo::default()
             });
             self.object = Some(self.out.objects.len() - 1);
+            self.object_used = false;
             self.object_depth = 2;
         }
         false
@@ -419,13 +514,43 @@ impl<'a> Walker<'a> {
     /// A child node of the top frame is complete.
     fn end_child(&mut self) {
         if self.layout == Layout::ResourceList && self.frames.len() == 2 && self.object_depth == 2 {
-            // The item that just ended.
-            self.object = None;
+            // The item that just ended: forgotten unless something names it.
+            self.close_object(true);
             self.object_depth = 0;
         }
         if let Some(top) = self.frames.last_mut().filter(|f| f.is_map) {
             top.expecting_key = !top.expecting_key;
         }
+    }
+
+    /// The current object ends: its identity is written into it, or, when
+    /// `forget_unused` and nothing names it, it is forgotten (unless a path
+    /// limit could refuse its path annotation: absolute, or with `..`).
+    fn close_object(&mut self, forget_unused: bool) {
+        let meta = std::mem::take(&mut self.meta);
+        let Some(object) = self.object.take() else {
+            return;
+        };
+        let path = meta.path.or(meta.legacy_path);
+        let refusable = |p: &str| p.starts_with(['/', '\\']) || p.contains("..");
+        if forget_unused
+            && !self.object_used
+            && object + 1 == self.out.objects.len()
+            && !path.as_deref().is_some_and(refusable)
+        {
+            self.out.objects.pop();
+            return;
+        }
+        let Some(info) = self.out.objects.get_mut(object) else {
+            return;
+        };
+        let owned = |v: Option<Cow<'_, str>>| v.map(Cow::into_owned).unwrap_or_default();
+        info.id.api_version = owned(meta.api_version);
+        info.id.kind = owned(meta.kind);
+        info.id.name = owned(meta.name);
+        info.id.namespace = owned(meta.namespace);
+        info.annotations.path = path.map(Cow::into_owned);
+        info.annotations.index = meta.index.or(meta.legacy_index).map(Cow::into_owned);
     }
 
     /// Resolve a pending own-line comment block against the node that
@@ -448,7 +573,7 @@ impl<'a> Walker<'a> {
             .last()
             .is_some_and(|f| f.is_map && f.expecting_key);
         if let Some(pending) = self.pending.take()
-            && let Some((_, offset)) = pending.marker
+            && let Some((_, at)) = pending.marker
         {
             let message = if pending.lines > 1 {
                 "marker is part of a multi-line comment block, so it is not a marker; \
@@ -459,15 +584,11 @@ impl<'a> Walker<'a> {
             } else {
                 "marker on its own line applies only to a scalar sequence item directly below it"
             };
-            self.finding(offset, message);
+            self.finding(at, message);
         }
     }
 
-    fn take_head_marker(
-        &mut self,
-        line: usize,
-        candidate: &Candidate<'_>,
-    ) -> Option<(String, usize)> {
+    fn take_head_marker(&mut self, line: usize, candidate: &Candidate<'_>) -> Option<(String, At)> {
         let pending = self.pending.as_ref()?;
         if !(candidate.in_seq && line == pending.last_line + 1 && pending.lines == 1) {
             return None;
@@ -490,17 +611,18 @@ impl<'a> Walker<'a> {
     fn flush_pending(&mut self) {
         self.apply_head();
         if let Some(pending) = self.pending.take()
-            && let Some((_, offset)) = pending.marker
+            && let Some((_, at)) = pending.marker
         {
             self.finding(
-                offset,
+                at,
                 "marker on its own line applies only to a scalar sequence item directly below it",
             );
         }
     }
 
-    fn comment(&mut self, payload: &str, offset: usize, line: usize) {
-        let own_line = self.text[..offset]
+    fn comment(&mut self, payload: &str, at: At) {
+        let line = at.position.line;
+        let own_line = self.text[..at.offset]
             .bytes()
             .rev()
             .take_while(|&b| b != b'\n')
@@ -511,9 +633,9 @@ impl<'a> Walker<'a> {
         if line_comment_of_last {
             // The scalar's line comment: Flux reads it instead of the head
             // comment, marker or not.
-            if let Some((_, head_offset)) = self.head.take() {
+            if let Some((_, head_at)) = self.head.take() {
                 self.finding(
-                    head_offset,
+                    head_at,
                     "marker above a sequence item is not used: the item has a comment at the end of its line, which is read instead",
                 );
             }
@@ -522,13 +644,13 @@ impl<'a> Walker<'a> {
         }
         if let Comment::LookAlike(reason) = &kind {
             self.finding(
-                offset,
+                at,
                 &format!("comment looks like an image policy marker but is not one: {reason}"),
             );
         }
         if own_line {
             let setter = match kind {
-                Comment::Marker(s) => Some((s, offset)),
+                Comment::Marker(s) => Some((s, at)),
                 _ => None,
             };
             match &mut self.pending {
@@ -556,46 +678,46 @@ impl<'a> Walker<'a> {
         let last = std::mem::replace(&mut self.last, Last::Other);
         match &last {
             Last::Value(c) if matches!(c.style, ScalarStyle::Literal | ScalarStyle::Folded) => self.finding(
-                offset,
+                at,
                 "marker on a block scalar (`|` or `>`) cannot be applied: markers apply to single-line scalar values",
             ),
-            Last::Value(c) if c.end_line == line => self.apply((setter, offset), c),
+            Last::Value(c) if c.end_line == line => self.apply((setter, at), c),
             Last::Key => self.finding(
-                offset,
+                at,
                 "marker after a key whose value is not on this line applies to nothing: \
                  markers apply to scalar values, not to mappings or sequences",
             ),
             Last::Alias => self.finding(
-                offset,
+                at,
                 "marker on an alias (`*name`) cannot be applied: put the marker on the anchored value",
             ),
             Last::FlowEnd => self.finding(
-                offset,
+                at,
                 "marker on a flow collection (`[...]` or `{...}`) cannot be applied: markers apply to scalar values",
             ),
-            _ => self.finding(offset, "marker is not on the line of a scalar value, so it applies to nothing"),
+            _ => self.finding(at, "marker is not on the line of a scalar value, so it applies to nothing"),
         }
         self.last = last;
     }
 
-    fn apply(&mut self, (setter, comment_offset): (String, usize), c: &Candidate<'_>) {
+    fn apply(&mut self, (setter, comment): (String, At), c: &Candidate<'_>) {
         if matches!(c.style, ScalarStyle::Literal | ScalarStyle::Folded) {
             self.finding(
-                comment_offset,
+                comment,
                 "marker on a block scalar (`|` or `>`) cannot be applied: markers apply to single-line scalar values",
             );
             return;
         }
         if c.root {
             self.finding(
-                comment_offset,
+                comment,
                 "marker on a document that is a single scalar: markers apply to values in mappings and sequences",
             );
             return;
         }
         if c.tagged_non_str {
             self.finding(
-                comment_offset,
+                comment,
                 "marker on a scalar with an explicit non-string tag (e.g. `!!int`) cannot be applied: remove the tag",
             );
             return;
@@ -605,10 +727,10 @@ impl<'a> Walker<'a> {
             return;
         };
         let field_path = self.field_path();
-        let (target, offset, value) = if c.range.is_empty() {
+        let (target, position, value) = if c.range.is_empty() {
             if c.in_seq {
                 self.finding(
-                    comment_offset,
+                    comment,
                     "marker on an empty sequence item cannot be applied: write a value first",
                 );
                 return;
@@ -619,12 +741,13 @@ impl<'a> Walker<'a> {
                 .map(|i| c.range.start + i + 1)
             else {
                 self.finding(
-                    comment_offset,
+                    comment,
                     "marker on an empty value whose `:` could not be found",
                 );
                 return;
             };
-            (Target::Insert { at: colon }, colon, String::new())
+            let position = c.start.after(&self.text[c.range.start..colon]);
+            (Target::Insert { at: colon }, position, String::new())
         } else {
             let style = match c.style {
                 ScalarStyle::SingleQuoted => Style::SingleQuoted,
@@ -636,10 +759,11 @@ impl<'a> Walker<'a> {
                     range: c.range.clone(),
                     style,
                 },
-                c.range.start,
+                c.start,
                 c.value.clone().into_owned(),
             )
         };
+        self.object_used = true;
         self.out.markers.push(Marker {
             setter,
             object,
@@ -647,7 +771,7 @@ impl<'a> Walker<'a> {
             value,
             target,
             in_flow: c.in_flow,
-            offset,
+            position,
         });
     }
 
@@ -683,72 +807,66 @@ impl<'a> Walker<'a> {
 
     /// Record `apiVersion`, `kind`, `metadata.name`, `metadata.namespace` and
     /// the kpt path/index annotations of the current object.
-    fn capture_metadata(&mut self, value: &str) {
-        let Some(object) = self.object else {
-            return;
-        };
+    fn metadata_slot(&mut self) -> Option<&mut Option<Cow<'a, str>>> {
+        self.object?;
         let rel = &self.frames[self.object_depth.min(self.frames.len())..];
         let key = |i: usize| match rel.get(i).map(|f| &f.child) {
             Some(Seg::Key(k)) if rel[i].is_map => Some(k.as_ref()),
             _ => None,
         };
-        let info = &mut self.out.objects[object];
-        match (rel.len(), key(0)) {
-            (1, Some("apiVersion")) => info.id.api_version = value.to_owned(),
-            (1, Some("kind")) => info.id.kind = value.to_owned(),
+        let meta = &mut self.meta;
+        let slot = match (rel.len(), key(0)) {
+            (1, Some("apiVersion")) => &mut meta.api_version,
+            (1, Some("kind")) => &mut meta.kind,
             (2, Some("metadata")) => match key(1) {
-                Some("name") => info.id.name = value.to_owned(),
-                Some("namespace") => info.id.namespace = value.to_owned(),
-                _ => {}
+                Some("name") => &mut meta.name,
+                Some("namespace") => &mut meta.namespace,
+                _ => return None,
             },
             (3, Some("metadata")) if key(1) == Some("annotations") => match key(2) {
-                Some("internal.config.kubernetes.io/path") => {
-                    info.annotations.path = Some(value.to_owned())
+                Some("internal.config.kubernetes.io/path") => &mut meta.path,
+                Some("internal.config.kubernetes.io/index") => &mut meta.index,
+                // The legacy annotations count only without the internal
+                // ones, and the first of each wins.
+                Some("config.kubernetes.io/path") if meta.legacy_path.is_none() => {
+                    &mut meta.legacy_path
                 }
-                Some("config.kubernetes.io/path") => {
-                    info.annotations
-                        .path
-                        .get_or_insert_with(|| value.to_owned());
+                Some("config.kubernetes.io/index") if meta.legacy_index.is_none() => {
+                    &mut meta.legacy_index
                 }
-                Some("internal.config.kubernetes.io/index") => {
-                    info.annotations.index = Some(value.to_owned())
-                }
-                Some("config.kubernetes.io/index") => {
-                    info.annotations
-                        .index
-                        .get_or_insert_with(|| value.to_owned());
-                }
-                _ => {}
+                _ => return None,
             },
-            _ => {}
-        }
+            _ => return None,
+        };
+        Some(slot)
     }
 
     /// A key that appeared before in the same mapping: YAML forbids it, and
     /// which of the two values a reader keeps differs between readers, so a
     /// marker in either may not govern what is deployed.
-    fn duplicate_key(&mut self, first: usize, offset: usize) {
+    fn duplicate_key(&mut self, first: Position, at: At) {
         let Some(Seg::Key(key)) = self.frames.last().map(|f| &f.child) else {
             return;
         };
-        let at = crate::text::position_of(self.text, first);
         let message = format!(
             "duplicate key {:?} in this mapping (first at line {}, column {}): YAML forbids duplicate keys, and readers differ in which value they keep",
             key.as_ref(),
-            at.line,
-            at.column
+            first.line,
+            first.column
         );
-        self.finding(offset, &message);
+        self.finding(at, &message);
     }
 
-    fn finding(&mut self, offset: usize, message: &str) {
+    fn finding(&mut self, at: At, message: &str) {
         if self.layout == Layout::ResourceList && self.object.is_none() {
             // Only items are edited; comments elsewhere (functionConfig,
             // results) are none of our business.
             return;
         }
+        self.object_used |= self.object.is_some();
         self.out.findings.push(Finding {
-            offset,
+            offset: at.offset,
+            position: at.position,
             object: self.object,
             message: message.to_owned(),
         });

@@ -17,7 +17,8 @@ items:
   spec:
     containers:
     - image: app:1 # {"$imagepolicy": "ns:a"}
-- {apiVersion: v1, kind: ConfigMap, metadata: {name: flow}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: flow, annotations: {config.kubernetes.io/path: ../up.yaml}}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: unnamed}}
 - apiVersion: kustomize.config.k8s.io/v1beta1
   kind: Kustomization
   metadata:
@@ -58,7 +59,9 @@ fn items_are_the_objects() {
     assert_eq!(scan.objects[1].id.name, "flow");
     assert_eq!(scan.objects[1].item, Some(1));
     assert_eq!(&LIST[scan.objects[1].offset..][..1], "{");
+    // The next item holds no marker and no finding: nothing names it.
     let k = &scan.objects[2];
+    assert_eq!(k.item, Some(3));
     assert_eq!(k.id.name, "");
     assert_eq!(k.annotations.path.as_deref(), Some("kustomization.yaml"));
     assert_eq!(k.annotations.index, None);
@@ -108,14 +111,16 @@ fn crlf_and_flow_lists() {
         panic!("expected a replacement");
     };
     assert_eq!(&text[range.clone()], "\"1\"");
-    let flow = "{\"kind\": \"ResourceList\", \"items\": [{\"kind\": \"A\", \"metadata\": {\"name\": \"x\"}}, {\"kind\": \"B\"}]}";
+    let flow = "{\"kind\": \"ResourceList\", \"items\": [{\"kind\": \"A\", \"metadata\": {\"name\": \"x\", \"annotations\": {\"config.kubernetes.io/path\": \"/abs.yaml\"}}}, {\"kind\": \"B\"}]}";
     let scan_flow = scan(flow, Layout::ResourceList).unwrap();
     let names: Vec<(&str, Option<usize>)> = scan_flow
         .objects
         .iter()
         .map(|o| (o.id.kind.as_str(), o.item))
         .collect();
-    assert_eq!(names, [("A", Some(0)), ("B", Some(1))]);
+    // B holds nothing to name; A's absolute path is kept for a path limit
+    // to refuse.
+    assert_eq!(names, [("A", Some(0))]);
     assert_eq!(scan_flow.objects[0].id.name, "x");
 }
 

@@ -4,19 +4,28 @@
 //! needs to know *where* things are: the root mapping's `apiVersion` and
 //! `kind`, each element of `items`, the `functionConfig` value, an existing
 //! `results` entry (to replace) and the end of the last root entry (to put
-//! `results` after). One pass over the parser's events finds them; nodes
+//! `results` after). [`LayoutWalk`] finds them from the parser's events in
+//! the scanner's one pass over the list (`updater::scan::list`); nodes
 //! deeper than the root's children are only counted, never stored.
 //!
 //! A sub-tree (an item, the functionConfig) is turned into a value by
-//! [`parse_slice`], which parses just its bytes; the whole list is never
+//! [`parse_node`], which parses just its bytes; the whole list is never
 //! deserialised, so a 50 MB list costs little more memory than its text.
 
 use std::ops::Range;
 
-use granit_parser::{Event, Parser, StructureStyle};
+use granit_parser::{Event, StructureStyle};
 use serde_json::Value;
 
-use crate::yaml::parse_values;
+use crate::text::Position;
+use crate::yaml::{YamlError, parse_values};
+
+/// ResourceList apiVersions accepted (and answered with).
+pub(crate) const RESOURCE_LIST_VERSIONS: [&str; 3] = [
+    "config.kubernetes.io/v1",
+    "config.kubernetes.io/v1beta1",
+    "config.kubernetes.io/v1alpha1",
+];
 
 /// Where the parts of a ResourceList lie in its text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,13 +37,13 @@ pub struct ListLayout {
     pub flow: bool,
     /// Leading spaces of the root mapping's keys (block style).
     pub indent: usize,
-    /// The range of each element of `items`; `None` when there is no
-    /// `items` key, empty for `items: []` or `items:` with no value.
-    pub items: Option<Vec<Range<usize>>>,
+    /// Each element of `items`; `None` when there is no `items` key, empty
+    /// for `items: []` or `items:` with no value.
+    pub items: Option<Vec<Node>>,
     /// Whether `items` holds something other than a sequence or null.
     pub items_not_a_sequence: bool,
-    /// The range of the `functionConfig` value.
-    pub function_config: Option<Range<usize>>,
+    /// The `functionConfig` value.
+    pub function_config: Option<Node>,
     /// From the `results` key to the end of its value.
     pub results: Option<Range<usize>>,
     /// The end of the last root entry's value (or, in flow style with no
@@ -44,11 +53,37 @@ pub struct ListLayout {
     pub line_ending: &'static str,
 }
 
+/// Where one node of the list lies: its bytes, and the position of its
+/// first one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Node {
+    pub range: Range<usize>,
+    pub start: Position,
+}
+
+impl ListLayout {
+    /// Whether the list is one the function answers: a ResourceList of an
+    /// accepted apiVersion, or a `v1` `List`.
+    #[must_use]
+    pub fn is_accepted(&self) -> bool {
+        let api_version = self.api_version.as_deref().unwrap_or("");
+        match self.kind.as_deref().unwrap_or("") {
+            "ResourceList" => RESOURCE_LIST_VERSIONS.contains(&api_version),
+            "List" => api_version == "v1",
+            _ => false,
+        }
+    }
+}
+
 /// The input cannot be read as one YAML mapping.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShapeError {
     #[error("input is not valid YAML: {message}")]
-    NotYaml { offset: usize, message: String },
+    NotYaml {
+        offset: usize,
+        position: Position,
+        message: String,
+    },
     #[error("input is empty: expected a ResourceList")]
     Empty,
     #[error("input holds {0} YAML documents: expected one ResourceList")]
@@ -68,9 +103,10 @@ enum RootKey {
     Other,
 }
 
-/// The walk over the events of one document.
+/// The layout found so far in a walk over the events of a list, fed one
+/// event at a time by the scanner's pass.
 #[derive(Debug, Default)]
-struct Walk {
+pub(crate) struct LayoutWalk {
     layout: ListLayout,
     documents: usize,
     /// Open collections; the root mapping is depth 1.
@@ -79,62 +115,158 @@ struct Walk {
     first_key: Option<usize>,
     /// Inside the root mapping: the entry whose value comes next, or is open.
     entry: Option<(RootKey, usize)>,
-    value_start: Option<usize>,
+    value_start: Option<(usize, Position)>,
     /// End of the last scalar, alias or flow collection seen.
     content_end: usize,
 }
 
-/// Find the parts of the ResourceList in `text`.
-///
-/// # Errors
-/// When `text` is not YAML, holds no or several documents, or its document
-/// is not a mapping.
-pub fn read_layout(text: &str) -> Result<ListLayout, ShapeError> {
-    let mut walk = Walk::default();
-    walk.layout.line_ending = if text.split('\n').next().is_some_and(|l| l.ends_with('\r')) {
-        "\r\n"
-    } else {
-        "\n"
-    };
-    let mut parser = Parser::new_from_str(text);
-    while let Some(next) = parser.next_event() {
-        let (event, span) = next.map_err(|e| {
-            let m = e.marker();
-            ShapeError::NotYaml {
-                offset: m.byte_offset().unwrap_or(0),
-                message: e.info(),
-            }
-        })?;
-        let range = span.byte_range().unwrap_or(0..0);
-        match event {
-            Event::StreamEnd => break,
-            Event::DocumentStart(..) => walk.documents += 1,
-            Event::MappingStart(style, ..) | Event::SequenceStart(style, ..) => {
-                let is_map = matches!(event, Event::MappingStart(..));
-                walk.open(is_map, style == StructureStyle::Flow, range)?;
-            }
-            Event::MappingEnd | Event::SequenceEnd => walk.close(range),
-            Event::Scalar(value, ..) => walk.leaf(Some(&value), range)?,
-            Event::Alias(..) | Event::UnresolvedAlias(..) => walk.leaf(None, range)?,
-            _ => {}
+impl LayoutWalk {
+    /// A walk from the start of a list.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// A walk that starts inside the block sequence of `items`, between two
+    /// items (a part of the list parsed on its own, whose one root node is
+    /// a block sequence standing for the rest of `items`).
+    pub(crate) fn inside_items(items_key: usize) -> Self {
+        Self {
+            documents: 1,
+            depth: 1,
+            root_seen: true,
+            entry: Some((RootKey::Items, items_key)),
+            ..Self::default()
         }
     }
-    match walk.documents {
-        0 => return Err(ShapeError::Empty),
-        1 => {}
-        n => return Err(ShapeError::Documents(n)),
-    }
-    if !walk.root_seen {
-        return Err(ShapeError::NotAMapping);
-    }
-    if !walk.layout.flow {
-        walk.layout.indent = walk.first_key.map_or(0, |k| column_of(text, k));
-    }
-    Ok(walk.layout)
-}
 
-impl Walk {
-    fn open(&mut self, is_map: bool, flow: bool, range: Range<usize>) -> Result<(), ShapeError> {
+    /// The YAML documents begun so far.
+    pub(crate) fn documents(&self) -> usize {
+        self.documents
+    }
+
+    /// Open collections; the root mapping is depth 1.
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// The offset of the `items` key when its value is the open entry.
+    pub(crate) fn in_items(&self) -> Option<usize> {
+        match self.entry {
+            Some((RootKey::Items, key)) if self.layout.items.is_some() => Some(key),
+            _ => None,
+        }
+    }
+
+    /// The items found so far.
+    pub(crate) fn take_items(&mut self) -> Vec<Node> {
+        self.layout.items.take().unwrap_or_default()
+    }
+
+    /// End of the last scalar, alias or flow collection seen.
+    pub(crate) fn content_end(&self) -> usize {
+        self.content_end
+    }
+
+    /// Record one event of the parser, at `range` of the text, starting at
+    /// `start`.
+    ///
+    /// # Errors
+    /// [`ShapeError::NotAMapping`] as soon as the document's root is seen
+    /// not to be a mapping.
+    pub(crate) fn event(
+        &mut self,
+        event: &Event<'_>,
+        range: Range<usize>,
+        start: Position,
+    ) -> Result<(), ShapeError> {
+        match event {
+            Event::DocumentStart(..) => self.documents += 1,
+            Event::MappingStart(style, ..) | Event::SequenceStart(style, ..) => {
+                let is_map = matches!(event, Event::MappingStart(..));
+                self.open(is_map, *style == StructureStyle::Flow, range, start)?;
+            }
+            Event::MappingEnd | Event::SequenceEnd => self.close(range),
+            Event::Scalar(value, ..) => self.leaf(Some(value), range, start)?,
+            Event::Alias(..) | Event::UnresolvedAlias(..) => self.leaf(None, range, start)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The layout of the whole text.
+    ///
+    /// # Errors
+    /// When the text holds no or several documents, or its document is not
+    /// a mapping.
+    pub(crate) fn finish(mut self, text: &str) -> Result<ListLayout, ShapeError> {
+        match self.documents {
+            0 => return Err(ShapeError::Empty),
+            1 => {}
+            n => return Err(ShapeError::Documents(n)),
+        }
+        if !self.root_seen {
+            return Err(ShapeError::NotAMapping);
+        }
+        self.layout.line_ending = line_ending(text);
+        if !self.layout.flow {
+            self.layout.indent = self.first_key.map_or(0, |k| column_of(text, k));
+        }
+        Ok(self.layout)
+    }
+
+    /// Make room for `more` items exactly.
+    pub(crate) fn reserve_items(&mut self, more: usize) {
+        if let Some(items) = &mut self.layout.items {
+            items.reserve_exact(more);
+        }
+    }
+
+    /// Add the items found by a walk over a later part of `items`.
+    pub(crate) fn add_items(&mut self, more: Vec<Node>) {
+        if let Some(items) = &mut self.layout.items {
+            items.extend(more);
+        }
+    }
+
+    /// End `items`, whose last part's content ended at `content_end`, as
+    /// the end of its block sequence would.
+    pub(crate) fn close_items(&mut self, content_end: usize) {
+        self.content_end = self.content_end.max(content_end);
+        let at = self.content_end;
+        self.close(at..at);
+    }
+
+    /// Continue with what a walk over the rest of the list (after `items`,
+    /// read on its own) found: its entries come after this walk's.
+    pub(crate) fn append(&mut self, rest: LayoutWalk) {
+        let rest = rest.layout;
+        if rest.api_version.is_some() {
+            self.layout.api_version = rest.api_version;
+        }
+        if rest.kind.is_some() {
+            self.layout.kind = rest.kind;
+        }
+        if rest.function_config.is_some() {
+            self.layout.function_config = rest.function_config;
+        }
+        if rest.results.is_some() {
+            self.layout.results = rest.results;
+        }
+        self.layout.entries_end = self.layout.entries_end.max(rest.entries_end);
+    }
+
+    /// Whether no `items` key was seen.
+    pub(crate) fn has_no_items(&self) -> bool {
+        self.layout.items.is_none() && !self.layout.items_not_a_sequence
+    }
+
+    fn open(
+        &mut self,
+        is_map: bool,
+        flow: bool,
+        range: Range<usize>,
+        start: Position,
+    ) -> Result<(), ShapeError> {
         if self.documents > 1 {
             return Ok(());
         }
@@ -150,7 +282,7 @@ impl Walk {
             1 => match self.entry {
                 None => self.entry = Some((RootKey::Other, range.start)),
                 Some((key, _)) => {
-                    self.value_start = Some(range.start);
+                    self.value_start = Some((range.start, start));
                     if key == RootKey::Items {
                         if is_map {
                             self.layout.items_not_a_sequence = true;
@@ -160,7 +292,7 @@ impl Walk {
                     }
                 }
             },
-            2 if self.in_items() => self.begin_item(range.start),
+            2 if self.in_items().is_some() => self.begin_item(range.start, start),
             _ => {}
         }
         self.depth += 1;
@@ -182,12 +314,17 @@ impl Walk {
                 self.layout.entries_end = range.start;
             }
             1 => self.end_value(),
-            2 if self.in_items() => self.end_item(),
+            2 if self.in_items().is_some() => self.end_item(),
             _ => {}
         }
     }
 
-    fn leaf(&mut self, scalar: Option<&str>, range: Range<usize>) -> Result<(), ShapeError> {
+    fn leaf(
+        &mut self,
+        scalar: Option<&str>,
+        range: Range<usize>,
+        start: Position,
+    ) -> Result<(), ShapeError> {
         if self.documents > 1 {
             return Ok(());
         }
@@ -213,10 +350,10 @@ impl Walk {
                     self.value_start = None;
                 }
                 Some((key, _)) => {
-                    self.value_start = Some(range.start);
+                    self.value_start = Some((range.start, start));
                     match (key, scalar) {
                         (RootKey::ApiVersion, Some(v)) => {
-                            self.layout.api_version = Some(v.to_owned())
+                            self.layout.api_version = Some(v.to_owned());
                         }
                         (RootKey::Kind, Some(v)) => self.layout.kind = Some(v.to_owned()),
                         (RootKey::Items, Some(v)) if range.is_empty() || is_null(v) => {
@@ -228,8 +365,8 @@ impl Walk {
                     self.end_value();
                 }
             },
-            2 if self.in_items() => {
-                self.begin_item(range.start);
+            2 if self.in_items().is_some() => {
+                self.begin_item(range.start, start);
                 self.end_item();
             }
             _ => {}
@@ -237,13 +374,12 @@ impl Walk {
         Ok(())
     }
 
-    fn in_items(&self) -> bool {
-        matches!(self.entry, Some((RootKey::Items, _))) && self.layout.items.is_some()
-    }
-
-    fn begin_item(&mut self, start: usize) {
+    fn begin_item(&mut self, offset: usize, start: Position) {
         if let Some(items) = &mut self.layout.items {
-            items.push(start..start);
+            items.push(Node {
+                range: offset..offset,
+                start,
+            });
         }
     }
 
@@ -255,7 +391,7 @@ impl Walk {
             .as_mut()
             .and_then(|items| items.last_mut())
         {
-            last.end = end.max(last.start);
+            last.range.end = end.max(last.range.start);
         }
     }
 
@@ -267,7 +403,11 @@ impl Walk {
         let end = self.content_end.max(key_start);
         match key {
             RootKey::FunctionConfig => {
-                self.layout.function_config = Some(self.value_start.unwrap_or(end).min(end)..end);
+                let (start, at) = self.value_start.unwrap_or((end, Position::default()));
+                self.layout.function_config = Some(Node {
+                    range: start.min(end)..end,
+                    start: at,
+                });
             }
             RootKey::Results => self.layout.results = Some(key_start..end),
             _ => {}
@@ -280,6 +420,12 @@ fn is_null(v: &str) -> bool {
     matches!(v, "~" | "null" | "Null" | "NULL")
 }
 
+/// `"\r\n"` when the text's first line ends so, else `"\n"`.
+fn line_ending(text: &str) -> &'static str {
+    let first = memchr::memchr(b'\n', text.as_bytes()).map_or(text, |i| &text[..i]);
+    if first.ends_with('\r') { "\r\n" } else { "\n" }
+}
+
 /// Byte column of `offset` on its line.
 fn column_of(text: &str, offset: usize) -> usize {
     let offset = offset.min(text.len());
@@ -290,24 +436,56 @@ fn column_of(text: &str, offset: usize) -> usize {
         .count()
 }
 
-/// Parse the bytes `range` of `text` (a node inside a larger document) into
-/// a value. The node's column is restored with spaces, so a block mapping
-/// that starts mid-line (`- apiVersion: ...`) reads as it does in place.
+/// Find the parts of the ResourceList in `text`, in the scanner's one pass
+/// (whose markers this leaves out).
 ///
 /// # Errors
-/// The parser's message.
-pub fn parse_slice(text: &str, range: Range<usize>) -> Result<Value, String> {
-    let slice = text
-        .get(range.clone())
-        .ok_or_else(|| "internal error: node range outside the text".to_owned())?;
-    let mut owned = " ".repeat(column_of(text, range.start));
+/// When `text` is not YAML, holds no or several documents, or its document
+/// is not a mapping.
+pub fn read_layout(text: &str) -> Result<ListLayout, ShapeError> {
+    crate::updater::scan::list::read_list(text).map(|list| list.layout)
+}
+
+/// Parse the node `node` of `text` (inside a larger document) into a value.
+/// The node's column is restored with spaces, so a block mapping that
+/// starts mid-line (`- apiVersion: ...`) reads as it does in place; an
+/// error's position is the list's, not the node's.
+///
+/// # Errors
+/// The parser's message and position.
+pub fn parse_node(text: &str, node: &Node) -> Result<Value, YamlError> {
+    let slice = text.get(node.range.clone()).ok_or_else(|| YamlError {
+        position: None,
+        message: "internal error: node range outside the text".to_owned(),
+    })?;
+    let column = column_of(text, node.range.start);
+    let mut owned = " ".repeat(column);
     owned.push_str(slice);
-    let mut docs = parse_values(&owned).map_err(|e| e.to_string())?;
+    let mut docs = parse_values(&owned).map_err(|mut e| {
+        e.position = e.position.map(|p| in_list(p, column, node.start));
+        e
+    })?;
     Ok(if docs.is_empty() {
         Value::Null
     } else {
         docs.swap_remove(0)
     })
+}
+
+/// The position in the list of `p`, a position in a node's text that
+/// starts with `column` spaces standing for what precedes the node on its
+/// line, `start`.
+fn in_list(p: Position, column: usize, start: Position) -> Position {
+    if p.line > 1 {
+        return Position {
+            line: start.line + p.line - 1,
+            column: p.column,
+        };
+    }
+    Position {
+        line: start.line,
+        column: (start.column + p.column).saturating_sub(column + 1).max(1),
+    }
 }
 
 #[cfg(test)]
@@ -331,7 +509,7 @@ mod tests {
             .as_ref()
             .unwrap()
             .iter()
-            .map(|r| &LIST[r.clone()])
+            .map(|n| &LIST[n.range.clone()])
             .collect();
         assert_eq!(
             items,
@@ -345,14 +523,24 @@ mod tests {
             &LIST[layout.results.clone().unwrap()],
             "results:\n- message: old"
         );
+        let config = layout.function_config.clone().unwrap();
         assert_eq!(
-            &LIST[layout.function_config.clone().unwrap()],
+            &LIST[config.range.clone()],
             "kind: ConfigMap\n  data:\n    k: v"
         );
+        assert_eq!(
+            config.start,
+            Position {
+                line: 13,
+                column: 3
+            }
+        );
         assert_eq!(layout.entries_end, LIST.len() - 1);
-        let item = parse_slice(LIST, layout.items.unwrap()[0].clone()).unwrap();
+        let items = layout.items.unwrap();
+        assert_eq!(items[1].start, Position { line: 7, column: 3 });
+        let item = parse_node(LIST, &items[0]).unwrap();
         assert_eq!(item["data"]["x"], 1);
-        let config = parse_slice(LIST, layout.function_config.unwrap()).unwrap();
+        let config = parse_node(LIST, &config).unwrap();
         assert_eq!(config["data"]["k"], "v");
     }
 
@@ -361,7 +549,7 @@ mod tests {
         let flow = "{\"kind\": \"List\", \"items\": [{\"a\": 1}], \"functionConfig\": null}";
         let layout = read_layout(flow).unwrap();
         assert!(layout.flow);
-        assert_eq!(&flow[layout.items.unwrap()[0].clone()], "{\"a\": 1}");
+        assert_eq!(&flow[layout.items.unwrap()[0].range.clone()], "{\"a\": 1}");
         assert_eq!(layout.entries_end, flow.len() - 1);
         assert_eq!(read_layout("{}").unwrap().entries_end, 1);
         let crlf = read_layout("kind: List\r\nitems:\r\n").unwrap();
@@ -372,6 +560,27 @@ mod tests {
         assert_eq!(
             read_layout("  kind: List\n  items: []\n").unwrap().indent,
             2
+        );
+    }
+
+    #[test]
+    fn node_errors_are_placed_in_the_list() {
+        let text = "kind: List\nitems:\n- a: 1\n  a: 2\n- b: !!int x\n";
+        let items = read_layout(text).unwrap().items.unwrap();
+        let first = parse_node(text, &items[0]).unwrap_err();
+        assert_eq!(
+            first.position,
+            Some(Position { line: 4, column: 3 }),
+            "{first}"
+        );
+        let second = parse_node(text, &items[1]).unwrap_err();
+        assert_eq!(
+            second.position,
+            Some(Position {
+                line: 5,
+                column: 12
+            }),
+            "{second}"
         );
     }
 
