@@ -160,6 +160,9 @@ pub(crate) fn run_then(
             }
         }
     }
+    if let Some(message) = &config.message {
+        outcome.diagnostics.extend(message.warnings());
+    }
     let report = outcome.report();
     if let Some(message) = &config.message
         && !report.file_changes.is_empty()
