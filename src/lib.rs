@@ -48,12 +48,14 @@ pub mod api;
 pub(crate) mod automation;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
+pub(crate) mod create;
 pub(crate) mod diagnostic;
 pub(crate) mod error;
 pub(crate) mod input;
 #[cfg(feature = "job")]
 pub(crate) mod job;
 pub(crate) mod krm;
+pub(crate) mod kubesphere;
 pub(crate) mod object;
 pub(crate) mod operation;
 pub(crate) mod outcome;

@@ -433,6 +433,9 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     args.source.apply(&mut update)?;
     if let Some(automation) = automation.clone() {
         update = update.with_automation(automation);
+        if let Some(file) = &args.automation {
+            super::args::add_updater_definitions(&mut update, file);
+        }
     }
     if let Some(path) = &args.path {
         update.update_path = crate::automation::normalise_path(path);

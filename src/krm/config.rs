@@ -82,9 +82,27 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
                 }
             }
         }
+        _ if crate::kubesphere::is_image_updater(value) => {
+            // A KubeSphere ImageUpdater (kind: fluxcd) is an automation too.
+            let doc = crate::yaml::Document::from_value(value.clone());
+            match crate::kubesphere::read(&doc, "", false) {
+                Ok(u) => {
+                    let message = crate::render::message::MessageConfig::from_automation(&u.automation);
+                    reader.config = reader.config.with_automation(u.automation);
+                    reader.config.message = Some(message);
+                }
+                Err(errors) => reader.errors.extend(errors.into_iter().map(|mut d| {
+                    d.location = None;
+                    d
+                })),
+            }
+        }
         _ => reader.errors.push(Diagnostic::error(format!(
             "functionConfig {api_version}/{kind} is not supported: use a v1 ConfigMap, \
-             {IMAGE_UPDATE_API_VERSION} {IMAGE_UPDATE_KIND}, or {FLUX_IMAGE_GROUP}/v1 ImageUpdateAutomation"
+             {IMAGE_UPDATE_API_VERSION} {IMAGE_UPDATE_KIND}, {FLUX_IMAGE_GROUP}/v1 ImageUpdateAutomation \
+             or {} {} (kind: fluxcd)",
+            crate::kubesphere::API_VERSION,
+            crate::kubesphere::KIND
         ))),
     }
     if reader.errors.is_empty() {

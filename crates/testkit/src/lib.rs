@@ -18,6 +18,7 @@
 )]
 
 pub mod git;
+pub mod kube;
 pub mod registry;
 
 use std::path::PathBuf;
