@@ -512,39 +512,7 @@ mod tests {
     use super::*;
 
     /// Seed 002's sample with `kind: fluxcd`.
-    pub const SEED: &str = r"apiVersion: gitops.kubesphere.io/v1alpha1
-kind: ImageUpdater
-metadata:
-  name: demo
-spec:
-  images:
-  - nginx:^0.1
-  - myalias=some/image
-  kind: fluxcd
-  fluxcd:
-    interval: 1m
-    secret: docker-hub-secret
-    policy:
-      semver:
-        range: 5.0.x
-    sourceRef:
-      kind: GitRepository
-      name: podinfo
-    git:
-      checkout:
-        ref:
-          branch: main
-      commit:
-        author:
-          email: fluxcdbot@users.noreply.github.com
-          name: fluxcdbot
-        messageTemplate: '{{range .Updated.Images}}{{println .}}{{end}}'
-      push:
-        branch: main
-    update:
-      path: ./clusters/my-cluster
-      strategy: Setters
-";
+    const SEED: &str = include_str!("../testdata/crd/valid/seed-002-fluxcd.yaml");
 
     fn read_text(text: &str) -> Result<Updater, Vec<String>> {
         let doc = crate::yaml::parse_one(text).unwrap();
@@ -626,7 +594,7 @@ spec:
         let errors = read_text(&both).unwrap_err();
         assert_eq!(errors.len(), 1);
         assert!(
-            errors[0].starts_with("updater.yaml:10:11: error: ImageUpdater default/demo: has both spec.argocd and spec.fluxcd"),
+            errors[0].starts_with("updater.yaml:13:11: error: ImageUpdater default/demo: has both spec.argocd and spec.fluxcd"),
             "{}",
             errors[0]
         );

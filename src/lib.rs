@@ -49,6 +49,7 @@ pub(crate) mod automation;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub(crate) mod create;
+pub(crate) mod deploy;
 pub(crate) mod diagnostic;
 pub(crate) mod error;
 pub(crate) mod input;

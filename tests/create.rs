@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use image_update_testkit::registry::{Auth, ImageSpec, Registry};
+use image_update_testkit::registry::{Auth, Registry};
 use image_update_testkit::{trial, trial_with};
 
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
@@ -322,13 +322,6 @@ fn krm_function_configs() {
 }
 
 /// Push `tags` of one tiny image to `repo`.
-fn push(reg: &Registry, repo: &str, tags: &[&str]) {
-    let image = ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z");
-    let (manifest, _) = reg.push_image(repo, tags[0], &image);
-    let rest: Vec<String> = tags[1..].iter().map(|t| (*t).to_owned()).collect();
-    reg.push_tags(repo, image.media_type(), &manifest, &rest);
-}
-
 /// A tree with one file marked `flux-system:app` at `IMAGE:FROM`, updated
 /// with `--fetch --policies POLICIES`; the file's text afterwards.
 fn fetched(dir: &Path, image: &str, from: &str, policies: &Path) -> String {
@@ -353,7 +346,7 @@ fn fetched(dir: &Path, image: &str, from: &str, policies: &Path) -> String {
 fn repository_and_policy_are_fetched() {
     let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
-    push(&reg, "team/app", &["1.0.0", "1.1.0", "2.0.0-rc.1"]);
+    reg.push_one_image("team/app", &["1.0.0", "1.1.0", "2.0.0-rc.1"]);
     let image = format!("{host}/team/app");
     let dir = tempfile::tempdir().unwrap();
     let defs = format!(
@@ -383,7 +376,7 @@ fn repository_and_policy_are_fetched() {
 fn fluxcd_updater_runs() {
     let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
-    push(&reg, "team/app", &["5.0.0", "5.0.3", "5.1.0"]);
+    reg.push_one_image("team/app", &["5.0.0", "5.0.3", "5.1.0"]);
     let image = format!("{host}/team/app");
     let dir = tempfile::tempdir().unwrap();
     let updater = dir.path().join("updater.yaml");
@@ -458,7 +451,7 @@ fn fluxcd_updater_runs() {
 fn argocd_updater_is_fetched() {
     let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
-    push(&reg, "team/app", &["1.0.0", "1.2.0"]);
+    reg.push_one_image("team/app", &["1.0.0", "1.2.0"]);
     let image = format!("{host}/team/app");
     let dir = tempfile::tempdir().unwrap();
     let updater = dir.path().join("updater.yaml");

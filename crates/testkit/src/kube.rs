@@ -25,7 +25,9 @@ pub fn versions() -> Vec<String> {
             .args([
                 "-c",
                 "from kubernetes_validate import utils\n\
-                 print(' '.join(utils.major_minor(v) for v in utils.all_versions()[-2:]))",
+                 from packaging.version import Version\n\
+                 known = sorted({utils.major_minor(v) for v in utils.all_versions()}, key=Version)\n\
+                 print(' '.join(known[-2:]))",
             ])
             .output()
             .ok()?;
