@@ -117,6 +117,26 @@ fn seed_002_job(env: &Env) -> TestResult {
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: git-auth\n  namespace: default\nstringData:\n  username: {HTTP_USER}\n  password: {HTTP_PASSWORD}\n"
         ),
     )?;
+    // A GitRepository other than the one sourceRef names is refused before
+    // anything is cloned.
+    fs::write(
+        dir.join("other.yaml"),
+        git_repository(env, &env.http_url(&fixture), "default")
+            .replace("name: podinfo", "name: other"),
+    )?;
+    let out = clean(&mut Command::new(BIN))
+        .args(["job", "--automation"])
+        .arg(dir.join("imageupdater.yaml"))
+        .arg("--git-repository")
+        .arg(dir.join("other.yaml"))
+        .args(["--policy", "default:nginx=nginx:5.0.3"])
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure(out.status.code() == Some(2), || format!("{out:?}"))?;
+    ensure(
+        stderr.contains("ImageUpdater default/demo: its sourceRef names GitRepository default/podinfo, but --git-repository gives default/other"),
+        || stderr.to_string(),
+    )?;
     // The seed's images live on Docker Hub, out of reach here: the policy's
     // result is given.
     let out = clean(&mut Command::new(BIN))

@@ -401,6 +401,19 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .as_deref()
         .map(|file| git_repository::read(file, args.max_file_size))
         .transpose()?;
+    if let (Some(a), Some(r)) = (&automation, &repository)
+        && let Some(source) = &a.source_ref
+        && (source.namespace != r.namespace || source.name != r.name)
+    {
+        return Err(Error::Usage(format!(
+            "{}: its sourceRef names GitRepository {}/{}, but --git-repository gives {}/{}",
+            a.describe(),
+            source.namespace,
+            source.name,
+            r.namespace,
+            r.name
+        )));
+    }
     let secrets = Secrets::read(&args.secrets, args.max_file_size)?;
     let git_secret = match &repository {
         Some(GitRepository {
