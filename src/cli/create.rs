@@ -218,7 +218,8 @@ pub struct ImageUpdateAutomationArgs {
 pub struct ImageUpdaterArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// An image, [ALIAS=]IMAGE[:CONSTRAINT] (repeatable), e.g. nginx:^0.1
+    /// An image, ALIAS=IMAGE:CONSTRAINT (ALIAS= and :CONSTRAINT optional;
+    /// repeatable), e.g. nginx:^0.1
     /// or myalias=some/image.
     #[arg(long = "image", value_name = "ENTRY")]
     pub images: Vec<String>,
