@@ -169,17 +169,27 @@ fn shape(case: &Path) -> Result<(), Failed> {
             "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // Every file the arguments name is in a ConfigMap the Pod mounts.
+        // Every file the arguments name is in a ConfigMap the Pod mounts, or
+        // a Secret it projects there.
+        let projected: Vec<&str> = pod["volumes"][0]["projected"]["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["secret"]["items"].as_array())
+            .flatten()
+            .filter_map(|i| i["path"].as_str())
+            .collect();
         for path in args.iter().filter(|a| a.starts_with("/config/")) {
             let file = path.rsplit('/').next().unwrap();
-            let found = objects.iter().any(|o| {
-                o["kind"] == "ConfigMap"
-                    && o["data"]
-                        .as_object()
-                        .unwrap()
-                        .keys()
-                        .any(|k| k == file || k.ends_with(&format!(".{file}")))
-            });
+            let found = projected.contains(&file)
+                || objects.iter().any(|o| {
+                    o["kind"] == "ConfigMap"
+                        && o["data"]
+                            .as_object()
+                            .unwrap()
+                            .keys()
+                            .any(|k| k == file || k.ends_with(&format!(".{file}")))
+                });
             assert!(found, "{path} is in no ConfigMap");
         }
     }

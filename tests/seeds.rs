@@ -18,7 +18,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use fs_err as fs;
-use image_update_testkit::git::{Env, HTTP_PASSWORD, HTTP_USER, Need, TestResult, ensure};
+use image_update_testkit::git::{
+    Env, GPG_PASSPHRASE, HTTP_PASSWORD, HTTP_USER, Need, TestResult, ensure,
+};
 use image_update_testkit::registry::{Auth, Registry};
 use libtest_mimic::Arguments;
 use serde_json::Value;
@@ -58,6 +60,19 @@ fn main() {
             "create + deploy --fleet: index 1 runs the second automation",
             deployed_fleet_index_runs,
         ),
+        if image_update_testkit::missing(&["docker-registry"]).is_empty() {
+            env.trial(
+                "create + deploy: a Flux automation's CronJob signs with the projected key",
+                &[Need::Http, Need::Gpg],
+                deployed_flux_automation_signs,
+            )
+        } else {
+            image_update_testkit::trial(
+                "create + deploy: a Flux automation's CronJob signs with the projected key",
+                &["docker-registry"],
+                || {},
+            )
+        },
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     drop(servers);
@@ -79,8 +94,7 @@ fn tree(env: &Env, name: &str, marker: &str, image: &str) -> std::path::PathBuf 
     dir
 }
 
-fn git_repository(env: &Env, url: &str, namespace: &str) -> String {
-    let _ = env;
+fn git_repository(url: &str, namespace: &str) -> String {
     format!(
         "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: podinfo\n  namespace: {namespace}\nspec:\n  interval: 5m\n  url: {url}\n  ref:\n    branch: main\n  secretRef:\n    name: git-auth\n"
     )
@@ -109,7 +123,7 @@ fn seed_002_job(env: &Env) -> TestResult {
     fs::write(dir.join("imageupdater.yaml"), SEED_002)?;
     fs::write(
         dir.join("gitrepository.yaml"),
-        git_repository(env, &env.http_url(&fixture), "default"),
+        git_repository(&env.http_url(&fixture), "default"),
     )?;
     fs::write(
         dir.join("secret.yaml"),
@@ -121,8 +135,7 @@ fn seed_002_job(env: &Env) -> TestResult {
     // anything is cloned.
     fs::write(
         dir.join("other.yaml"),
-        git_repository(env, &env.http_url(&fixture), "default")
-            .replace("name: podinfo", "name: other"),
+        git_repository(&env.http_url(&fixture), "default").replace("name: podinfo", "name: other"),
     )?;
     let out = clean(&mut Command::new(BIN))
         .args(["job", "--automation"])
@@ -231,6 +244,16 @@ fn run_container(
         .as_array()
         .unwrap()
     {
+        if let Some(items) = source["secret"]["items"].as_array() {
+            // The signing Secret's armored key, as the kubelet would project it.
+            for item in items {
+                if item["key"] == "git.asc" {
+                    let path = config.join(item["path"].as_str().unwrap());
+                    fs::create_dir_all(path.parent().unwrap())?;
+                    fs::write(path, &env.gpg().ed25519_armored)?;
+                }
+            }
+        }
         let Some(name) = source["configMap"]["name"].as_str() else {
             continue;
         };
@@ -277,11 +300,11 @@ fn run_container(
         match var["valueFrom"]["secretKeyRef"]["key"].as_str() {
             Some("username") => command.env(name, HTTP_USER),
             Some("password") => command.env(name, HTTP_PASSWORD),
+            Some("passphrase") => command.env(name, GPG_PASSPHRASE),
             Some(_) => &mut command,
             None => command.env(name, dir),
         };
     }
-    let _ = env;
     Ok(command.output()?)
 }
 
@@ -296,7 +319,7 @@ fn deployed_cronjob_runs(env: &Env) -> TestResult {
     fs::write(dir.join("updater.yaml"), updater("demo", &image))?;
     fs::write(
         dir.join("repo.yaml"),
-        git_repository(env, &env.http_url(&fixture), "default"),
+        git_repository(&env.http_url(&fixture), "default"),
     )?;
     let manifests = binary(&[
         "deploy",
@@ -336,9 +359,8 @@ fn deployed_fleet_index_runs(env: &Env) -> TestResult {
         dir.join("repos.yaml"),
         format!(
             "{}---\n{}",
-            git_repository(env, &env.http_url(&f0), "default"),
-            git_repository(env, &env.http_url(&f1), "default")
-                .replace("name: podinfo", "name: second")
+            git_repository(&env.http_url(&f0), "default"),
+            git_repository(&env.http_url(&f1), "default").replace("name: podinfo", "name: second")
         ),
     )?;
     let manifests = binary(&[
@@ -360,5 +382,67 @@ fn deployed_fleet_index_runs(env: &Env) -> TestResult {
     ensure(
         untouched.contains(&format!("image: {image}:5.0.0 #")),
         || "index 1 ran the first automation".to_owned(),
+    )
+}
+
+fn deployed_flux_automation_signs(env: &Env) -> TestResult {
+    let reg = Registry::start(Auth::Anonymous);
+    let image = format!("{}/team/web", reg.authority());
+    reg.push_one_image("team/web", &["1.0.0", "1.4.0"]);
+    let source = tree(env, "signed", "flux-system:web", &format!("{image}:1.0.0"));
+    let fixture = env.fixture_from_tree("signed", &source)?;
+    let dir = env.root.join("signed");
+    fs::create_dir_all(&dir)?;
+    let objects = [
+        binary(&[
+            "create",
+            "imageupdateautomation",
+            "web",
+            "--git-repo-ref",
+            "podinfo",
+            "--checkout-branch",
+            "main",
+            "--author-name",
+            "bot",
+            "--author-email",
+            "bot@example.com",
+            "--git-repo-path",
+            "clusters/my-cluster",
+            "--signing-key-secret",
+            "signing",
+        ]),
+        binary(&["create", "imagerepository", "web", "--image", &image]),
+        binary(&[
+            "create",
+            "imagepolicy",
+            "web",
+            "--image-ref",
+            "web",
+            "--select-semver",
+            ">=1.0.0",
+        ]),
+        git_repository(&env.http_url(&fixture), "flux-system"),
+    ];
+    fs::write(dir.join("objects.yaml"), objects.join("---\n"))?;
+    let manifests = binary(&["deploy", dir.join("objects.yaml").to_str().unwrap()]);
+    let objects = image_update::yaml::parse_values(&manifests)?;
+    let out = run_container(env, &objects, &dir, 0)?;
+    ensure(out.status.code() == Some(0), || format!("{out:?}"))?;
+    let updated = env.git_out(
+        &fixture.bare,
+        &["show", "main:clusters/my-cluster/web.yaml"],
+    )?;
+    ensure(updated.contains(&format!("image: {image}:1.4.0 #")), || {
+        updated.clone()
+    })?;
+    let verified = env
+        .git(&fixture.bare)
+        .env("GNUPGHOME", &env.gpg().home)
+        .args(["verify-commit", "-v", "main"])
+        .output()?;
+    let said = String::from_utf8_lossy(&verified.stderr).into_owned();
+    ensure(
+        verified.status.success() && said.contains("Good signature"),
+        || format!("git verify-commit: {said}"),
     )
 }

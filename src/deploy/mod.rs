@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::automation::{self, Automation, AutomationKind};
+use crate::automation::{self, Automation, AutomationKind, SigningKind};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::kubesphere::{self, Interval};
 use crate::yaml::Document;
@@ -310,6 +310,8 @@ struct Unit {
     git_secret: Option<String>,
     ssh: bool,
     registry_secrets: BTreeSet<String>,
+    /// The commit signing key's Secret and kind.
+    signing: Option<(String, SigningKind)>,
     interval: Interval,
     key: String,
 }
@@ -405,6 +407,20 @@ fn unit(
             }
         }
     }
+    let signing = a
+        .git
+        .as_ref()
+        .and_then(|g| g.commit.signing_key.as_ref())
+        .map(|k| (k.secret_name.clone(), k.kind));
+    if signing.is_some() && a.namespace != namespace {
+        errors.push(
+            Diagnostic::error(format!(
+                "{what}: its signing key Secret lives in namespace {}, but the workload goes into {namespace}, where a Pod cannot read it",
+                a.namespace
+            ))
+            .at(entry.at.clone()),
+        );
+    }
     if policies.is_empty() && a.kind != AutomationKind::KubeSphere {
         errors.push(
             Diagnostic::error(format!(
@@ -449,6 +465,7 @@ fn unit(
         ssh: repo.url.starts_with("ssh://")
             || (!repo.url.contains("://") && repo.url.contains('@')),
         registry_secrets,
+        signing,
         interval: entry.interval.clone(),
         key: format!("{}/{}", a.namespace, a.name),
     })
@@ -549,6 +566,45 @@ fn git_env(secret: Option<&str>, ssh: bool) -> Vec<Value> {
     }
     env.push(json!({"name": "TMPDIR", "value": "/tmp"}));
     env
+}
+
+/// The signing key's file (Flux's key, `git.asc` or `identity`), projected
+/// at `path`.
+fn signing_source(secret: &str, kind: SigningKind, path: &str) -> Value {
+    let key = match kind {
+        SigningKind::Gpg => "git.asc",
+        SigningKind::Ssh => "identity",
+    };
+    json!({"secret": {"name": secret, "items": [{"key": key, "path": path}]}})
+}
+
+/// The signing key's passphrase from its Secret (Flux's key, optional).
+fn signing_env(signing: Option<&(String, SigningKind)>) -> Option<Value> {
+    signing.map(|(secret, kind)| {
+        let key = match kind {
+            SigningKind::Gpg => "passphrase",
+            SigningKind::Ssh => "password",
+        };
+        json!({
+            "name": "IMAGE_UPDATE_SIGNING_PASSPHRASE",
+            "valueFrom": {"secretKeyRef": {"name": secret, "key": key, "optional": true}},
+        })
+    })
+}
+
+/// The arguments and environment a unit adds for its signing key.
+fn with_signing(
+    args: &mut Vec<String>,
+    env: &mut Vec<Value>,
+    sources: &mut Vec<Value>,
+    signing: Option<&(String, SigningKind)>,
+) {
+    if let Some((secret, kind)) = signing {
+        sources.push(signing_source(secret, *kind, "signing-key"));
+        args.push("--signing-key".to_owned());
+        args.push(format!("{CONFIG_MOUNT}/signing-key"));
+    }
+    env.extend(signing_env(signing));
 }
 
 /// The hardened Pod of `deploy/cronjob.yaml`, running `args`.
@@ -704,18 +760,20 @@ fn single(u: &Unit, name: &str, options: &Options) -> Result<(Vec<Value>, Option
             json!({"secret": {"name": s, "items": [{"key": ".dockerconfigjson", "path": s}]}}),
         );
     }
-    let volumes = vec![json!({"name": "config", "projected": {"sources": sources}})];
     let has_policies = u.files.iter().any(|(k, _)| *k == "policies.yaml");
-    let args = job_args(
+    let mut args = job_args(
         CONFIG_MOUNT,
         has_policies,
         options.state.then(|| "/state/state.json".to_owned()),
     );
+    let mut env = git_env(u.git_secret.as_deref(), u.ssh);
+    with_signing(&mut args, &mut env, &mut sources, u.signing.as_ref());
+    let volumes = vec![json!({"name": "config", "projected": {"sources": sources}})];
     let job = json!({
         "backoffLimit": 2,
         "activeDeadlineSeconds": deadline(&schedule),
         "podFailurePolicy": failure_rules(false),
-        "template": pod(&options.image, args, git_env(u.git_secret.as_deref(), u.ssh), volumes, options.state, name),
+        "template": pod(&options.image, args, env, volumes, options.state, name),
     });
     let mut objects = vec![config];
     if options.state {
@@ -759,6 +817,16 @@ fn fleet_objects(
                     u.namespace,
                     first_entry.automation.describe(),
                     first.namespace
+                ))
+                .at(e.at.clone()),
+            );
+        }
+        if u.signing != first.signing {
+            errors.push(
+                Diagnostic::error(format!(
+                    "{}: a fleet's Pods share one signing key, and this automation's signingKey differs from {}'s (deploy them without --fleet, or in two fleets)",
+                    e.automation.describe(),
+                    first_entry.automation.describe(),
                 ))
                 .at(e.at.clone()),
             );
@@ -850,10 +918,18 @@ fn fleet_objects(
     // Kubernetes expands $(JOB_COMPLETION_INDEX) in the arguments: the
     // variable is in the environment of every Pod of an Indexed Job.
     let dir = format!("{CONFIG_MOUNT}/$(JOB_COMPLETION_INDEX)");
-    let volumes = vec![json!({"name": "config", "projected": {"sources": sources}})];
     let state = options
         .state
         .then(|| "/state/$(JOB_COMPLETION_INDEX).json".to_owned());
+    let mut fleet_args = job_args(&dir, true, state);
+    let mut env = git_env(first.git_secret.as_deref(), first.ssh);
+    with_signing(
+        &mut fleet_args,
+        &mut env,
+        &mut sources,
+        first.signing.as_ref(),
+    );
+    let volumes = vec![json!({"name": "config", "projected": {"sources": sources}})];
     let job = json!({
         "completionMode": "Indexed",
         "completions": units.len(),
@@ -861,7 +937,7 @@ fn fleet_objects(
         "backoffLimitPerIndex": 2,
         "activeDeadlineSeconds": deadline(&schedule),
         "podFailurePolicy": failure_rules(true),
-        "template": pod(&options.image, job_args(&dir, true, state), git_env(first.git_secret.as_deref(), first.ssh), volumes, options.state, &name),
+        "template": pod(&options.image, fleet_args, env, volumes, options.state, &name),
     });
     if options.state {
         objects.push(state_claim(&name, &first.namespace, true));
@@ -1089,6 +1165,44 @@ spec:
         )
         .unwrap_err();
         assert!(errors[0].starts_with("c.yaml:1:1: error: ImageUpdateAutomation flux-system/db: a fleet's Pods share one environment"), "{errors:?}");
+    }
+
+    #[test]
+    fn signing_keys_are_projected_with_their_passphrase() {
+        let signed = AUTOMATION.replace(
+            "      author: {name: bot, email: bot@example.com}\n",
+            "      author: {name: bot, email: bot@example.com}\n      signingKey: {secretRef: {name: sign}, type: ssh}\n",
+        );
+        let out = run(
+            &[
+                ("auto.yaml", &signed),
+                ("repo.yaml", REPO),
+                ("defs.yaml", POLICIES),
+            ],
+            &Options::default(),
+        )
+        .unwrap();
+        let pod = &out.objects[1]["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+        let args = pod["containers"][0]["args"].as_array().unwrap();
+        assert!(
+            args.windows(2)
+                .any(|w| w[0] == "--signing-key" && w[1] == "/config/signing-key")
+        );
+        let sources = pod["volumes"][0]["projected"]["sources"]
+            .as_array()
+            .unwrap();
+        assert!(
+            sources
+                .iter()
+                .any(|s| s["secret"]["name"] == "sign"
+                    && s["secret"]["items"][0]["key"] == "identity")
+        );
+        let env = pod["containers"][0]["env"].as_array().unwrap();
+        assert!(
+            env.iter()
+                .any(|e| e["name"] == "IMAGE_UPDATE_SIGNING_PASSPHRASE"
+                    && e["valueFrom"]["secretKeyRef"]["key"] == "password")
+        );
     }
 
     #[test]
