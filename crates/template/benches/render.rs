@@ -1,15 +1,20 @@
 //! Renders Flux's documented "methods" template (`testdata/templates/cases/flux-methods.tmpl`) over a
 //! generated report of 10,000 changes: 1,000 files, 2 objects each, 5 changes each.
-//! Target: under 20 ms per render in release. Run with `cargo bench -p image-update-template --bench render`.
+//! Target: under 20 ms per render in release. Then the Flux v0.x template of the Flux documentation
+//! (`testdata/templates/cases/flux-v1beta1-updated.tmpl`: `.Updated.Files`, `.Updated.Objects`,
+//! `.Updated.Images`) over the same report: 10,000 image references to parse and order.
+//! Run with `cargo bench -p image-update-template --bench render`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use image_update_template::{
-    ObjectId, Template, TemplateData, UpdateChange, render_commit_message,
+    ObjectId, Template, TemplateData, UpdateChange, Value, render_commit_message,
 };
 
 const TEMPLATE: &str = include_str!("../../../testdata/templates/cases/flux-methods.tmpl");
+const V0_TEMPLATE: &str =
+    include_str!("../../../testdata/templates/cases/flux-v1beta1-updated.tmpl");
 
 fn data() -> TemplateData {
     let mut d = TemplateData::new("flux-system", "bench");
@@ -55,6 +60,15 @@ fn main() {
             .map(|s| s.len())
             .unwrap_or(0)
     });
+    measure(
+        "render_commit_message, Flux v0.x .Updated template (parse + data + execute)",
+        30,
+        || {
+            render_commit_message(Some(V0_TEMPLATE), &d)
+                .map(|s| s.len())
+                .unwrap_or(0)
+        },
+    );
     pieces(&d);
     let value = d.to_value();
     let tmpl = Template::parse("commit message", TEMPLATE).map_err(|e| e.to_string());
@@ -66,6 +80,16 @@ fn main() {
         black_box(d.to_value());
         0
     });
+    measure("TemplateData::value(legacy: true) only", 30, || {
+        black_box(d.value(true).is_ok());
+        0
+    });
+    let legacy = d.value(true).unwrap_or(Value::Invalid);
+    if let Ok(v0) = Template::parse("commit message", V0_TEMPLATE) {
+        measure("Template::execute only, Flux v0.x template", 30, || {
+            v0.execute(&legacy).map(|b| b.len()).unwrap_or(0)
+        });
+    }
 }
 
 fn pieces(d: &TemplateData) {

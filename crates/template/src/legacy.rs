@@ -19,8 +19,10 @@
 //! order of its changes, keeping the first of equal references, and `Objects()` appends each
 //! object's references file by file in path order.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
+
+use foldhash::fast::RandomState as FastHash;
 
 use crate::flux::{ObjectId, UpdateChange};
 use crate::refname::{self, Reference};
@@ -79,7 +81,7 @@ impl LegacyResult {
         file_changes: &BTreeMap<String, Vec<(ObjectId, Vec<UpdateChange>)>>,
         policies: &BTreeMap<String, String>,
     ) -> Result<LegacyResult, InvalidImageRef> {
-        let mut refs: BTreeMap<(String, String), Rc<ImageRef>> = BTreeMap::new();
+        let mut refs: HashMap<String, Vec<Rc<ImageRef>>, FastHash> = HashMap::default();
         let mut files = BTreeMap::new();
         for (file, objects) in file_changes {
             let mut by_object: BTreeMap<ObjectId, Vec<Rc<ImageRef>>> = BTreeMap::new();
@@ -91,17 +93,22 @@ impl LegacyResult {
                     let Some((key, whole)) = setter_policy(&change.setter) else {
                         continue;
                     };
-                    let image = match policies.get(key) {
-                        Some(image) => image.clone(),
-                        None if whole => change.new_value.to_string(),
+                    let image: &str = match policies.get(key) {
+                        Some(image) => image,
+                        None if whole => &change.new_value,
                         None => continue,
                     };
-                    let r = match refs.get(&(key.to_owned(), image.clone())) {
+                    // One reference per policy and image (a policy has one latest image, so the
+                    // lookup by policy alone almost always answers).
+                    let known = refs
+                        .get(key)
+                        .and_then(|list| list.iter().find(|r| r.reference.original == image));
+                    let r = match known {
                         Some(r) => r.clone(),
                         None => {
-                            let reference = refname::parse_reference(&image).map_err(|reason| {
+                            let reference = refname::parse_reference(image).map_err(|reason| {
                                 InvalidImageRef {
-                                    image: image.clone(),
+                                    image: image.to_owned(),
                                     reason,
                                 }
                             })?;
@@ -111,7 +118,7 @@ impl LegacyResult {
                                 policy_name: name.to_owned(),
                                 reference,
                             });
-                            refs.insert((key.to_owned(), image), r.clone());
+                            refs.entry(key.to_owned()).or_default().push(r.clone());
                             r
                         }
                     };
@@ -130,11 +137,12 @@ impl LegacyResult {
 
     /// `Images()`: every reference once, in the order the module documentation gives.
     pub fn images(&self) -> Vec<Rc<ImageRef>> {
+        let mut seen: HashSet<*const ImageRef, FastHash> = HashSet::default();
         let mut out: Vec<Rc<ImageRef>> = Vec::new();
         for objects in self.files.values() {
             for refs in objects.values() {
                 for r in refs {
-                    if !out.iter().any(|x| Rc::ptr_eq(x, r)) {
+                    if seen.insert(Rc::as_ptr(r)) {
                         out.push(r.clone());
                     }
                 }
@@ -274,10 +282,10 @@ impl LegacyTypes {
     /// The `update.Result` value of `result`; `object_id` makes the value of an object's identity.
     pub fn value(&self, result: &LegacyResult, object_id: &dyn Fn(&ObjectId) -> Value) -> Value {
         let names = refname::types();
-        let mut values: Vec<(*const ImageRef, Value)> = Vec::new();
+        let mut values: HashMap<*const ImageRef, Value, FastHash> = HashMap::default();
         let mut value_of = |r: &Rc<ImageRef>| -> Value {
             let key = Rc::as_ptr(r);
-            if let Some((_, v)) = values.iter().find(|(k, _)| *k == key) {
+            if let Some(v) = values.get(&key) {
                 return v.clone();
             }
             let policy = Value::structure(
@@ -290,7 +298,7 @@ impl LegacyTypes {
                 vec![names.value(&r.reference), policy],
                 Vec::new(),
             );
-            values.push((key, v.clone()));
+            values.insert(key, v.clone());
             v
         };
         let refs_type = Type::slice_of(Type::Named(self.image_ref_iface.clone()));
