@@ -16,15 +16,15 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::kubesphere::Interval;
-use crate::reflector::definitions::ImageEntry;
+use crate::reflector::kubesphere::ImageEntry;
 
 /// Flux's image API version.
-pub const FLUX_IMAGE_API: &str = "image.toolkit.fluxcd.io/v1";
+pub(crate) const FLUX_IMAGE_API: &str = "image.toolkit.fluxcd.io/v1";
 
 /// A usage mistake, as a sentence naming the flag.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct CreateError(pub String);
+pub(crate) struct CreateError(pub String);
 
 fn fail<T>(message: impl Into<String>) -> Result<T, CreateError> {
     Err(CreateError(message.into()))
@@ -32,7 +32,7 @@ fn fail<T>(message: impl Into<String>) -> Result<T, CreateError> {
 
 /// `metadata`: name, namespace and labels.
 #[derive(Debug, Clone, Default)]
-pub struct Meta {
+pub(crate) struct Meta {
     pub name: String,
     pub namespace: String,
     /// `--label KEY=VALUE`, in key order.
@@ -72,7 +72,7 @@ impl Meta {
 ///
 /// # Errors
 /// A label without `=`.
-pub fn labels(flags: &[String]) -> Result<BTreeMap<String, String>, CreateError> {
+pub(crate) fn labels(flags: &[String]) -> Result<BTreeMap<String, String>, CreateError> {
     let mut out = BTreeMap::new();
     for flag in flags {
         for pair in flag.split(',').filter(|p| !p.is_empty()) {
@@ -104,7 +104,7 @@ pub fn dns_subdomain(s: &str) -> bool {
 /// A duration as Go's `time.Duration.String()` writes it (`1m0s`,
 /// `1h30m0s`, `500ms`, `1.5s`), the form Flux's exports use.
 #[must_use]
-pub fn go_duration(d: Duration) -> String {
+pub(crate) fn go_duration(d: Duration) -> String {
     let nanos = d.as_nanos();
     if nanos == 0 {
         return "0s".to_owned();
@@ -143,7 +143,7 @@ pub fn go_duration(d: Duration) -> String {
 ///
 /// # Errors
 /// A sentence naming the flag.
-pub fn duration(flag: &str, text: &str) -> Result<Interval, CreateError> {
+pub(crate) fn duration(flag: &str, text: &str) -> Result<Interval, CreateError> {
     Interval::parse(text).ok_or_else(|| {
         CreateError(format!(
             "{flag} {text:?} is not a duration such as 1m, 30m or 1h30m (units ms, s, m, h)"
@@ -162,7 +162,7 @@ fn object(api_version: &str, kind: &str, meta: &Meta, spec: Value) -> Result<Val
 
 /// `create imagerepository`.
 #[derive(Debug, Clone)]
-pub struct ImageRepository {
+pub(crate) struct ImageRepository {
     /// `--image`: the repository, without tag.
     pub image: String,
     /// `--interval`.
@@ -177,7 +177,7 @@ pub struct ImageRepository {
 ///
 /// # Errors
 /// An image that is not a repository name; an invalid name or label.
-pub fn image_repository(meta: &Meta, a: &ImageRepository) -> Result<Value, CreateError> {
+pub(crate) fn image_repository(meta: &Meta, a: &ImageRepository) -> Result<Value, CreateError> {
     if a.image.is_empty() {
         return fail("an image repository (--image) is required");
     }
@@ -200,7 +200,7 @@ pub fn image_repository(meta: &Meta, a: &ImageRepository) -> Result<Value, Creat
 
 /// How a policy chooses a tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Select {
+pub(crate) enum Select {
     /// `--select-semver RANGE`
     Semver(String),
     /// `--select-alpha asc|desc`
@@ -215,7 +215,7 @@ impl Select {
     /// # Errors
     /// None or several given; an order other than `asc`/`desc`; a semver
     /// range that does not parse.
-    pub fn from_flags(
+    pub(crate) fn from_flags(
         semver: Option<&str>,
         alpha: Option<&str>,
         numeric: Option<&str>,
@@ -260,7 +260,7 @@ impl Select {
 
 /// `create imagepolicy`.
 #[derive(Debug, Clone)]
-pub struct ImagePolicy {
+pub(crate) struct ImagePolicy {
     /// `--image-ref`: the ImageRepository's name.
     pub image_ref: String,
     pub select: Select,
@@ -280,7 +280,7 @@ pub struct ImagePolicy {
 /// Flux's checks: a repository name, a valid filter (and an extract only
 /// with a filter, naming its groups), a known reflection policy, an
 /// interval only with `Always`.
-pub fn image_policy(meta: &Meta, a: &ImagePolicy) -> Result<Value, CreateError> {
+pub(crate) fn image_policy(meta: &Meta, a: &ImagePolicy) -> Result<Value, CreateError> {
     if a.image_ref.is_empty() {
         return fail("the name of an ImageRepository in the namespace is required (--image-ref)");
     }
@@ -355,7 +355,7 @@ fn check_extract(extract: &str, re: &regex::Regex) -> Result<(), CreateError> {
 /// The git part of an automation: `create imageupdateautomation` and the
 /// `fluxcd` section of `create imageupdater`.
 #[derive(Debug, Clone, Default)]
-pub struct GitAutomation {
+pub(crate) struct GitAutomation {
     /// `--git-repo-ref`: the GitRepository.
     pub git_repo_ref: String,
     /// `--git-repo-namespace`.
@@ -448,7 +448,7 @@ impl GitAutomation {
 
 /// `create imageupdateautomation`.
 #[derive(Debug, Clone, Default)]
-pub struct ImageUpdateAutomation {
+pub(crate) struct ImageUpdateAutomation {
     pub git: GitAutomation,
     /// `--signing-key-secret`.
     pub signing_key_secret: Option<String>,
@@ -461,7 +461,7 @@ pub struct ImageUpdateAutomation {
 /// # Errors
 /// Flux's required flags; a signing key type without a secret, or other
 /// than gpg/ssh; a template that does not parse.
-pub fn image_update_automation(
+pub(crate) fn image_update_automation(
     meta: &Meta,
     a: &ImageUpdateAutomation,
 ) -> Result<Value, CreateError> {
@@ -501,7 +501,7 @@ pub fn image_update_automation(
 
 /// The engine section of `create imageupdater`.
 #[derive(Debug, Clone)]
-pub enum Engine {
+pub(crate) enum Engine {
     /// `--kind fluxcd`.
     Fluxcd {
         git: GitAutomation,
@@ -531,7 +531,7 @@ pub enum Engine {
 
 /// `create imageupdater`.
 #[derive(Debug, Clone)]
-pub struct ImageUpdater {
+pub(crate) struct ImageUpdater {
     /// `--image [ALIAS=]IMAGE[:CONSTRAINT]` (repeatable).
     pub images: Vec<String>,
     pub engine: Engine,
@@ -544,7 +544,7 @@ pub struct ImageUpdater {
 /// repository), an alias given twice; per engine, the automation's required
 /// flags, or a map naming an alias the images do not have, an unknown
 /// strategy, write-back method or allow-tags form.
-pub fn image_updater(meta: &Meta, a: &ImageUpdater) -> Result<Value, CreateError> {
+pub(crate) fn image_updater(meta: &Meta, a: &ImageUpdater) -> Result<Value, CreateError> {
     if a.images.is_empty() {
         return fail("at least one image is required (--image [ALIAS=]IMAGE[:CONSTRAINT])");
     }
@@ -672,7 +672,10 @@ pub fn image_updater(meta: &Meta, a: &ImageUpdater) -> Result<Value, CreateError
 ///
 /// # Errors
 /// A value without `=`, or an alias given twice.
-pub fn alias_map(flag: &str, values: &[String]) -> Result<BTreeMap<String, String>, CreateError> {
+pub(crate) fn alias_map(
+    flag: &str,
+    values: &[String],
+) -> Result<BTreeMap<String, String>, CreateError> {
     let mut out = BTreeMap::new();
     for v in values {
         let Some((alias, value)) = v.split_once('=') else {
@@ -689,7 +692,7 @@ pub fn alias_map(flag: &str, values: &[String]) -> Result<BTreeMap<String, Strin
 ///
 /// # Errors
 /// Only if YAML serialisation fails.
-pub fn to_yaml(object: &Value) -> Result<String, CreateError> {
+pub(crate) fn to_yaml(object: &Value) -> Result<String, CreateError> {
     let text = serde_saphyr::to_string(object).map_err(|e| CreateError(e.to_string()))?;
     let mut out = String::from("---\n");
     out.push_str(&text);

@@ -27,11 +27,11 @@ use crate::text::Position;
 use crate::yaml::Document;
 
 /// The group of the ImageUpdater API.
-pub const GROUP: &str = "gitops.kubesphere.io";
+pub(crate) const GROUP: &str = "gitops.kubesphere.io";
 /// Its only version.
-pub const API_VERSION: &str = "gitops.kubesphere.io/v1alpha1";
+pub(crate) const API_VERSION: &str = "gitops.kubesphere.io/v1alpha1";
 /// Its kind.
-pub const KIND: &str = "ImageUpdater";
+pub(crate) const KIND: &str = "ImageUpdater";
 
 /// The `spec` fields of an ImageUpdater read as an automation, dotted
 /// (the CRD must declare each: `tests/crd.rs`). `images`, `argocd` and the
@@ -81,7 +81,7 @@ const OPAQUE: &[&str] = &[
 
 /// Whether `value` is a KubeSphere ImageUpdater (any version of the group).
 #[must_use]
-pub fn is_image_updater(value: &Value) -> bool {
+pub(crate) fn is_image_updater(value: &Value) -> bool {
     value.get("kind").and_then(Value::as_str) == Some(KIND)
         && value
             .get("apiVersion")
@@ -91,7 +91,7 @@ pub fn is_image_updater(value: &Value) -> bool {
 
 /// An ImageUpdater read as an automation.
 #[derive(Debug, Clone)]
-pub struct Updater {
+pub(crate) struct Updater {
     /// What every mode follows (`kind` [`AutomationKind::KubeSphere`]).
     pub automation: Automation,
     /// `spec.fluxcd.interval`.
@@ -103,7 +103,7 @@ pub struct Updater {
 /// A Kubernetes duration as Flux's CRDs accept it: `1m`, `1h30m`, `0.5s`
 /// (`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`), with the text as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Interval {
+pub(crate) struct Interval {
     /// As written.
     pub text: String,
     /// Its length.
@@ -113,7 +113,7 @@ pub struct Interval {
 impl Interval {
     /// Parse a duration; `None` when it is not one.
     #[must_use]
-    pub fn parse(text: &str) -> Option<Interval> {
+    pub(crate) fn parse(text: &str) -> Option<Interval> {
         let mut rest = text;
         let mut nanos: u128 = 0;
         if rest.is_empty() {
@@ -177,7 +177,11 @@ impl Interval {
 /// that cannot be honoured, a wrong type, an interval that does not parse, a
 /// source that is not a GitRepository, an update strategy other than
 /// `Setters`.
-pub fn read(doc: &Document, origin: &str, positions: bool) -> Result<Updater, Vec<Diagnostic>> {
+pub(crate) fn read(
+    doc: &Document,
+    origin: &str,
+    positions: bool,
+) -> Result<Updater, Vec<Diagnostic>> {
     let mut r = Reader {
         doc,
         origin,

@@ -43,7 +43,7 @@ fn read(path: &Path) -> String {
 }
 
 fn crd() -> Value {
-    let docs = image_update::yaml::parse_values(&read(&root().join(UPDATER_CRD))).unwrap();
+    let docs = image_update::api::yaml::parse_values(&read(&root().join(UPDATER_CRD))).unwrap();
     assert_eq!(docs.len(), 1, "one CRD per file");
     docs[0].clone()
 }
@@ -76,7 +76,7 @@ fn main() {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         trials.push(trial_with(format!("valid: {name}"), &[], move || {
             let text = read(&path);
-            for doc in image_update::yaml::parse_values(&text).unwrap() {
+            for doc in image_update::api::yaml::parse_values(&text).unwrap() {
                 validate(&doc).map_err(|e| format!("{}: {e}", path.display()))?;
             }
             Ok(())
@@ -85,7 +85,9 @@ fn main() {
     for (path, expected) in fixtures("invalid") {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         trials.push(trial_with(format!("invalid: {name}"), &[], move || {
-            let doc = image_update::yaml::parse_one(&read(&path)).unwrap().value;
+            let doc = image_update::api::yaml::parse_one(&read(&path))
+                .unwrap()
+                .value;
             match validate(&doc) {
                 Ok(()) => Err(format!("{} was accepted", path.display()).into()),
                 Err(errors)
@@ -166,13 +168,13 @@ fn validate(object: &Value) -> Result<(), String> {
     }
     let mut errors = Vec::new();
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    if !image_update::create::dns_subdomain(name) {
+    if !image_update::api::objects::dns_subdomain(name) {
         errors.push(format!(
             "/metadata/name: {name:?} is not a DNS-1123 subdomain"
         ));
     }
     if let Some(ns) = object["metadata"]["namespace"].as_str()
-        && !image_update::create::dns_label(ns)
+        && !image_update::api::objects::dns_label(ns)
     {
         errors.push(format!(
             "/metadata/namespace: {ns:?} is not a DNS-1123 label"
@@ -410,7 +412,7 @@ fn fields_read_are_declared() {
         ".spec.fluxcd.policy.alphabetical.order",
         ".spec.fluxcd.policy.numerical.order",
     ];
-    let automation = image_update::kubesphere::FIELDS
+    let automation = image_update::api::objects::IMAGE_UPDATER_FIELDS
         .iter()
         .map(|f| format!(".spec.{f}"));
     for path in reflector.iter().map(|s| (*s).to_owned()).chain(automation) {
@@ -474,7 +476,7 @@ fn repository_updaters() {
             if !text.contains("gitops.kubesphere.io") {
                 continue;
             }
-            let Ok(docs) = image_update::yaml::parse_values(&text) else {
+            let Ok(docs) = image_update::api::yaml::parse_values(&text) else {
                 continue;
             };
             for doc in docs {
@@ -571,7 +573,7 @@ fn created_objects() {
     ] {
         let out = Command::new(BIN).args(&args).output().unwrap();
         assert!(out.status.success(), "{args:?}: {out:?}");
-        let doc = image_update::yaml::parse_one(&String::from_utf8(out.stdout).unwrap())
+        let doc = image_update::api::yaml::parse_one(&String::from_utf8(out.stdout).unwrap())
             .unwrap()
             .value;
         validate(&doc).unwrap_or_else(|e| panic!("{args:?}: {e}"));

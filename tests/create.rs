@@ -113,7 +113,7 @@ fn golden(args_file: &Path) -> Result<(), libtest_mimic::Failed> {
         .into());
     }
     // What is written reads back as the same object.
-    let doc = image_update::yaml::parse_one(&got)?;
+    let doc = image_update::api::yaml::parse_one(&got)?;
     assert_eq!(doc.value["metadata"]["name"], args[1]);
     Ok(())
 }

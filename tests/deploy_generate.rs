@@ -123,7 +123,7 @@ fn golden(case: &Path) -> Result<(), Failed> {
 
 fn shape(case: &Path) -> Result<(), Failed> {
     let objects =
-        image_update::yaml::parse_values(&fs_err::read_to_string(case.join("stdout.yaml"))?)?;
+        image_update::api::yaml::parse_values(&fs_err::read_to_string(case.join("stdout.yaml"))?)?;
     let crons: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "CronJob").collect();
     assert!(!crons.is_empty());
     for cron in crons {

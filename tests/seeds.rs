@@ -326,7 +326,7 @@ fn deployed_cronjob_runs(env: &Env) -> TestResult {
         dir.join("updater.yaml").to_str().unwrap(),
         dir.join("repo.yaml").to_str().unwrap(),
     ]);
-    let objects = image_update::yaml::parse_values(&manifests)?;
+    let objects = image_update::api::yaml::parse_values(&manifests)?;
     let out = run_container(env, &objects, &dir, 0)?;
     ensure(out.status.code() == Some(0), || format!("{out:?}"))?;
     let message = env.git_out(&fixture.bare, &["log", "-1", "--format=%B", "main"])?;
@@ -371,7 +371,7 @@ fn deployed_fleet_index_runs(env: &Env) -> TestResult {
         dir.join("b.yaml").to_str().unwrap(),
         dir.join("repos.yaml").to_str().unwrap(),
     ]);
-    let objects = image_update::yaml::parse_values(&manifests)?;
+    let objects = image_update::api::yaml::parse_values(&manifests)?;
     let out = run_container(env, &objects, &dir, 1)?;
     ensure(out.status.code() == Some(0), || format!("{out:?}"))?;
     let moved = env.git_out(&f1.bare, &["show", "main:clusters/my-cluster/web.yaml"])?;
@@ -425,7 +425,7 @@ fn deployed_flux_automation_signs(env: &Env) -> TestResult {
     ];
     fs::write(dir.join("objects.yaml"), objects.join("---\n"))?;
     let manifests = binary(&["deploy", dir.join("objects.yaml").to_str().unwrap()]);
-    let objects = image_update::yaml::parse_values(&manifests)?;
+    let objects = image_update::api::yaml::parse_values(&manifests)?;
     let out = run_container(env, &objects, &dir, 0)?;
     ensure(out.status.code() == Some(0), || format!("{out:?}"))?;
     let updated = env.git_out(

@@ -13,14 +13,15 @@ use crate::error::Error;
 
 /// `image-update create`.
 #[derive(Debug, Clone, Args)]
-pub struct CreateArgs {
+pub(crate) struct CreateArgs {
     #[command(subcommand)]
     pub kind: CreateKind,
 }
 
 /// What to create.
 #[derive(Debug, Clone, Subcommand)]
-pub enum CreateKind {
+#[allow(clippy::enum_variant_names)] // the kinds' own names
+pub(crate) enum CreateKind {
     /// A Flux ImageRepository: an image repository to scan.
     #[command(name = "imagerepository", visible_alias = "image-repository")]
     ImageRepository(ImageRepositoryArgs),
@@ -42,7 +43,7 @@ pub enum CreateKind {
 
 /// Flags every kind takes (Flux's `create` flags).
 #[derive(Debug, Clone, Args)]
-pub struct CommonArgs {
+pub(crate) struct CommonArgs {
     /// The object's name.
     pub name: String,
 
@@ -72,7 +73,7 @@ impl CommonArgs {
 
 /// `create imagerepository`.
 #[derive(Debug, Clone, Args)]
-pub struct ImageRepositoryArgs {
+pub(crate) struct ImageRepositoryArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// The image repository to scan, e.g. ghcr.io/stefanprodan/podinfo.
@@ -91,7 +92,7 @@ pub struct ImageRepositoryArgs {
 
 /// The policy flags (Flux's `--select-*`).
 #[derive(Debug, Clone, Args)]
-pub struct SelectArgs {
+pub(crate) struct SelectArgs {
     /// A semver range for the tags, e.g. '>=1.0.0' or '5.0.x'.
     #[arg(long, value_name = "RANGE")]
     pub select_semver: Option<String>,
@@ -117,7 +118,7 @@ impl SelectArgs {
 
 /// `create imagepolicy`.
 #[derive(Debug, Clone, Args)]
-pub struct ImagePolicyArgs {
+pub(crate) struct ImagePolicyArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// The ImageRepository (in the namespace) whose tags are chosen from.
@@ -141,7 +142,7 @@ pub struct ImagePolicyArgs {
 
 /// The automation flags (Flux's `create image update` flags).
 #[derive(Debug, Clone, Args)]
-pub struct GitArgs {
+pub(crate) struct GitArgs {
     /// The GitRepository to update.
     #[arg(long, value_name = "NAME")]
     pub git_repo_ref: Option<String>,
@@ -200,7 +201,7 @@ impl GitArgs {
 
 /// `create imageupdateautomation`.
 #[derive(Debug, Clone, Args)]
-pub struct ImageUpdateAutomationArgs {
+pub(crate) struct ImageUpdateAutomationArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]
@@ -215,7 +216,7 @@ pub struct ImageUpdateAutomationArgs {
 
 /// `create imageupdater`.
 #[derive(Debug, Clone, Args)]
-pub struct ImageUpdaterArgs {
+pub(crate) struct ImageUpdaterArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// An image, ALIAS=IMAGE:CONSTRAINT (ALIAS= and :CONSTRAINT optional;
@@ -357,10 +358,10 @@ fn build(kind: &CreateKind) -> Result<serde_json::Value, Error> {
 /// # Errors
 /// Usage errors for missing or invalid flags; stdout that cannot be
 /// written.
-pub fn run(args: &CreateArgs) -> Result<Exit, Error> {
+pub(crate) fn run(args: &CreateArgs) -> Result<Exit, Error> {
     let object = build(&args.kind)?;
     let text = create::to_yaml(&object).map_err(|e| Error::Internal(e.0))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {

@@ -14,7 +14,7 @@ use crate::input::SizeLimit;
 
 /// `image-update deploy`.
 #[derive(Debug, Clone, Args)]
-pub struct DeployArgs {
+pub(crate) struct DeployArgs {
     /// YAML files with ImageUpdateAutomations or ImageUpdaters (kind:
     /// fluxcd), their GitRepositories and the ImageRepository/ImagePolicy
     /// definitions (`-` reads stdin).
@@ -54,7 +54,7 @@ pub struct DeployArgs {
 /// # Errors
 /// Unreadable or invalid files; every problem of the inputs, at its place
 /// (nothing is written then); stdout that cannot be written.
-pub fn run(args: &DeployArgs) -> Result<Exit, Error> {
+pub(crate) fn run(args: &DeployArgs) -> Result<Exit, Error> {
     if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
         return Err(Error::Usage("- (stdin) can be given once".to_owned()));
     }
@@ -82,10 +82,15 @@ pub fn run(args: &DeployArgs) -> Result<Exit, Error> {
     };
     let output = deploy::generate(&sources, &options).map_err(Error::invalid)?;
     let text = output.to_yaml().map_err(Error::Internal)?;
-    for note in &output.notes {
-        eprintln!("{note}");
-    }
-    let mut out = std::io::stdout().lock();
+    let paint = super::stderr_paint(super::ColorChoice::from_args());
+    let notes: String = output
+        .notes
+        .iter()
+        .map(|n| crate::render::terminal::diagnostic(n, paint))
+        .collect();
+    // One write, so that lines of concurrent processes do not interleave.
+    let _ = super::stdio::stderr().write_all(notes.as_bytes());
+    let mut out = super::stdio::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {

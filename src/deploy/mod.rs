@@ -34,7 +34,7 @@
 //! Pure: documents in, manifests out; every problem is a diagnostic at its
 //! file, line and column, and nothing is produced when there is one.
 
-pub mod schedule;
+pub(crate) mod schedule;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -48,13 +48,13 @@ use crate::yaml::Document;
 
 /// The Job's exit status for a configuration error (`crate::job`'s
 /// `EXIT_CONFIGURATION`; the README's Job section).
-pub const EXIT_CONFIGURATION: i64 = 2;
+pub(crate) const EXIT_CONFIGURATION: i64 = 2;
 /// The Job's exit status when every push lost a race (`EXIT_CONFLICT`).
-pub const EXIT_CONFLICT: i64 = 4;
+pub(crate) const EXIT_CONFLICT: i64 = 4;
 /// The container's name.
-pub const CONTAINER: &str = "image-update";
+pub(crate) const CONTAINER: &str = "image-update";
 /// Where the objects are mounted.
-pub const CONFIG_MOUNT: &str = "/config";
+pub(crate) const CONFIG_MOUNT: &str = "/config";
 /// The most bytes of objects one ConfigMap holds (Kubernetes allows 1 MiB
 /// for the whole object).
 const CONFIGMAP_BUDGET: usize = 900 * 1024;
@@ -63,7 +63,7 @@ const MAX_NAME: usize = 52;
 
 /// The image the manifests run: the release of this binary.
 #[must_use]
-pub fn default_image() -> String {
+pub(crate) fn default_image() -> String {
     format!(
         "ghcr.io/image-update/image-update:{}",
         env!("CARGO_PKG_VERSION")
@@ -71,7 +71,7 @@ pub fn default_image() -> String {
 }
 
 /// One input file.
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     /// Its name, for diagnostics.
     pub origin: &'a str,
     pub documents: &'a [Document],
@@ -79,7 +79,7 @@ pub struct Source<'a> {
 
 /// How to deploy.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The container image.
     pub image: String,
     /// Put every workload in this namespace (default: each automation's).
@@ -106,7 +106,7 @@ impl Default for Options {
 
 /// The manifests, and notes about them.
 #[derive(Debug, Clone, Default)]
-pub struct Output {
+pub(crate) struct Output {
     /// Every object, in the order they should be applied.
     pub objects: Vec<Value>,
     /// Notes (a schedule that differs from an interval).
@@ -118,7 +118,7 @@ impl Output {
     ///
     /// # Errors
     /// Only if YAML serialisation fails.
-    pub fn to_yaml(&self) -> Result<String, String> {
+    pub(crate) fn to_yaml(&self) -> Result<String, String> {
         let mut out = String::new();
         for o in &self.objects {
             out.push_str("---\n");
@@ -162,7 +162,10 @@ struct Entry<'a> {
 /// parse or is under a minute, no policy definitions for an automation,
 /// Secrets in another namespace than the workload's, two workloads with one
 /// name, a fleet whose automations use different namespaces or git Secrets.
-pub fn generate(sources: &[Source<'_>], options: &Options) -> Result<Output, Vec<Diagnostic>> {
+pub(crate) fn generate(
+    sources: &[Source<'_>],
+    options: &Options,
+) -> Result<Output, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut entries = Vec::new();
     let mut repos: Vec<GitRepo> = Vec::new();

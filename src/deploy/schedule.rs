@@ -26,7 +26,7 @@ const HOURS: [u64; 8] = [1, 2, 3, 4, 6, 8, 12, 24];
 
 /// A cron schedule for an interval.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     /// The five cron fields.
     pub cron: String,
     /// The period the schedule repeats with.
@@ -39,7 +39,7 @@ pub struct Schedule {
 ///
 /// # Errors
 /// An interval under a minute.
-pub fn schedule(interval: Duration, key: &str) -> Result<Schedule, String> {
+pub(crate) fn schedule(interval: Duration, key: &str) -> Result<Schedule, String> {
     let secs = interval.as_secs();
     if secs < 60 {
         return Err(format!(
