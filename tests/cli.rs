@@ -515,6 +515,36 @@ fn message_from_a_saved_report() {
         stderr.contains("warning: the commit message template uses '.Updated'"),
         "{stderr}"
     );
+    // Only whole-image setters are recorded in `.Updated`, as in Flux before
+    // its ResultV2 (seed 003): a tag-only change is in `.Changed` alone.
+    let partial = dir.path().join("partial");
+    fs_err::create_dir_all(&partial).unwrap();
+    fs_err::write(
+        partial.join("values.yaml"),
+        "image:\n  repository: nginx # {\"$imagepolicy\": \"ns:p:name\"}\n  tag: 1.0.0 # {\"$imagepolicy\": \"ns:p:tag\"}\n",
+    )
+    .unwrap();
+    fs_err::write(
+        &template,
+        "{{ len .Updated.Files }} {{ len .Updated.Images }} {{ len .Changed.Changes }}",
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "update",
+            s(&partial),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--dry-run",
+            "--commit-template",
+            template.to_str().unwrap(),
+            "--commit-message-file",
+            written.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(fs_err::read_to_string(&written).unwrap(), "0 0 1");
     // A template that does not parse fails `update` before anything is
     // written.
     fs_err::write(&template, "{{ if }}").unwrap();

@@ -8,10 +8,13 @@
 //! holds an `update.imageRef`: the policy's latest image parsed by go-containerregistry (a
 //! `name.Tag` or `name.Digest`, see [`crate::refname`]) and the policy's namespaced name.
 //!
-//! What is recorded, as Flux v0.41 recorded it: every change made by one of a policy's setters
-//! (`NS:NAME`, `NS:NAME:tag`, `NS:NAME:name` and `NS:NAME:digest` alike) adds that policy's latest
-//! image to its object, once per object. The image is the policy's whole latest reference
-//! (`name:tag`, with `@digest` when it has one), whichever part the setter wrote.
+//! What is recorded, as the design of Flux's `ResultV2` describes the structure ("partial image
+//! updates (name or tag) are not recorded in the result", seed 003): only changes
+//! made by a policy's whole-image setter (`NS:NAME`) add that policy's latest image to their object,
+//! once per object; changes by `NS:NAME:tag`, `NS:NAME:name` and `NS:NAME:digest` add nothing (they
+//! are in `.Changed`). The image is the policy's whole latest reference (`name:tag`, with `@digest`
+//! when it has one). Flux's v0.x code recorded the partial setters too (`:tag` and `:name` from
+//! v0.7.0, `:digest` from v0.41.0); image-update follows the design document, as issue 19 asks.
 //!
 //! Order: Go's maps print and range in sorted key order, so only the two methods' slices need an
 //! order of their own. Flux built them by ranging over maps, in Go's random order; here
@@ -50,20 +53,11 @@ pub struct InvalidImageRef {
     pub reason: String,
 }
 
-/// The policy key (`NAMESPACE:NAME`) a setter belongs to: `NS:NAME` or `NS:NAME:tag|name|digest`.
-/// Whether the setter writes the whole image comes second.
-fn setter_policy(setter: &str) -> Option<(&str, bool)> {
-    let mut parts = setter.splitn(3, ':');
-    let (ns, name) = (parts.next()?, parts.next()?);
-    if ns.is_empty() || name.is_empty() {
-        return None;
-    }
-    let key = &setter[..ns.len() + 1 + name.len()];
-    match parts.next() {
-        None => Some((key, true)),
-        Some("tag" | "name" | "digest") => Some((key, false)),
-        Some(_) => None,
-    }
+/// The policy key (`NAMESPACE:NAME`) of a whole-image setter (`NS:NAME`); `None` for a partial
+/// setter (`NS:NAME:tag|name|digest`, not recorded) and for anything else.
+fn setter_policy(setter: &str) -> Option<&str> {
+    let (ns, name) = setter.split_once(':')?;
+    (!ns.is_empty() && !name.is_empty() && !name.contains(':')).then_some(setter)
 }
 
 /// The references of a run, file -> object -> references, built from its changes and the latest
@@ -74,9 +68,9 @@ pub struct LegacyResult {
 }
 
 impl LegacyResult {
-    /// Record every change of `file_changes` whose setter belongs to a policy with a latest image.
-    /// A whole-image setter whose policy is not listed falls back to the value it wrote (that value
-    /// is the policy's latest image); a partial setter then records nothing.
+    /// Record every change of `file_changes` made by a whole-image setter: its policy's latest
+    /// image, or, when the policy is not listed, the value it wrote (that value is the policy's
+    /// latest image).
     pub fn build(
         file_changes: &BTreeMap<String, Vec<(ObjectId, Vec<UpdateChange>)>>,
         policies: &BTreeMap<String, String>,
@@ -90,14 +84,10 @@ impl LegacyResult {
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
             for (id, changes) in sorted {
                 for change in changes {
-                    let Some((key, whole)) = setter_policy(&change.setter) else {
+                    let Some(key) = setter_policy(&change.setter) else {
                         continue;
                     };
-                    let image: &str = match policies.get(key) {
-                        Some(image) => image,
-                        None if whole => &change.new_value,
-                        None => continue,
-                    };
+                    let image: &str = policies.get(key).map_or(&change.new_value, String::as_str);
                     // One reference per policy and image (a policy has one latest image, so the
                     // lookup by policy alone almost always answers).
                     let known = refs
@@ -351,13 +341,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn setters_name_their_policy() {
-        assert_eq!(setter_policy("ns:p"), Some(("ns:p", true)));
-        assert_eq!(setter_policy("ns:p:tag"), Some(("ns:p", false)));
-        assert_eq!(setter_policy("ns:p:digest"), Some(("ns:p", false)));
-        assert_eq!(setter_policy("ns:p:name"), Some(("ns:p", false)));
+    fn only_whole_image_setters_name_their_policy() {
+        assert_eq!(setter_policy("ns:p"), Some("ns:p"));
+        assert_eq!(setter_policy("ns:p:tag"), None);
+        assert_eq!(setter_policy("ns:p:digest"), None);
+        assert_eq!(setter_policy("ns:p:name"), None);
         assert_eq!(setter_policy("ns:p:other"), None);
         assert_eq!(setter_policy("ns"), None);
         assert_eq!(setter_policy(":p"), None);
+        assert_eq!(setter_policy("ns:"), None);
+    }
+
+    fn change(setter: &str, new_value: &str) -> UpdateChange {
+        UpdateChange {
+            old_value: "".into(),
+            new_value: new_value.into(),
+            setter: setter.into(),
+        }
+    }
+
+    #[test]
+    fn partial_setters_record_nothing() {
+        let id = ObjectId::default();
+        let files = BTreeMap::from([
+            (
+                "tags.yaml".to_owned(),
+                vec![(
+                    id.clone(),
+                    vec![change("ns:p:tag", "2"), change("ns:p:name", "app")],
+                )],
+            ),
+            (
+                "whole.yaml".to_owned(),
+                vec![(
+                    id,
+                    vec![change("ns:p", "app:2"), change("ns:q:digest", "sha256:00")],
+                )],
+            ),
+        ]);
+        let policies = BTreeMap::from([("ns:p".to_owned(), "app:2".to_owned())]);
+        let result = LegacyResult::build(&files, &policies).unwrap();
+        assert_eq!(result.files.keys().collect::<Vec<_>>(), ["whole.yaml"]);
+        let images = result.images();
+        assert_eq!(images.len(), 1);
+        assert_eq!(images[0].reference.original, "app:2");
+        assert_eq!(images[0].policy_name, "p");
     }
 }

@@ -125,37 +125,30 @@ type Change struct {
 // observedPolicies); the oracle sets it before rendering.
 var Policies = map[string]string{}
 
-func setterPolicy(setter string) (key string, whole bool, ok bool) {
+// setterPolicy gives the policy key of a whole-image setter (NS:NAME); partial setters
+// (NS:NAME:tag, :name, :digest) were not recorded.
+func setterPolicy(setter string) (key string, ok bool) {
 	parts := strings.SplitN(setter, ":", 3)
-	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
-		return "", false, false
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return "", false
 	}
-	key = parts[0] + ":" + parts[1]
-	if len(parts) == 2 {
-		return key, true, true
-	}
-	switch parts[2] {
-	case "tag", "name", "digest":
-		return key, false, true
-	}
-	return "", false, false
+	return setter, true
 }
 
-// Build records, for every change in order (files by path, objects in key order), the latest
-// image of the setter's policy, once per object, as Flux v0.41 did.
+// Build records, for every change of a whole-image setter in order (files by path, objects in key
+// order), the latest image of the setter's policy, once per object, as the design of Flux's
+// ResultV2 describes it ("partial image updates (name or tag) are not recorded in the result";
+// Flux's v0.x code recorded them too).
 func Build(changes []Change) (Result, error) {
 	result := Result{Files: map[string]FileResult{}}
 	refs := map[string]imageRef{}
 	for _, c := range changes {
-		key, whole, ok := setterPolicy(c.Setter)
+		key, ok := setterPolicy(c.Setter)
 		if !ok {
 			continue
 		}
 		image, found := Policies[key]
 		if !found {
-			if !whole {
-				continue
-			}
 			image = c.NewValue
 		}
 		ref, done := refs[key+"="+image]
