@@ -25,6 +25,7 @@
 //!    all-or-nothing writes).
 //! 1. The domain: [`policies`] (policy results, scope, the table markers are
 //!    looked up in), [`automation`] (Flux ImageUpdateAutomation),
+//!    [`git_repository`] (the Flux GitRepository an automation updates),
 //!    [`kubesphere`] (KubeSphere ImageUpdaters as automations), [`create`]
 //!    (the objects `create` writes), [`updater`] (find markers, splice
 //!    values; [`updater::plan`] is its pure core), [`reflector`] (policy
@@ -55,6 +56,7 @@ pub(crate) mod create;
 pub(crate) mod deploy;
 pub(crate) mod diagnostic;
 pub(crate) mod error;
+pub(crate) mod git_repository;
 pub(crate) mod input;
 #[cfg(feature = "job")]
 pub(crate) mod job;

@@ -29,6 +29,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("sink", 0),
     ("policies", 1),
     ("automation", 1),
+    ("git_repository", 1),
     ("kubesphere", 1),
     ("create", 1),
     ("updater", 1),

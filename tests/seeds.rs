@@ -9,8 +9,9 @@
 //! * the same automation written by `image-update create imageupdater`,
 //!   turned into a CronJob by `image-update deploy`, runs from the CronJob's
 //!   own container arguments and mounted ConfigMap (the files laid out as
-//!   the volume would, `$(JOB_COMPLETION_INDEX)` expanded as Kubernetes
-//!   does for a fleet), fetching its image from the registry.
+//!   the volume would, `JOB_COMPLETION_INDEX` set as Kubernetes does for a
+//!   fleet), fetching its image from the registry; an index the fleet does
+//!   not have fails at the fleet's list with nothing pushed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -57,7 +58,7 @@ fn main() {
             deployed_cronjob_runs,
         ),
         with_registry(
-            "create + deploy --fleet: index 1 runs the second automation",
+            "create + deploy --fleet: index 1 runs the second automation; index 2 is out of range",
             deployed_fleet_index_runs,
         ),
         if image_update_testkit::missing(&["docker-registry"]).is_empty() {
@@ -295,6 +296,11 @@ fn run_container(
         .collect();
     let mut command = Command::new(BIN);
     clean(&mut command).args(&args).arg("--work-dir").arg(dir);
+    // Kubernetes sets it in every Pod of an Indexed Job.
+    command.env_remove("JOB_COMPLETION_INDEX");
+    if cron["spec"]["jobTemplate"]["spec"]["completionMode"] == "Indexed" {
+        command.env("JOB_COMPLETION_INDEX", index.to_string());
+    }
     for var in container["env"].as_array().unwrap() {
         let name = var["name"].as_str().unwrap();
         match var["valueFrom"]["secretKeyRef"]["key"].as_str() {
@@ -382,6 +388,51 @@ fn deployed_fleet_index_runs(env: &Env) -> TestResult {
     ensure(
         untouched.contains(&format!("image: {image}:5.0.0 #")),
         || "index 1 ran the first automation".to_owned(),
+    )?;
+    // An index the fleet does not have (a CronJob whose completions outgrew
+    // its ConfigMap) is a configuration error at the fleet's list, before
+    // anything is cloned: exit 2, which fails that index alone.
+    let before = env.git_out(&f0.bare, &["rev-parse", "main"])?;
+    let out = run_container(env, &objects, &dir, 2)?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let index = dir.join("config").join("fleet.yaml");
+    let line = fs::read_to_string(&index)?
+        .lines()
+        .position(|l| l.starts_with("automations:"))
+        .unwrap()
+        + 2;
+    ensure(out.status.code() == Some(2), || format!("{out:?}"))?;
+    ensure(
+        stderr.starts_with(&format!(
+            "{}:{line}:3: error: fleet default/images: index 2 (JOB_COMPLETION_INDEX or --fleet-index) is out of range of its automations list: it has 2 automations, indexes 0 to 1\n",
+            index.display()
+        )),
+        || stderr.clone(),
+    )?;
+    let status: Value = serde_json::from_slice(&out.stdout)?;
+    ensure(
+        status["result"] == "failed" && status["error"]["kind"] == "configuration",
+        || format!("{status}"),
+    )?;
+    ensure(
+        env.git_out(&f0.bare, &["rev-parse", "main"])? == before
+            && env
+                .git_out(&f1.bare, &["log", "-1", "--format=%s", "main"])?
+                .trim()
+                == format!("{image}:5.0.7"),
+        || "an index out of range pushed something".to_owned(),
+    )?;
+    // Outside an Indexed Job, the index must be given.
+    let out = clean(&mut Command::new(BIN))
+        .env_remove("JOB_COMPLETION_INDEX")
+        .args(["job", "--fleet"])
+        .arg(&index)
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    ensure(
+        out.status.code() == Some(2)
+            && stderr.contains("--fleet needs the index of its automation: JOB_COMPLETION_INDEX"),
+        || stderr.clone(),
     )
 }
 

@@ -15,10 +15,10 @@ use super::Exit;
 use super::args::{MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
+use crate::git_repository::{self, GitRepository};
 use crate::input::SizeLimit;
 use crate::job::checkout::{self, CheckoutTarget};
 use crate::job::credentials::{self, CredentialFlags, ProcessEnvironment};
-use crate::job::git_repository::{self, GitRepository};
 use crate::job::secrets::Secrets;
 use crate::job::{
     EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
@@ -77,7 +77,7 @@ pub(crate) struct JobArgs {
         long,
         value_name = "URL",
         help_heading = "Repository",
-        required_unless_present = "git_repository"
+        required_unless_present_any = ["git_repository", "fleet"]
     )]
     pub url: Option<String>,
 
@@ -86,6 +86,29 @@ pub(crate) struct JobArgs {
     /// bearerToken, identity, known_hosts), from the --secret files.
     #[arg(long, value_name = "FILE", help_heading = "Flux objects")]
     pub git_repository: Option<PathBuf>,
+
+    /// Run one automation of a fleet (`image-update deploy --fleet`): FILE
+    /// is the fleet's index; its entry at --fleet-index gives the
+    /// automation, GitRepository and policies files (relative to FILE).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Flux objects",
+        conflicts_with_all = ["automation", "git_repository", "url"]
+    )]
+    pub fleet: Option<PathBuf>,
+
+    /// The entry of --fleet to run (default: JOB_COMPLETION_INDEX, which
+    /// Kubernetes sets in every Pod of an Indexed Job); ignored without
+    /// --fleet.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "JOB_COMPLETION_INDEX",
+        hide_env_values = true,
+        help_heading = "Flux objects"
+    )]
+    pub fleet_index: Option<String>,
 
     /// Kubernetes Secrets (YAML, multi-document; repeatable) that
     /// --git-repository and --automation reference: git credentials, the
@@ -378,9 +401,24 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             "--git-timeout came after the first git operation".to_owned(),
         ));
     }
-    let automation = args
-        .automation
+    // A fleet's member: its files from the fleet's index, whose position is
+    // checked before anything else is read.
+    let member = args
+        .fleet
         .as_deref()
+        .map(|file| {
+            crate::deploy::fleet::select(file, args.fleet_index.as_deref(), args.max_file_size)
+        })
+        .transpose()?;
+    let automation_file = member
+        .as_ref()
+        .map(|m| m.automation.as_path())
+        .or(args.automation.as_deref());
+    let repository_file = member
+        .as_ref()
+        .map(|m| m.git_repository.as_path())
+        .or(args.git_repository.as_deref());
+    let automation = automation_file
         .map(|file| crate::automation::read_file(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
@@ -396,10 +434,8 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
                 .to_owned(),
         ));
     }
-    let repository = args
-        .git_repository
-        .as_deref()
-        .map(|file| git_repository::read(file, args.max_file_size))
+    let repository = repository_file
+        .map(|file| git_repository::read_file(file, args.max_file_size))
         .transpose()?;
     if let (Some(a), Some(r)) = (&automation, &repository)
         && let Some(source) = &a.source_ref
@@ -444,9 +480,12 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         ..UpdateConfig::default()
     };
     args.source.apply(&mut update)?;
+    if let Some(policies) = member.as_ref().and_then(|m| m.policies.clone()) {
+        update.policy_files.push(policies);
+    }
     if let Some(automation) = automation.clone() {
         update = update.with_automation(automation);
-        if let Some(file) = &args.automation {
+        if let Some(file) = automation_file {
             super::args::add_updater_definitions(&mut update, file);
         }
     }
@@ -586,7 +625,11 @@ fn checkout_ref(
                 .and_then(|g| g.checkout.as_ref())
                 .and_then(checkout::from_git_ref)
         })
-        .or_else(|| repository.and_then(|r| r.reference.clone()))
+        .or_else(|| {
+            repository
+                .and_then(|r| r.reference.as_ref())
+                .and_then(checkout::from_git_ref)
+        })
         .unwrap_or(CheckoutTarget::Checkout(CheckoutRef::DefaultBranch));
     if let CheckoutTarget::Semver(range) = &reference {
         crate::reflector::selection::semver::Range::parse(range)

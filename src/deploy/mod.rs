@@ -34,6 +34,7 @@
 //! Pure: documents in, manifests out; every problem is a diagnostic at its
 //! file, line and column, and nothing is produced when there is one.
 
+pub(crate) mod fleet;
 pub(crate) mod schedule;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,6 +44,7 @@ use sha2::{Digest, Sha256};
 
 use crate::automation::{self, Automation, AutomationKind, SigningKind};
 use crate::diagnostic::{Diagnostic, Location};
+use crate::git_repository::{self, GitRepository};
 use crate::kubesphere::{self, Interval};
 use crate::yaml::Document;
 
@@ -169,6 +171,7 @@ pub(crate) fn generate(
     let mut errors = Vec::new();
     let mut entries = Vec::new();
     let mut repos: Vec<GitRepo> = Vec::new();
+    let mut rejected: BTreeSet<(String, String)> = BTreeSet::new();
     let mut definitions: Vec<(&Value, Location)> = Vec::new();
     for source in sources {
         for doc in source.documents {
@@ -218,12 +221,20 @@ pub(crate) fn generate(
                         Err(e) => errors.extend(e),
                     }
                 }
-                ("source.toolkit.fluxcd.io", "GitRepository") => match git_repo(value) {
-                    Ok(r) => repos.push(r),
-                    Err((pointer, message)) => {
-                        errors.push(Diagnostic::error(message).at(at(&pointer)));
+                (git_repository::GROUP, git_repository::KIND) => {
+                    match git_repository::read(doc, source.origin) {
+                        Ok(r) => repos.push(git_repo(r, value)),
+                        Err(e) => {
+                            // Said once: its automations do not add that it is missing.
+                            let (namespace, name) = crate::yaml::namespace_name(value);
+                            rejected.insert((
+                                if namespace.is_empty() { "default".to_owned() } else { namespace },
+                                name,
+                            ));
+                            errors.extend(e);
+                        }
                     }
-                },
+                }
                 ("image.toolkit.fluxcd.io", "ImageRepository" | "ImagePolicy") => {
                     definitions.push((value, at("")));
                 }
@@ -250,6 +261,14 @@ pub(crate) fn generate(
     }
     let mut units = Vec::new();
     for entry in &entries {
+        if entry
+            .automation
+            .source_ref
+            .as_ref()
+            .is_some_and(|r| rejected.contains(&(r.namespace.clone(), r.name.clone())))
+        {
+            continue;
+        }
         match unit(entry, &repos, &definitions, options) {
             Ok(u) => units.push(u),
             Err(e) => errors.extend(e),
@@ -434,7 +453,14 @@ fn unit(
         );
     }
     for s in &registry_secrets {
-        if ["automation.yaml", "gitrepository.yaml", "policies.yaml"].contains(&s.as_str()) {
+        if [
+            fleet::AUTOMATION,
+            fleet::GIT_REPOSITORY,
+            fleet::POLICIES,
+            fleet::FILE,
+        ]
+        .contains(&s.as_str())
+        {
             errors.push(
                 Diagnostic::error(format!(
                     "{what}: a registry Secret named {s} would hide the objects' file {s}"
@@ -448,8 +474,11 @@ fn unit(
     }
     let fail = |e: String| vec![Diagnostic::error(format!("{what}: {e}")).at(entry.at.clone())];
     let mut files = vec![
-        ("automation.yaml", yaml_text(entry.object).map_err(fail)?),
-        ("gitrepository.yaml", yaml_text(&repo.object).map_err(fail)?),
+        (fleet::AUTOMATION, yaml_text(entry.object).map_err(fail)?),
+        (
+            fleet::GIT_REPOSITORY,
+            yaml_text(&repo.object).map_err(fail)?,
+        ),
     ];
     if !repositories.is_empty() || !policies.is_empty() {
         let mut text = String::new();
@@ -459,7 +488,7 @@ fn unit(
             }
             text.push_str(&yaml_text(d).map_err(fail)?);
         }
-        files.push(("policies.yaml", text));
+        files.push((fleet::POLICIES, text));
     }
     Ok(Unit {
         namespace,
@@ -474,41 +503,20 @@ fn unit(
     })
 }
 
-fn git_repo(value: &Value) -> Result<GitRepo, (String, String)> {
-    let (namespace, name) = crate::yaml::namespace_name(value);
-    let what = format!("GitRepository {namespace}/{name}");
-    let url = value
-        .pointer("/spec/url")
-        .and_then(Value::as_str)
-        .filter(|u| !u.is_empty())
-        .ok_or_else(|| ("/spec".to_owned(), format!("{what}: spec.url is missing")))?
-        .to_owned();
-    let secret = match value.pointer("/spec/secretRef") {
-        None | Some(Value::Null) => None,
-        Some(r) => Some(
-            r.get("name")
-                .and_then(Value::as_str)
-                .filter(|n| !n.is_empty())
-                .ok_or_else(|| {
-                    (
-                        "/spec/secretRef".to_owned(),
-                        format!("{what}: spec.secretRef.name is missing"),
-                    )
-                })?
-                .to_owned(),
-        ),
-    };
+/// A GitRepository the Job's reader accepted ([`git_repository::read`]),
+/// with its object for the ConfigMap.
+fn git_repo(read: GitRepository, value: &Value) -> GitRepo {
     let mut object = value.clone();
     if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
         spec.remove("secretRef");
     }
-    Ok(GitRepo {
-        namespace,
-        name,
-        url,
-        secret,
+    GitRepo {
+        namespace: read.namespace,
+        name: read.name,
+        url: read.url,
+        secret: read.secret_name,
         object,
-    })
+    }
 }
 
 /// A valid object name from `base`: lower-case, at most [`MAX_NAME`]
@@ -670,17 +678,23 @@ fn pod(
     })
 }
 
-fn job_args(dir: &str, has_policies: bool, state: Option<String>) -> Vec<String> {
-    let mut args = vec![
-        "job".to_owned(),
-        "--automation".to_owned(),
-        format!("{dir}/automation.yaml"),
-        "--git-repository".to_owned(),
-        format!("{dir}/gitrepository.yaml"),
-    ];
-    if has_policies {
-        args.push("--policies".to_owned());
-        args.push(format!("{dir}/policies.yaml"));
+/// The Job's arguments after the objects' (`dir`: the automation's
+/// directory with its files and whether it has policies; none for a fleet,
+/// whose index names them).
+fn job_args(dir: Option<(&str, bool)>, state: Option<String>) -> Vec<String> {
+    let mut args = Vec::new();
+    if let Some((dir, has_policies)) = dir {
+        args.extend([
+            "job".to_owned(),
+            "--automation".to_owned(),
+            format!("{dir}/{}", fleet::AUTOMATION),
+            "--git-repository".to_owned(),
+            format!("{dir}/{}", fleet::GIT_REPOSITORY),
+        ]);
+        if has_policies {
+            args.push("--policies".to_owned());
+            args.push(format!("{dir}/{}", fleet::POLICIES));
+        }
     }
     args.push("--fetch".to_owned());
     if let Some(s) = state {
@@ -763,10 +777,9 @@ fn single(u: &Unit, name: &str, options: &Options) -> Result<(Vec<Value>, Option
             json!({"secret": {"name": s, "items": [{"key": ".dockerconfigjson", "path": s}]}}),
         );
     }
-    let has_policies = u.files.iter().any(|(k, _)| *k == "policies.yaml");
+    let has_policies = u.files.iter().any(|(k, _)| *k == fleet::POLICIES);
     let mut args = job_args(
-        CONFIG_MOUNT,
-        has_policies,
+        Some((CONFIG_MOUNT, has_policies)),
         options.state.then(|| "/state/state.json".to_owned()),
     );
     let mut env = git_env(u.git_secret.as_deref(), u.ssh);
@@ -867,12 +880,20 @@ fn fleet_objects(
     // The objects, index by index, over as many ConfigMaps as needed. An
     // index without definitions of its own gets an empty policies file, so
     // that one argument list serves every index.
-    let mut maps: Vec<(Map<String, Value>, Vec<Value>)> = vec![(Map::new(), Vec::new())];
-    let mut size = 0;
+    // The fleet's index comes first: the Job checks its JOB_COMPLETION_INDEX
+    // against it.
+    let described: Vec<String> = entries.iter().map(|e| e.automation.describe()).collect();
+    let index = yaml_text(&fleet::index(&name, &first.namespace, &described))
+        .map_err(|e| vec![Diagnostic::error(format!("--fleet {fleet}: {e}"))])?;
+    let mut size = index.len() + fleet::FILE.len() + 8;
+    let mut maps: Vec<(Map<String, Value>, Vec<Value>)> = vec![(
+        Map::from_iter([(fleet::FILE.to_owned(), Value::String(index))]),
+        vec![json!({"key": fleet::FILE, "path": fleet::FILE})],
+    )];
     for (i, u) in units.iter().enumerate() {
         let mut files: Vec<(&str, &str)> = u.files.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        if !files.iter().any(|(k, _)| *k == "policies.yaml") {
-            files.push(("policies.yaml", ""));
+        if !files.iter().any(|(k, _)| *k == fleet::POLICIES) {
+            files.push((fleet::POLICIES, ""));
         }
         let bytes: usize = files.iter().map(|(k, v)| k.len() + v.len() + 8).sum();
         if size + bytes > CONFIGMAP_BUDGET && !maps.last().is_some_and(|m| m.0.is_empty()) {
@@ -918,13 +939,18 @@ fn fleet_objects(
     for (s, items) in secrets {
         sources.push(json!({"secret": {"name": s, "items": items}}));
     }
-    // Kubernetes expands $(JOB_COMPLETION_INDEX) in the arguments: the
-    // variable is in the environment of every Pod of an Indexed Job.
-    let dir = format!("{CONFIG_MOUNT}/$(JOB_COMPLETION_INDEX)");
+    // The Job reads JOB_COMPLETION_INDEX (in the environment of every Pod
+    // of an Indexed Job) and runs that entry of the index; Kubernetes
+    // expands $(JOB_COMPLETION_INDEX) in the state file's name.
     let state = options
         .state
         .then(|| "/state/$(JOB_COMPLETION_INDEX).json".to_owned());
-    let mut fleet_args = job_args(&dir, true, state);
+    let mut fleet_args = vec![
+        "job".to_owned(),
+        "--fleet".to_owned(),
+        format!("{CONFIG_MOUNT}/{}", fleet::FILE),
+    ];
+    fleet_args.extend(job_args(None, state));
     let mut env = git_env(first.git_secret.as_deref(), first.ssh);
     with_signing(
         &mut fleet_args,
