@@ -110,6 +110,8 @@ pub(crate) fn run_then(
             documents.extend(list_documents(text, layout)?);
         }
     }
+    let given = config_documents(config, &documents);
+    documents.extend(given);
     if let Some(message) = &config.message {
         message.check()?;
     }
@@ -324,6 +326,32 @@ fn list_documents(text: &str, layout: &ListLayout) -> Result<Vec<PolicyDocument>
     } else {
         Err(Error::invalid(errors))
     }
+}
+
+/// The config's own policy documents that are not among `documents` (an
+/// ImageUpdater given as the functionConfig and also as an item is one
+/// object, read once).
+fn config_documents(config: &UpdateConfig, documents: &[PolicyDocument]) -> Vec<PolicyDocument> {
+    let identity = |v: &serde_json::Value| {
+        let (namespace, name) = crate::yaml::namespace_name(v);
+        (
+            crate::yaml::api_group(v).to_owned(),
+            v.get("kind").cloned(),
+            namespace,
+            name,
+        )
+    };
+    config
+        .documents
+        .iter()
+        .filter(|d| {
+            let mine = identity(&d.document.value);
+            !documents
+                .iter()
+                .any(|o| identity(&o.document.value) == mine)
+        })
+        .cloned()
+        .collect()
 }
 
 /// Plan the tree at `path` (under the update path, through
