@@ -8,7 +8,10 @@
 //! two latest Kubernetes versions it knows, and read back: the CronJobs have
 //! `concurrencyPolicy: Forbid`, the hardened Pod, a `podFailurePolicy` on
 //! the Job's exit codes (2 fails the Job, or the index in a fleet; 4 counts),
-//! and arguments `image-update job` accepts.
+//! and arguments `image-update job` accepts. The same inputs as a ResourceList
+//! with a `Deploy` functionConfig (the arguments as its fields) give the same
+//! objects through `image-update fn`, added to the items, or the same failure
+//! (a Secret among the items is no input there, but a file of the package).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test harness code
 
@@ -49,6 +52,12 @@ fn main() {
                 shape(&dir)
             }));
         }
+        let dir = case.clone();
+        trials.push(trial_with(
+            format!("as a KRM function: {name}"),
+            &[],
+            move || as_function(&dir),
+        ));
     }
     trials.extend(image_update_testkit::kube::trials(
         "kubernetes-validate: every generated stream",
@@ -192,6 +201,103 @@ fn shape(case: &Path) -> Result<(), Failed> {
                 });
             assert!(found, "{path} is in no ConfigMap");
         }
+    }
+    Ok(())
+}
+
+/// The case through `image-update fn`: its input files as the items (each
+/// with its path annotation, as kpt gives them), its arguments as the
+/// `Deploy` functionConfig's fields.
+fn as_function(case: &Path) -> Result<(), Failed> {
+    let args = fs_err::read_to_string(case.join("args"))?;
+    let mut config = String::from(
+        "functionConfig:\n  apiVersion: fn.image-update.dev/v1alpha1\n  kind: Deploy\n  metadata: {name: deploy}\n",
+    );
+    let mut words = args.lines().filter(|l| !l.is_empty());
+    while let Some(flag) = words.next() {
+        let field = match flag {
+            "--state" => {
+                config.push_str("  state: true\n");
+                continue;
+            }
+            "--fleet" => "fleet",
+            "--image" => "image",
+            "--namespace" => "namespace",
+            "--parallelism" => "parallelism",
+            other => return Err(format!("no functionConfig field for {other}").into()),
+        };
+        let value = words.next().ok_or("a flag without its value")?;
+        let value = if field == "parallelism" {
+            value.to_owned()
+        } else {
+            format!("{value:?}")
+        };
+        config.push_str(&format!("  {field}: {value}\n"));
+    }
+    let mut files: Vec<PathBuf> = fs_err::read_dir(case.join("in"))?
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut items = Vec::new();
+    for file in &files {
+        let name = format!("in/{}", file.file_name().unwrap().to_string_lossy());
+        for mut doc in image_update::api::yaml::parse_values(&fs_err::read_to_string(file)?)? {
+            doc["metadata"]["annotations"]["config.kubernetes.io/path"] = Value::from(name.clone());
+            items.push(doc);
+        }
+    }
+    let list = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {}\n{config}",
+        serde_json::to_string(&items)?
+    );
+    let mut child = Command::new(BIN)
+        .arg("fn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), list.as_bytes())?;
+    let out = child.wait_with_output()?;
+    let answer = image_update::api::yaml::parse_values(&String::from_utf8(out.stdout)?)?;
+    let answer = answer.first().ok_or("no ResourceList")?;
+    let Ok(expected) = fs_err::read_to_string(case.join("stdout.yaml")) else {
+        let secret_only = fs_err::read_to_string(case.join("stderr.txt"))?
+            .lines()
+            .all(|l| l.contains("a Secret: deploy writes no Secret"));
+        if secret_only {
+            return Ok(());
+        }
+        return if out.status.code() == Some(1) && answer["results"][0]["severity"] == "error" {
+            Ok(())
+        } else {
+            Err(format!("{}: the function did not fail: {answer}", case.display()).into())
+        };
+    };
+    if !out.status.success() {
+        return Err(format!("the function failed: {}", answer["results"]).into());
+    }
+    let returned = answer["items"].as_array().ok_or("no items")?;
+    if returned.len() < items.len() || returned[..items.len()] != items[..] {
+        return Err("the input items did not come back first, unchanged".into());
+    }
+    let generated: Vec<Value> = returned[items.len()..]
+        .iter()
+        .cloned()
+        .map(|mut o| {
+            let annotations = o["metadata"]["annotations"].as_object_mut().unwrap();
+            if annotations.get("fn.image-update.dev/generated-by") != Some(&Value::from("deploy")) {
+                panic!("a generated item without its annotation: {o}");
+            }
+            o["metadata"].as_object_mut().unwrap().remove("annotations");
+            o
+        })
+        .collect();
+    let expected = image_update::api::yaml::parse_values(&expected)?;
+    if generated != expected {
+        return Err(format!(
+            "the function's objects differ from deploy's:\n{}",
+            serde_json::to_string_pretty(&generated)?
+        )
+        .into());
     }
     Ok(())
 }

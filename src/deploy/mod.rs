@@ -72,6 +72,25 @@ pub(crate) fn default_image() -> String {
     )
 }
 
+/// The kinds `deploy` reads, by API group: automations, their
+/// GitRepositories, the definitions of their policies.
+const INPUTS: [(&str, &str); 5] = [
+    ("image.toolkit.fluxcd.io", "ImageUpdateAutomation"),
+    (kubesphere::GROUP, kubesphere::KIND),
+    (git_repository::GROUP, git_repository::KIND),
+    ("image.toolkit.fluxcd.io", "ImageRepository"),
+    ("image.toolkit.fluxcd.io", "ImagePolicy"),
+];
+
+/// Whether `value` is of a kind `deploy` reads (the KRM generator leaves
+/// the other items of a package alone).
+#[must_use]
+pub(crate) fn reads(value: &Value) -> bool {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    let group = crate::yaml::api_group(value);
+    INPUTS.contains(&(group, kind))
+}
+
 /// One input file.
 pub(crate) struct Source<'a> {
     /// Its name, for diagnostics.
@@ -724,7 +743,8 @@ fn state_claim(name: &str, namespace: &str, many: bool) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": meta(&format!("{name}-state"), namespace),
+        // Labelled as its workload's.
+        "metadata": {"name": format!("{name}-state"), "namespace": namespace, "labels": labels(name)},
         "spec": {
             "accessModes": [if many { "ReadWriteMany" } else { "ReadWriteOnce" }],
             "resources": {"requests": {"storage": "64Mi"}},

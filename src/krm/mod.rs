@@ -18,6 +18,7 @@
 //! stdin/stdout IO.
 
 pub(crate) mod config;
+mod deploy;
 
 use serde_json::Value;
 
@@ -144,6 +145,10 @@ fn process_text(text: &str) -> Response<'_> {
     }
     if layout.items_not_a_sequence {
         return failed(text, &layout, vec!["items is not a sequence".to_owned()]);
+    }
+    // `deploy` as a generator (its own functionConfig kind).
+    if let Some(response) = deploy::answer(text, &layout) {
+        return response;
     }
     let found = match found {
         Ok(found) => found,
