@@ -641,31 +641,34 @@ fn update_fetch_invalid_definitions_name_the_file() {
     assert_eq!(read(&file), text);
 }
 
+/// The KRM function on `input`.
+fn function(home: &Path, input: &str) -> Output {
+    let mut child = cmd(home)
+        .arg("fn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
 fn function_fetch_true() {
     let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
     let input = fixture("resource-list.yaml", &[("host", &host)]);
-    let fn_run = |input: &str| {
-        let mut child = cmd(dir.path())
-            .arg("fn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        child.wait_with_output().unwrap()
-    };
+    let fn_run = |input: &str| function(dir.path(), input);
     let out = fn_run(&input);
     assert!(out.status.success(), "{}", stdout(&out));
     let text = stdout(&out);
@@ -753,25 +756,7 @@ spec:
             indent(config, "  ")
         )
     };
-    let fn_run = |input: &str| {
-        let mut child = cmd(dir.path())
-            .arg("fn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        child.wait_with_output().unwrap()
-    };
+    let fn_run = |input: &str| function(dir.path(), input);
     let out = fn_run(&list(&deployment, &updater));
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
