@@ -425,6 +425,31 @@ pub(crate) fn read_file(
     }
 }
 
+/// Where the automation in `file` names its source (`spec.sourceRef`, or an
+/// ImageUpdater's `spec.fluxcd.sourceRef`), for an error about it; the file
+/// alone when it cannot be read again.
+#[cfg_attr(not(feature = "job"), allow(dead_code))] // the Job's check
+pub(crate) fn source_ref_location(
+    file: &std::path::Path,
+    limit: crate::input::SizeLimit,
+) -> Location {
+    let origin = crate::input::name(file);
+    let position = crate::input::read_yaml(file, limit)
+        .ok()
+        .and_then(|(_, documents)| {
+            documents.iter().find_map(|d| {
+                if is_flux_kind(&d.value, "ImageUpdateAutomation") {
+                    d.position("/spec/sourceRef")
+                } else if crate::kubesphere::is_image_updater(&d.value) {
+                    d.position("/spec/fluxcd/sourceRef")
+                } else {
+                    None
+                }
+            })
+        });
+    Location::new(origin, position)
+}
+
 /// A ResourceList item's path annotation, normalised (`./a//b/../c` ->
 /// `a/c`), or `None` when it is absolute or climbs out of the package with
 /// `..`: such an item cannot be said to lie under any path, and a path limit

@@ -147,8 +147,33 @@ fn seed_002_job(env: &Env) -> TestResult {
         .output()?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     ensure(out.status.code() == Some(2), || format!("{out:?}"))?;
+    // At the sourceRef's line and column.
+    let line = SEED_002
+        .lines()
+        .position(|l| l == "      kind: GitRepository")
+        .unwrap()
+        + 1;
     ensure(
-        stderr.contains("ImageUpdater default/demo: its sourceRef names GitRepository default/podinfo, but --git-repository gives default/other"),
+        stderr.starts_with(&format!(
+            "{}:{line}:7: error: ImageUpdater default/demo: its sourceRef names GitRepository default/podinfo, but --git-repository gives default/other",
+            dir.join("imageupdater.yaml").display()
+        )),
+        || stderr.to_string(),
+    )?;
+    // Without the GitRepository it names (and without --url): at the
+    // sourceRef too.
+    let out = clean(&mut Command::new(BIN))
+        .args(["job", "--automation"])
+        .arg(dir.join("imageupdater.yaml"))
+        .args(["--policy", "default:nginx=nginx:5.0.3"])
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure(out.status.code() == Some(2), || format!("{out:?}"))?;
+    ensure(
+        stderr.starts_with(&format!(
+            "{}:{line}:7: error: ImageUpdater default/demo: its sourceRef names GitRepository default/podinfo, which is not given: give its file with --git-repository",
+            dir.join("imageupdater.yaml").display()
+        )),
         || stderr.to_string(),
     )?;
     // The seed's images live on Docker Hub, out of reach here: the policy's
@@ -168,6 +193,21 @@ fn seed_002_job(env: &Env) -> TestResult {
     ensure(
         stderr.contains("warning: the commit message template uses '.Updated'"),
         || stderr.to_string(),
+    )?;
+    // The status (stdout, and the termination message) carries it too, in
+    // its report's warnings.
+    let status: Value = serde_json::from_slice(&out.stdout)?;
+    ensure(
+        status["result"] == "pushed"
+            && status["commitMessage"] == "nginx:5.0.3\n"
+            && status["changes"]["warnings"].as_array().is_some_and(|w| {
+                w.iter().any(|w| {
+                    w["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("uses '.Updated'") && m.contains("'.Changed'"))
+                })
+            }),
+        || format!("{status}"),
     )?;
     let message = env.git_out(&fixture.bare, &["log", "-1", "--format=%B", "main"])?;
     ensure(message.trim_end() == "nginx:5.0.3", || {

@@ -73,12 +73,7 @@ pub(crate) struct JobArgs {
     /// The repository: https://, ssh:// or user@host:path (plain http:// only to
     /// loopback; file:// and paths only with --allow-local).
     /// Default: the --git-repository's spec.url.
-    #[arg(
-        long,
-        value_name = "URL",
-        help_heading = "Repository",
-        required_unless_present_any = ["git_repository", "fleet"]
-    )]
+    #[arg(long, value_name = "URL", help_heading = "Repository")]
     pub url: Option<String>,
 
     /// A Flux GitRepository (YAML): its spec.url, spec.ref (branch, tag,
@@ -441,14 +436,20 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         && let Some(source) = &a.source_ref
         && (source.namespace != r.namespace || source.name != r.name)
     {
-        return Err(Error::Usage(format!(
+        let at =
+            automation_file.map(|f| crate::automation::source_ref_location(f, args.max_file_size));
+        let mut error = crate::diagnostic::Diagnostic::error(format!(
             "{}: its sourceRef names GitRepository {}/{}, but --git-repository gives {}/{}",
             a.describe(),
             source.namespace,
             source.name,
             r.namespace,
             r.name
-        )));
+        ));
+        if let Some(at) = at {
+            error = error.at(at);
+        }
+        return Err(Error::invalid(vec![error]));
     }
     let secrets = Secrets::read(&args.secrets, args.max_file_size)?;
     let git_secret = match &repository {
@@ -465,11 +466,11 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         }
         _ => None,
     };
-    let url = args
-        .url
-        .clone()
-        .or_else(|| repository.as_ref().map(|r| r.url.clone()))
-        .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
+    let url = match (&args.url, &repository) {
+        (Some(url), _) => url.clone(),
+        (None, Some(r)) => r.url.clone(),
+        (None, None) => return Err(no_repository(automation.as_ref(), automation_file, args)),
+    };
     let mut update = UpdateConfig {
         fetch: args.fetch.then(|| args.registry.fetch_settings()),
         mode: Mode::Apply,
@@ -596,6 +597,31 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         work_parent: args.work_dir.clone(),
         state_file: args.state.clone(),
     })
+}
+
+/// Neither `--url` nor a GitRepository: at the automation's sourceRef when
+/// it names one (the GitRepository it names was not given).
+fn no_repository(
+    automation: Option<&Automation>,
+    file: Option<&std::path::Path>,
+    args: &JobArgs,
+) -> Error {
+    match (automation, file) {
+        (Some(a), Some(file)) if a.source_ref.is_some() => {
+            let source = a
+                .source_ref
+                .as_ref()
+                .map_or_else(String::new, |s| format!("{}/{}", s.namespace, s.name));
+            Error::invalid(vec![
+                crate::diagnostic::Diagnostic::error(format!(
+                    "{}: its sourceRef names GitRepository {source}, which is not given: give its file with --git-repository (or the repository's URL with --url)",
+                    a.describe()
+                ))
+                .at(crate::automation::source_ref_location(file, args.max_file_size)),
+            ])
+        }
+        _ => Error::Usage("give --url or --git-repository".to_owned()),
+    }
 }
 
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,
