@@ -1185,7 +1185,19 @@ spec:
         let args = job["template"]["spec"]["containers"][0]["args"]
             .as_array()
             .unwrap();
-        assert!(args.contains(&json!("/config/$(JOB_COMPLETION_INDEX)/automation.yaml")));
+        assert_eq!(
+            args[..3],
+            [json!("job"), json!("--fleet"), json!("/config/fleet.yaml")]
+        );
+        assert!(args.contains(&json!("/state/$(JOB_COMPLETION_INDEX).json")));
+        // The index lists the automations in their order, with their files.
+        let index =
+            crate::yaml::parse_one(out.objects[0]["data"]["fleet.yaml"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            index.value["automations"][1]["automation"],
+            "1/automation.yaml"
+        );
+        assert_eq!(index.value["automations"].as_array().map(Vec::len), Some(2));
         assert!(
             out.objects[2]["spec"]["schedule"]
                 .as_str()
