@@ -90,3 +90,10 @@ pub mod action {
     pub use crate::cli::action::{INPUTS, TEST_DELIMITER_VARIABLE};
     pub use crate::render::github::{OUTPUTS, input_variable};
 }
+
+/// The objects `create` writes and `deploy` reads: Kubernetes names, and
+/// the KubeSphere ImageUpdater's fields (the CRD must declare each).
+pub mod objects {
+    pub use crate::create::{dns_label, dns_subdomain};
+    pub use crate::kubesphere::FIELDS as IMAGE_UPDATER_FIELDS;
+}

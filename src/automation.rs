@@ -38,13 +38,29 @@ pub struct Automation {
     pub source_ref: Option<SourceRef>,
     /// `spec.git`.
     pub git: Option<GitSpec>,
+    /// The kind of object it was read from.
+    pub kind: AutomationKind,
+}
+
+/// The kind of object an automation was read from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AutomationKind {
+    /// A Flux `ImageUpdateAutomation`.
+    #[default]
+    Flux,
+    /// A KubeSphere `ImageUpdater` with `kind: fluxcd` ([`crate::kubesphere`]).
+    KubeSphere,
 }
 
 impl Automation {
-    /// `ImageUpdateAutomation NAMESPACE/NAME`.
+    /// `ImageUpdateAutomation NAMESPACE/NAME` (or `ImageUpdater ...`).
     #[must_use]
     pub fn describe(&self) -> String {
-        format!("ImageUpdateAutomation {}/{}", self.namespace, self.name)
+        let kind = match self.kind {
+            AutomationKind::Flux => "ImageUpdateAutomation",
+            AutomationKind::KubeSphere => crate::kubesphere::KIND,
+        };
+        format!("{kind} {}/{}", self.namespace, self.name)
     }
 }
 
@@ -369,8 +385,10 @@ impl Reader<'_> {
     }
 }
 
-/// The ImageUpdateAutomation in `file` (the file may hold other objects
-/// too, such as its GitRepository; exactly one automation is needed).
+/// The automation in `file`: a Flux ImageUpdateAutomation, or a KubeSphere
+/// ImageUpdater with `kind: fluxcd` ([`crate::kubesphere`]); the file may
+/// hold other objects too, such as its GitRepository; exactly one
+/// automation is needed.
 ///
 /// # Errors
 /// An unreadable file (or one over `limit`), invalid YAML, no or several
@@ -380,25 +398,56 @@ pub(crate) fn read_file(
     limit: crate::input::SizeLimit,
 ) -> Result<Automation, crate::error::Error> {
     use crate::error::Error;
+    use crate::kubesphere::is_image_updater;
     let (origin, documents) = crate::input::read_yaml(file, limit)?;
     let found: Vec<&Document> = documents
         .iter()
-        .filter(|d| is_flux_kind(&d.value, "ImageUpdateAutomation"))
+        .filter(|d| is_flux_kind(&d.value, "ImageUpdateAutomation") || is_image_updater(&d.value))
         .collect();
     match found.as_slice() {
+        [one] if is_image_updater(&one.value) => crate::kubesphere::read(one, &origin, true)
+            .map(|u| u.automation)
+            .map_err(Error::invalid),
         [one] => read(one, &origin, true).map_err(Error::invalid),
         [] => Err(Error::invalid(vec![
-            Diagnostic::error("holds no ImageUpdateAutomation (image.toolkit.fluxcd.io/v1)")
-                .at(Location::new(origin, None)),
+            Diagnostic::error(
+                "holds no ImageUpdateAutomation (image.toolkit.fluxcd.io/v1) or ImageUpdater (gitops.kubesphere.io/v1alpha1)",
+            )
+            .at(Location::new(origin, None)),
         ])),
         [_, second, ..] => Err(Error::invalid(vec![
             Diagnostic::error(format!(
-                "holds {} ImageUpdateAutomations; give one",
+                "holds {} automations (ImageUpdateAutomations or ImageUpdaters); give one",
                 found.len()
             ))
             .at(Location::new(origin, second.position(""))),
         ])),
     }
+}
+
+/// Where the automation in `file` names its source (`spec.sourceRef`, or an
+/// ImageUpdater's `spec.fluxcd.sourceRef`), for an error about it; the file
+/// alone when it cannot be read again.
+#[cfg_attr(not(feature = "job"), allow(dead_code))] // the Job's check
+pub(crate) fn source_ref_location(
+    file: &std::path::Path,
+    limit: crate::input::SizeLimit,
+) -> Location {
+    let origin = crate::input::name(file);
+    let position = crate::input::read_yaml(file, limit)
+        .ok()
+        .and_then(|(_, documents)| {
+            documents.iter().find_map(|d| {
+                if is_flux_kind(&d.value, "ImageUpdateAutomation") {
+                    d.position("/spec/sourceRef")
+                } else if crate::kubesphere::is_image_updater(&d.value) {
+                    d.position("/spec/fluxcd/sourceRef")
+                } else {
+                    None
+                }
+            })
+        });
+    Location::new(origin, position)
 }
 
 /// A ResourceList item's path annotation, normalised (`./a//b/../c` ->

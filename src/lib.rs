@@ -24,12 +24,16 @@
 //!    (the worker pool), [`walk`] (the directory walk), [`sink`] (atomic,
 //!    all-or-nothing writes).
 //! 1. The domain: [`policies`] (policy results, scope, the table markers are
-//!    looked up in), [`automation`] (Flux ImageUpdateAutomation), [`updater`]
-//!    (find markers, splice values; [`updater::plan`] is its pure core),
-//!    [`reflector`] (policy results from registries; the client is the
-//!    `image-update-registry` crate), [`outcome`] (what a run found and did).
+//!    looked up in), [`automation`] (Flux ImageUpdateAutomation),
+//!    [`git_repository`] (the Flux GitRepository an automation updates),
+//!    [`kubesphere`] (KubeSphere ImageUpdaters as automations), [`create`]
+//!    (the objects `create` writes), [`updater`] (find markers, splice
+//!    values; [`updater::plan`] is its pure core), [`reflector`] (policy
+//!    results from registries; the client is the `image-update-registry`
+//!    crate), [`outcome`] (what a run found and did).
 //! 2. The views the operation writes: [`render`]'s report and commit message.
-//! 3. [`operation`]: the one orchestration every front end shares.
+//! 3. [`operation`]: the one orchestration every front end shares; [`deploy`]:
+//!    automations into the workloads that run them.
 //! 4. [`job`]: clone, run the operation, commit, push.
 //! 5. [`krm`] (the KRM function) and [`render`]'s renderers for each audience.
 //! 6. [`cli`] (the command line; only it prints or exits) and [`api`] (the
@@ -48,12 +52,16 @@ pub mod api;
 pub(crate) mod automation;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
+pub(crate) mod create;
+pub(crate) mod deploy;
 pub(crate) mod diagnostic;
 pub(crate) mod error;
+pub(crate) mod git_repository;
 pub(crate) mod input;
 #[cfg(feature = "job")]
 pub(crate) mod job;
 pub(crate) mod krm;
+pub(crate) mod kubesphere;
 pub(crate) mod object;
 pub(crate) mod operation;
 pub(crate) mod outcome;

@@ -5,7 +5,8 @@
 //! Layers, lowest first (`docs/architecture.md` explains each):
 //! 0 the leaf vocabulary and infrastructure; 1 the domain (policies,
 //! automations, the updater, the reflector, the run's outcome); 2 the views
-//! the operation writes (the report, the commit message); 3 the operation;
+//! the operation writes (the report, the commit message); 3 the operation
+//! and deploy's generator;
 //! 4 the Job; 5 the front ends' renderers and the KRM function; 6 the
 //! command line and the public facade.
 
@@ -28,6 +29,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("sink", 0),
     ("policies", 1),
     ("automation", 1),
+    ("git_repository", 1),
+    ("kubesphere", 1),
+    ("create", 1),
     ("updater", 1),
     ("reflector", 1),
     ("outcome", 1),
@@ -35,6 +39,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("render::report", 2),
     ("render::message", 2),
     ("operation", 3),
+    ("deploy", 3),
     ("job", 4),
     ("krm", 5),
     ("render::terminal", 5),

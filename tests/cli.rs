@@ -454,9 +454,14 @@ fn message_from_a_saved_report() {
         "Update from image update automation"
     );
 
-    // Flux's guidance for removed fields; a template that does not parse
-    // fails `update` before anything is written.
-    fs_err::write(&template, "{{ range .Updated.Files }}x{{ end }}").unwrap();
+    // Flux v0.x's `.Updated` (seed 002's template) renders as Flux v0.x did,
+    // from the report's observed policies, with a warning that Flux v1
+    // dropped it.
+    fs_err::write(
+        &template,
+        "{{range .Updated.Images}}{{println .}}{{end}}{{ (index .Updated.Images 0).Name }}",
+    )
+    .unwrap();
     let out = run(
         &[
             "message",
@@ -467,14 +472,74 @@ fn message_from_a_saved_report() {
         ],
         None,
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "nginx:1.27.1\nindex.docker.io/library/nginx:1.27.1"
+    );
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
         stderr.starts_with(
-            "error: template uses removed '.Updated' field. Please use '.Changed' instead."
+            "warning: the commit message template uses '.Updated' (line 1, column 9), which Flux v1 removed: it renders here as in Flux v0.x"
         ),
         "{stderr}"
     );
+    let out = run(
+        &[
+            "update",
+            s(&dir.path().join("apps")),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--dry-run",
+            "--commit-template",
+            template.to_str().unwrap(),
+            "--commit-message-file",
+            written.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        fs_err::read_to_string(&written).unwrap(),
+        "nginx:1.27.1\nindex.docker.io/library/nginx:1.27.1"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("warning: the commit message template uses '.Updated'"),
+        "{stderr}"
+    );
+    // Only whole-image setters are recorded in `.Updated`, as in Flux before
+    // its ResultV2 (seed 003): a tag-only change is in `.Changed` alone.
+    let partial = dir.path().join("partial");
+    fs_err::create_dir_all(&partial).unwrap();
+    fs_err::write(
+        partial.join("values.yaml"),
+        "image:\n  repository: nginx # {\"$imagepolicy\": \"ns:p:name\"}\n  tag: 1.0.0 # {\"$imagepolicy\": \"ns:p:tag\"}\n",
+    )
+    .unwrap();
+    fs_err::write(
+        &template,
+        "{{ len .Updated.Files }} {{ len .Updated.Images }} {{ len .Changed.Changes }}",
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "update",
+            s(&partial),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--dry-run",
+            "--commit-template",
+            template.to_str().unwrap(),
+            "--commit-message-file",
+            written.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(fs_err::read_to_string(&written).unwrap(), "0 0 1");
+    // A template that does not parse fails `update` before anything is
+    // written.
     fs_err::write(&template, "{{ if }}").unwrap();
     let out = run(
         &[

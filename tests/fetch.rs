@@ -641,31 +641,34 @@ fn update_fetch_invalid_definitions_name_the_file() {
     assert_eq!(read(&file), text);
 }
 
+/// The KRM function on `input`.
+fn function(home: &Path, input: &str) -> Output {
+    let mut child = cmd(home)
+        .arg("fn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
 fn function_fetch_true() {
     let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
     push_flux_repos(&reg);
     let dir = tempfile::tempdir().unwrap();
     let input = fixture("resource-list.yaml", &[("host", &host)]);
-    let fn_run = |input: &str| {
-        let mut child = cmd(dir.path())
-            .arg("fn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        child.wait_with_output().unwrap()
-    };
+    let fn_run = |input: &str| function(dir.path(), input);
     let out = fn_run(&input);
     assert!(out.status.success(), "{}", stdout(&out));
     let text = stdout(&out);
@@ -704,6 +707,96 @@ fn function_fetch_true() {
     let out = fn_run(&cm);
     assert!(out.status.success(), "{}", stdout(&out));
     assert!(stdout(&out).contains(&format!("image: {host}/team/app:v1.2.0 #")));
+}
+
+/// A KubeSphere ImageUpdater as the functionConfig: with the fetch
+/// annotation, its own images are definitions fetched like the items'; the
+/// same object among the items too is read once.
+fn function_image_updater_config_fetches_its_images() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    push_flux_repos(&reg);
+    let dir = tempfile::tempdir().unwrap();
+    let updater = format!(
+        "apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata:
+  name: demo
+  namespace: apps
+  annotations: {{fn.image-update.dev/fetch: 'true'}}
+spec:
+  kind: fluxcd
+  images: [app={host}/team/app]
+  fluxcd:
+    interval: 5m
+    policy: {{semver: {{range: 1.x}}}}
+    sourceRef: {{name: fleet}}
+    git:
+      commit:
+        author: {{email: bot@example.com, name: bot}}
+        messageTemplate: '{{{{range .Updated.Images}}}}{{{{println .}}}}{{{{end}}}}'
+"
+    );
+    let indent =
+        |text: &str, by: &str| -> String { text.lines().map(|l| format!("{by}{l}\n")).collect() };
+    let deployment = format!(
+        "- apiVersion: apps/v1
+  kind: Deployment
+  metadata:
+    name: web
+    namespace: apps
+    annotations: {{config.kubernetes.io/path: apps/web.yaml}}
+  spec:
+    image: {host}/team/app:v1.0.0 # {{\"$imagepolicy\": \"apps:app\"}}
+"
+    );
+    let list = |items: &str, config: &str| {
+        format!(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n{items}functionConfig:\n{}",
+            indent(config, "  ")
+        )
+    };
+    let fn_run = |input: &str| function(dir.path(), input);
+    let out = fn_run(&list(&deployment, &updater));
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("image: {host}/team/app:v1.2.0 # ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("which Flux v1 removed"),
+        "the template's warning is a result: {text}"
+    );
+    // The same ImageUpdater among the items: one definition, not two.
+    let item = indent(&updater, "  ");
+    let both = format!("{deployment}- {}", &item[2..]);
+    let out = fn_run(&list(&both, &updater));
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("image: {host}/team/app:v1.2.0 # ")),
+        "{text}"
+    );
+    // Without the annotation the function asks no registry.
+    let pure = updater.replace("  annotations: {fn.image-update.dev/fetch: 'true'}\n", "");
+    let out = fn_run(&list(&deployment, &pure));
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("image: {host}/team/app:v1.0.0 # ")),
+        "{text}"
+    );
+    // A value the annotation cannot have.
+    let bad = updater.replace("'true'", "'yes'");
+    let out = fn_run(&list(&deployment, &bad));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("annotation fn.image-update.dev/fetch: expected")
+            && stdout(&out).contains("yes"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 /// Through kpt itself: `kpt fn eval --exec` runs the binary on the host,
@@ -996,6 +1089,11 @@ fn main() {
             policy_command_against_the_registry,
         ),
         trial("policy_command_offline", &[], policy_command_offline),
+        trial(
+            "function_image_updater_config_fetches_its_images",
+            &["docker-registry"],
+            function_image_updater_config_fetches_its_images,
+        ),
         trial(
             "update_fetch_invalid_definitions_name_the_file",
             &[],

@@ -439,18 +439,30 @@ fn kpt_fn_yaml() -> Result<(), Failed> {
     let configs = meta["functionConfigs"]
         .as_array()
         .ok_or("no functionConfigs")?;
-    if configs.len() != 3 {
-        return Err(format!("{} functionConfigs, expected 3", configs.len()).into());
+    if configs.len() != 5 {
+        return Err(format!("{} functionConfigs, expected 5", configs.len()).into());
     }
+    // The generator needs automations to work on: the golden case's.
+    let generator_input = fs_err::read(root().join("testdata/krm/deploy-generator/stdin.yaml"))
+        .map_err(|e| e.to_string())?;
+    let generator_items = yaml_value("deploy-generator", &generator_input)?
+        .pop()
+        .ok_or("empty deploy-generator input")?["items"]
+        .clone();
     for config in configs {
         let example = &config["example"];
         if example["kind"] != config["kind"] || example["apiVersion"] != config["apiVersion"] {
             return Err(format!("example of {} has another kind", config["kind"]).into());
         }
+        let items = if example["kind"] == "Deploy" {
+            generator_items.clone()
+        } else {
+            serde_json::json!([])
+        };
         let list = serde_json::json!({
             "apiVersion": "config.kubernetes.io/v1",
             "kind": "ResourceList",
-            "items": [],
+            "items": items,
             "functionConfig": example,
         });
         let (stdout, code) = run_fn(list.to_string().as_bytes())?;

@@ -16,8 +16,10 @@ use image_update_template::flux::TEMPLATE_NAME;
 use image_update_template::{Limits, Template, TemplateData, Value};
 
 /// The report the templates render: several files, objects and changes,
-/// values and an automation object.
-pub const REPORT: &str = include_str!("../../testdata/templates/reports/aggregate.json");
+/// an automation object, and the policies' latest images, so that Flux
+/// v0.x's `.Updated` (image references, with go-containerregistry's
+/// methods) is there too.
+pub const REPORT: &str = include_str!("../../testdata/templates/reports/v0.json");
 
 /// Limits tighter than the defaults, so that one run stays short.
 #[must_use]
@@ -34,7 +36,7 @@ thread_local! {
     static DATA: Option<Value> = serde_json::from_str(REPORT)
         .ok()
         .and_then(|json| TemplateData::from_report_json(&json).ok())
-        .map(|data| data.to_value());
+        .and_then(|data| data.value(true).ok());
 }
 
 /// The prefix of every error Go's `text/template` raises for this template:

@@ -209,8 +209,10 @@ pub(crate) fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, 
         update.select("input selector", selector);
     }
     if let Some(file) = inputs.value("automation") {
-        let automation = crate::automation::read_file(&workspace.join(file), update.max_file_size)?;
+        let path = workspace.join(file);
+        let automation = crate::automation::read_file(&path, update.max_file_size)?;
         update = update.with_automation(automation);
+        super::args::add_updater_definitions(&mut update, &path);
     }
     let mut message = update
         .automation

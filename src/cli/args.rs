@@ -254,6 +254,19 @@ pub(crate) struct MessageCommandArgs {
     pub message: MessageArgs,
 }
 
+/// An ImageUpdater's `images` are its policies: its file (`--automation`)
+/// is read with the policy files too (for `--fetch`).
+pub(crate) fn add_updater_definitions(config: &mut UpdateConfig, file: &std::path::Path) {
+    if config
+        .automation
+        .as_ref()
+        .is_some_and(|a| a.kind == crate::automation::AutomationKind::KubeSphere)
+        && !config.policy_files.iter().any(|f| f == file)
+    {
+        config.policy_files.push(file.to_path_buf());
+    }
+}
+
 /// `update --help`, after the options.
 pub(crate) const UPDATE_AFTER_HELP: &str = "\
 Exit status:
@@ -392,6 +405,7 @@ impl UpdateArgs {
         if let Some(file) = &self.automation {
             config =
                 config.with_automation(crate::automation::read_file(file, self.max_file_size)?);
+            add_updater_definitions(&mut config, file);
         }
         if self.commit_message_file.is_some() {
             config.message = Some(

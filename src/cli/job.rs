@@ -15,10 +15,10 @@ use super::Exit;
 use super::args::{MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
+use crate::git_repository::{self, GitRepository};
 use crate::input::SizeLimit;
 use crate::job::checkout::{self, CheckoutTarget};
 use crate::job::credentials::{self, CredentialFlags, ProcessEnvironment};
-use crate::job::git_repository::{self, GitRepository};
 use crate::job::secrets::Secrets;
 use crate::job::{
     EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
@@ -73,12 +73,7 @@ pub(crate) struct JobArgs {
     /// The repository: https://, ssh:// or user@host:path (plain http:// only to
     /// loopback; file:// and paths only with --allow-local).
     /// Default: the --git-repository's spec.url.
-    #[arg(
-        long,
-        value_name = "URL",
-        help_heading = "Repository",
-        required_unless_present = "git_repository"
-    )]
+    #[arg(long, value_name = "URL", help_heading = "Repository")]
     pub url: Option<String>,
 
     /// A Flux GitRepository (YAML): its spec.url, spec.ref (branch, tag,
@@ -86,6 +81,29 @@ pub(crate) struct JobArgs {
     /// bearerToken, identity, known_hosts), from the --secret files.
     #[arg(long, value_name = "FILE", help_heading = "Flux objects")]
     pub git_repository: Option<PathBuf>,
+
+    /// Run one automation of a fleet (`image-update deploy --fleet`): FILE
+    /// is the fleet's index; its entry at --fleet-index gives the
+    /// automation, GitRepository and policies files (relative to FILE).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Flux objects",
+        conflicts_with_all = ["automation", "git_repository", "url"]
+    )]
+    pub fleet: Option<PathBuf>,
+
+    /// The entry of --fleet to run (default: JOB_COMPLETION_INDEX, which
+    /// Kubernetes sets in every Pod of an Indexed Job); ignored without
+    /// --fleet.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "JOB_COMPLETION_INDEX",
+        hide_env_values = true,
+        help_heading = "Flux objects"
+    )]
+    pub fleet_index: Option<String>,
 
     /// Kubernetes Secrets (YAML, multi-document; repeatable) that
     /// --git-repository and --automation reference: git credentials, the
@@ -378,9 +396,24 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             "--git-timeout came after the first git operation".to_owned(),
         ));
     }
-    let automation = args
-        .automation
+    // A fleet's member: its files from the fleet's index, whose position is
+    // checked before anything else is read.
+    let member = args
+        .fleet
         .as_deref()
+        .map(|file| {
+            crate::deploy::fleet::select(file, args.fleet_index.as_deref(), args.max_file_size)
+        })
+        .transpose()?;
+    let automation_file = member
+        .as_ref()
+        .map(|m| m.automation.as_path())
+        .or(args.automation.as_deref());
+    let repository_file = member
+        .as_ref()
+        .map(|m| m.git_repository.as_path())
+        .or(args.git_repository.as_deref());
+    let automation = automation_file
         .map(|file| crate::automation::read_file(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
@@ -396,11 +429,28 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
                 .to_owned(),
         ));
     }
-    let repository = args
-        .git_repository
-        .as_deref()
-        .map(|file| git_repository::read(file, args.max_file_size))
+    let repository = repository_file
+        .map(|file| git_repository::read_file(file, args.max_file_size))
         .transpose()?;
+    if let (Some(a), Some(r)) = (&automation, &repository)
+        && let Some(source) = &a.source_ref
+        && (source.namespace != r.namespace || source.name != r.name)
+    {
+        let at =
+            automation_file.map(|f| crate::automation::source_ref_location(f, args.max_file_size));
+        let mut error = crate::diagnostic::Diagnostic::error(format!(
+            "{}: its sourceRef names GitRepository {}/{}, but --git-repository gives {}/{}",
+            a.describe(),
+            source.namespace,
+            source.name,
+            r.namespace,
+            r.name
+        ));
+        if let Some(at) = at {
+            error = error.at(at);
+        }
+        return Err(Error::invalid(vec![error]));
+    }
     let secrets = Secrets::read(&args.secrets, args.max_file_size)?;
     let git_secret = match &repository {
         Some(GitRepository {
@@ -416,11 +466,11 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         }
         _ => None,
     };
-    let url = args
-        .url
-        .clone()
-        .or_else(|| repository.as_ref().map(|r| r.url.clone()))
-        .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
+    let url = match (&args.url, &repository) {
+        (Some(url), _) => url.clone(),
+        (None, Some(r)) => r.url.clone(),
+        (None, None) => return Err(no_repository(automation.as_ref(), automation_file, args)),
+    };
     let mut update = UpdateConfig {
         fetch: args.fetch.then(|| args.registry.fetch_settings()),
         mode: Mode::Apply,
@@ -431,8 +481,14 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         ..UpdateConfig::default()
     };
     args.source.apply(&mut update)?;
+    if let Some(policies) = member.as_ref().and_then(|m| m.policies.clone()) {
+        update.policy_files.push(policies);
+    }
     if let Some(automation) = automation.clone() {
         update = update.with_automation(automation);
+        if let Some(file) = automation_file {
+            super::args::add_updater_definitions(&mut update, file);
+        }
     }
     if let Some(path) = &args.path {
         update.update_path = crate::automation::normalise_path(path);
@@ -543,6 +599,31 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     })
 }
 
+/// Neither `--url` nor a GitRepository: at the automation's sourceRef when
+/// it names one (the GitRepository it names was not given).
+fn no_repository(
+    automation: Option<&Automation>,
+    file: Option<&std::path::Path>,
+    args: &JobArgs,
+) -> Error {
+    match (automation, file) {
+        (Some(a), Some(file)) if a.source_ref.is_some() => {
+            let source = a
+                .source_ref
+                .as_ref()
+                .map_or_else(String::new, |s| format!("{}/{}", s.namespace, s.name));
+            Error::invalid(vec![
+                crate::diagnostic::Diagnostic::error(format!(
+                    "{}: its sourceRef names GitRepository {source}, which is not given: give its file with --git-repository (or the repository's URL with --url)",
+                    a.describe()
+                ))
+                .at(crate::automation::source_ref_location(file, args.max_file_size)),
+            ])
+        }
+        _ => Error::Usage("give --url or --git-repository".to_owned()),
+    }
+}
+
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,
 /// else the GitRepository's `spec.ref`, else the remote's default branch.
 fn checkout_ref(
@@ -570,7 +651,11 @@ fn checkout_ref(
                 .and_then(|g| g.checkout.as_ref())
                 .and_then(checkout::from_git_ref)
         })
-        .or_else(|| repository.and_then(|r| r.reference.clone()))
+        .or_else(|| {
+            repository
+                .and_then(|r| r.reference.as_ref())
+                .and_then(checkout::from_git_ref)
+        })
         .unwrap_or(CheckoutTarget::Checkout(CheckoutRef::DefaultBranch));
     if let CheckoutTarget::Semver(range) = &reference {
         crate::reflector::selection::semver::Range::parse(range)

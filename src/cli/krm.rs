@@ -45,6 +45,16 @@ Policy results come from, merged (a policy given twice with different values is 
     - image.toolkit.fluxcd.io/v1 ImageUpdateAutomation: uses the ImagePolicies among the items in
       the automation's namespace (default: default) that match spec.policySelector; edits only
       items under spec.update.path; spec.suspend: true edits nothing.
+    - gitops.kubesphere.io/v1alpha1 ImageUpdater (kind: fluxcd): the same automation, from
+      spec.fluxcd; its own images are definitions, fetched like the items'.
+      These two take fetching as the annotation fn.image-update.dev/fetch: \"true\".
+
+With the functionConfig fn.image-update.dev/v1alpha1 Deploy, the function is `image-update deploy`
+as a generator: the automations, GitRepositories and definitions among the items stay, and the
+workloads that run them (ConfigMaps, state claims, CronJobs) are added, one file per workload
+under `path`, replacing a previous run's (annotated fn.image-update.dev/generated-by):
+        image, namespace, fleet, state, parallelism   deploy's options
+        path             where the workloads' files go (default image-update)
 
 Exit status: 0 when the list was processed (warnings included); 1 when the input or the
 functionConfig is invalid, or check found pending changes: stdout then carries error results
@@ -53,6 +63,7 @@ and kpt writes nothing.
 Examples:
   kpt fn eval --exec image-update PKG -- flux-system:podinfo=ghcr.io/stefanprodan/podinfo:6.7.0
   kpt fn eval --exec image-update PKG --fn-config automation.yaml
+  kpt fn eval --exec image-update PKG --fn-config deploy.yaml
   kpt fn render PKG --allow-exec
       with, in the Kptfile: pipeline: {mutators: [{exec: image-update, configPath: FILE}]}";
 

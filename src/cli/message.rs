@@ -34,6 +34,14 @@ pub(crate) fn run(args: &MessageCommandArgs) -> Result<Exit, Error> {
         .message_config(automation.as_ref(), args.max_file_size)?;
     let report = read_report(&args.report, args.max_file_size)?;
     let message = config.render(&report)?;
+    let paint = super::stderr_paint(super::ColorChoice::from_args());
+    let warnings: String = config
+        .warnings()
+        .iter()
+        .map(|w| crate::render::terminal::diagnostic(w, paint))
+        .collect();
+    // One write, so that lines of concurrent processes do not interleave.
+    let _ = super::stdio::stderr().write_all(warnings.as_bytes());
     let mut out = super::stdio::stdout().lock();
     out.write_all(message.as_bytes())
         .and_then(|()| out.flush())

@@ -21,6 +21,8 @@
 pub(crate) mod action;
 pub(crate) mod args;
 pub(crate) mod completions;
+pub(crate) mod create;
+pub(crate) mod deploy;
 #[cfg(feature = "job")]
 pub(crate) mod job;
 pub(crate) mod krm;
@@ -100,6 +102,12 @@ pub(crate) enum Command {
     #[cfg(feature = "job")]
     #[command(after_help = job::AFTER_HELP)]
     Job(Box<job::JobArgs>),
+    /// Write a Flux ImageRepository, ImagePolicy, ImageUpdateAutomation or
+    /// a KubeSphere ImageUpdater as YAML on stdout.
+    Create(Box<create::CreateArgs>),
+    /// Write the Kubernetes manifests (CronJobs, ConfigMaps) that run
+    /// automations on a schedule, with no controller.
+    Deploy(deploy::DeployArgs),
     /// Print a shell completion script on stdout (bash, zsh, fish, elvish,
     /// powershell).
     Completions(CompletionsArgs),
@@ -178,6 +186,8 @@ pub(crate) fn run() -> Result<Exit, Error> {
         Some(Command::Action(args)) => action::run(&args),
         #[cfg(feature = "job")]
         Some(Command::Job(args)) => job::run(&args),
+        Some(Command::Create(args)) => create::run(&args),
+        Some(Command::Deploy(args)) => deploy::run(&args),
         Some(Command::Completions(args)) => completions::run_completions(&args),
         Some(Command::Man(args)) => completions::run_man(&args),
         None => Err(Error::Usage(

@@ -40,7 +40,6 @@ use crate::sink::interrupt;
 
 pub(crate) mod checkout;
 pub(crate) mod credentials;
-pub(crate) mod git_repository;
 pub(crate) mod secrets;
 pub(crate) mod state;
 

@@ -1,4 +1,4 @@
-//! The KRM function's `functionConfig`, in the three accepted kinds, turned
+//! The KRM function's `functionConfig`, in each accepted kind, turned
 //! into an [`UpdateConfig`].
 //!
 //! * `v1/ConfigMap` (what `kpt fn eval ... -- KEY=VALUE` sends): `data` keys
@@ -16,6 +16,12 @@
 //!   the items that live in the automation's namespace and match
 //!   `spec.policySelector`; `spec.update.path` limits the edits;
 //!   `spec.suspend: true` edits nothing.
+//! * KubeSphere `ImageUpdater` (`kind: fluxcd`), read by
+//!   [`crate::kubesphere`]: the same automation, and its `images` are
+//!   definitions like the items' (fetched when fetching).
+//!
+//! The two automation kinds take `fetch` as the annotation
+//! [`FETCH_ANNOTATION`]: `"true"`.
 //!
 //! No functionConfig at all is the same as an empty ConfigMap.
 
@@ -25,6 +31,7 @@ use crate::automation::{self, normalise_path};
 use crate::diagnostic::Diagnostic;
 use crate::operation::{FetchSettings, PolicyValue, UpdateConfig};
 use crate::outcome::Mode;
+use crate::policies::PolicyDocument;
 use crate::policies::image_policy::{FLUX_IMAGE_GROUP, is_flux_kind};
 use crate::policies::selector::Selector;
 
@@ -32,6 +39,9 @@ use crate::policies::selector::Selector;
 pub(crate) const IMAGE_UPDATE_API_VERSION: &str = "fn.image-update.dev/v1alpha1";
 /// Kind of the project's own functionConfig.
 pub(crate) const IMAGE_UPDATE_KIND: &str = "ImageUpdate";
+/// The annotation that turns fetching on for a functionConfig of another
+/// project's kind (an ImageUpdateAutomation, an ImageUpdater).
+pub(crate) const FETCH_ANNOTATION: &str = "fn.image-update.dev/fetch";
 
 /// Read the functionConfig `value` (`Null` when absent).
 ///
@@ -82,10 +92,39 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
                 }
             }
         }
+        _ if crate::kubesphere::is_image_updater(value) => {
+            // A KubeSphere ImageUpdater (kind: fluxcd) is an automation too,
+            // and its images are definitions (fetched when fetching).
+            let doc = crate::yaml::Document::from_value(value.clone());
+            match crate::kubesphere::read(&doc, "", false) {
+                Ok(u) => {
+                    let message = crate::render::message::MessageConfig::from_automation(&u.automation);
+                    reader.config = reader.config.with_automation(u.automation);
+                    reader.config.message = Some(message);
+                    reader.config.documents.push(PolicyDocument {
+                        document: doc,
+                        origin: "functionConfig".to_owned(),
+                        positions: false,
+                        dir: None,
+                        supplies: true,
+                    });
+                }
+                Err(errors) => reader.errors.extend(errors.into_iter().map(|mut d| {
+                    d.location = None;
+                    d
+                })),
+            }
+        }
         _ => reader.errors.push(Diagnostic::error(format!(
             "functionConfig {api_version}/{kind} is not supported: use a v1 ConfigMap, \
-             {IMAGE_UPDATE_API_VERSION} {IMAGE_UPDATE_KIND}, or {FLUX_IMAGE_GROUP}/v1 ImageUpdateAutomation"
+             {IMAGE_UPDATE_API_VERSION} {IMAGE_UPDATE_KIND}, {FLUX_IMAGE_GROUP}/v1 ImageUpdateAutomation \
+             or {} {} (kind: fluxcd)",
+            crate::kubesphere::API_VERSION,
+            crate::kubesphere::KIND
         ))),
+    }
+    if is_flux_kind(value, "ImageUpdateAutomation") || crate::kubesphere::is_image_updater(value) {
+        reader.fetch_annotation(value, &format!("{kind} {name}"));
     }
     if reader.errors.is_empty() {
         Ok(reader.config)
@@ -191,6 +230,24 @@ impl Reader {
         }
     }
 
+    /// An automation's kinds have no field of the function's own: `fetch`
+    /// is the annotation [`FETCH_ANNOTATION`] (`"true"` or `"false"`).
+    fn fetch_annotation(&mut self, value: &Value, what: &str) {
+        match value
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(FETCH_ANNOTATION))
+        {
+            None | Some(Value::Null) => {}
+            Some(v) => match scalar_text(v).as_str() {
+                "true" => self.set("fetch"),
+                "false" | "" => {}
+                other => self.fail(format!(
+                    "{what} annotation {FETCH_ANNOTATION}: expected \"true\" or \"false\", got {other:?}"
+                )),
+            },
+        }
+    }
+
     fn select(&mut self, what: &str, selector: Selector) {
         self.config.select(what, selector);
     }
@@ -275,6 +332,24 @@ mod tests {
         )))
         .unwrap_err();
         assert!(messages(&errors)[0].contains("unknown field"), "{errors:?}");
+    }
+
+    #[test]
+    fn image_updater_kind_gives_its_document_and_takes_the_fetch_annotation() {
+        let updater = "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: u, namespace: apps, annotations: {fn.image-update.dev/fetch: 'true'}}\nspec:\n  kind: fluxcd\n  images: [app=nginx]\n  fluxcd: {interval: 5m, sourceRef: {name: fleet}}\n";
+        let c = read(&value(updater)).unwrap();
+        assert!(c.fetch.is_some());
+        assert_eq!(c.documents.len(), 1);
+        assert_eq!(c.documents[0].origin, "functionConfig");
+        let c = read(&value(&updater.replace("'true'", "'false'"))).unwrap();
+        assert!(c.fetch.is_none());
+        let errors = read(&value(&updater.replace("'true'", "maybe"))).unwrap_err();
+        assert_eq!(
+            messages(&errors),
+            [
+                "ImageUpdater u annotation fn.image-update.dev/fetch: expected \"true\" or \"false\", got \"maybe\""
+            ]
+        );
     }
 
     #[test]

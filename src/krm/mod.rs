@@ -16,8 +16,9 @@
 //! stdin/stdout IO.
 
 pub(crate) mod config;
+mod deploy;
 
-use crate::operation::{self, ListError, ListRun, NotAList};
+use crate::operation::{self, ListError, ListRun, NotAList, Reading};
 use crate::render::kpt::{self as results, KptResult, Severity};
 use crate::updater::rewrite::{self, Edit, EditError};
 use crate::updater::source::resource_list::{ListLayout, ShapeError};
@@ -88,9 +89,21 @@ pub fn process(text: &str) -> Response<'_> {
 }
 
 fn process_text(text: &str) -> Response<'_> {
-    let (mut layout, result) = match operation::run_list(text, config::read) {
+    let read = |value: &serde_json::Value| {
+        if deploy::asks(value) {
+            Ok(Reading::Other)
+        } else {
+            config::read(value).map(Reading::Update)
+        }
+    };
+    let (mut layout, result) = match operation::run_list(text, read) {
         ListRun::NotAList(not) => return fresh(&not_a_list(not)),
         ListRun::Read { layout, result } => (layout, result),
+        // `deploy` as a generator (its own functionConfig kind).
+        ListRun::Other {
+            layout,
+            function_config,
+        } => return deploy::answer(text, &layout, &function_config),
     };
     // Where the items lie is no longer needed (a large list has many).
     layout.items = None;

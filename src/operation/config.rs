@@ -28,6 +28,11 @@ pub struct UpdateConfig {
     /// Files of Flux ImagePolicy objects (and, when fetching, definitions);
     /// `-` is stdin.
     pub policy_files: Vec<PathBuf>,
+    /// Policy documents given with the settings themselves: a KRM
+    /// functionConfig that is a KubeSphere ImageUpdater, whose `images` are
+    /// definitions. One that is also among the input's documents (the same
+    /// object) is read once.
+    pub documents: Vec<crate::policies::PolicyDocument>,
     /// Which ImagePolicies are used.
     pub scope: Scope,
     /// Only files (or ResourceList items) under this path, relative to the

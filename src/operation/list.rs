@@ -34,6 +34,22 @@ pub(crate) enum ListRun {
         layout: ListLayout,
         result: Result<Outcome, ListError>,
     },
+    /// The functionConfig asks for something other than an update (a
+    /// generator): the front end answers from the list's layout and this
+    /// parsed functionConfig; nothing was run.
+    Other {
+        layout: ListLayout,
+        function_config: Value,
+    },
+}
+
+/// What a front end's reader makes of a functionConfig.
+#[derive(Debug)]
+pub(crate) enum Reading {
+    /// An update, with this configuration.
+    Update(UpdateConfig),
+    /// Not an update: see [`ListRun::Other`].
+    Other,
 }
 
 /// Why the input is not a list the function answers.
@@ -63,7 +79,7 @@ pub(crate) enum ListError {
 /// `read_config` makes of its functionConfig (`Null` when it has none).
 pub(crate) fn run_list(
     text: &str,
-    read_config: impl FnOnce(&Value) -> Result<UpdateConfig, Vec<Diagnostic>>,
+    read_config: impl FnOnce(&Value) -> Result<Reading, Vec<Diagnostic>>,
 ) -> ListRun {
     let list = match read_list(text) {
         Ok(list) => list,
@@ -86,15 +102,28 @@ pub(crate) fn run_list(
         Some(node) => parse_node(text, node).map_err(ListError::FunctionConfig),
         None => Ok(Value::Null),
     };
-    let result = function_config
-        .and_then(|value| read_config(&value).map_err(ListError::Config))
-        .and_then(|config| {
-            let input = Input::ResourceList {
-                text,
-                layout: &layout,
-                scan: list.scan,
+    let config = match function_config
+        .and_then(|value| Ok((read_config(&value).map_err(ListError::Config)?, value)))
+    {
+        Ok((Reading::Update(config), _)) => config,
+        Ok((Reading::Other, function_config)) => {
+            return ListRun::Other {
+                layout,
+                function_config,
             };
-            run(&config, input).map_err(ListError::Run)
-        });
+        }
+        Err(e) => {
+            return ListRun::Read {
+                layout,
+                result: Err(e),
+            };
+        }
+    };
+    let input = Input::ResourceList {
+        text,
+        layout: &layout,
+        scan: list.scan,
+    };
+    let result = run(&config, input).map_err(ListError::Run);
     ListRun::Read { layout, result }
 }

@@ -22,7 +22,7 @@ mod policies;
 use std::path::{Path, PathBuf};
 
 pub(crate) use self::config::{FetchSettings, Outputs, PolicyValue, UpdateConfig};
-pub(crate) use self::list::{ListError, ListRun, NotAList, run_list};
+pub(crate) use self::list::{ListError, ListRun, NotAList, Reading, run_list};
 pub(crate) use self::policies::client_settings;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
@@ -113,6 +113,8 @@ pub(crate) fn run_then(
             documents.extend(list_documents(text, layout)?);
         }
     }
+    let given = config_documents(config, &documents);
+    documents.extend(given);
     if let Some(message) = &config.message {
         message.check()?;
     }
@@ -158,6 +160,9 @@ pub(crate) fn run_then(
                 absorb_list(planned, &mut outcome, config.mode.writes());
             }
         }
+    }
+    if let Some(message) = &config.message {
+        outcome.diagnostics.extend(message.warnings());
     }
     let report = outcome.report();
     if let Some(message) = &config.message
@@ -320,6 +325,32 @@ fn list_documents(text: &str, layout: &ListLayout) -> Result<Vec<PolicyDocument>
     } else {
         Err(Error::invalid(errors))
     }
+}
+
+/// The config's own policy documents that are not among `documents` (an
+/// ImageUpdater given as the functionConfig and also as an item is one
+/// object, read once).
+fn config_documents(config: &UpdateConfig, documents: &[PolicyDocument]) -> Vec<PolicyDocument> {
+    let identity = |v: &serde_json::Value| {
+        let (namespace, name) = crate::yaml::namespace_name(v);
+        (
+            crate::yaml::api_group(v).to_owned(),
+            v.get("kind").cloned(),
+            namespace,
+            name,
+        )
+    };
+    config
+        .documents
+        .iter()
+        .filter(|d| {
+            let mine = identity(&d.document.value);
+            !documents
+                .iter()
+                .any(|o| identity(&o.document.value) == mine)
+        })
+        .cloned()
+        .collect()
 }
 
 /// Plan the tree at `path` (under the update path, through

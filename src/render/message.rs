@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use image_update_template::flux::{self, MessageError, ObjectId, TemplateData, UpdateChange};
 
 use crate::automation::Automation;
+use crate::diagnostic::Diagnostic;
 use crate::render::report::Report;
 
 /// What a commit message is made of, besides the changes.
@@ -82,13 +83,36 @@ impl MessageConfig {
         for (k, v) in &self.values {
             data.set_value(k, v);
         }
+        for (key, image) in &report.observed_policies {
+            data.set_policy(key, &image.name, &image.tag, &image.digest);
+        }
         data
     }
 
-    /// Render the message for `report`.
+    /// Warnings about the template: each use of a field Flux v1 removed
+    /// (`.Updated`, `.Changed.ImageResult`), which renders here as in Flux
+    /// v0.x. A template that does not parse has none (rendering says why).
+    #[must_use]
+    pub(crate) fn warnings(&self) -> Vec<Diagnostic> {
+        match self.template.as_deref() {
+            None | Some("") => Vec::new(),
+            Some(text) => image_update_template::Template::parse(flux::TEMPLATE_NAME, text)
+                .map(|t| {
+                    flux::removed_field_uses(&t)
+                        .iter()
+                        .map(|u| Diagnostic::warning(u.to_string()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Render the message for `report` (a template using `.Updated` renders
+    /// as in Flux v0.x; [`Self::warnings`] says so).
     ///
     /// # Errors
-    /// Flux's parse, execution or removed-field messages.
+    /// Flux's parse or execution messages; with `.Updated`, a latest image
+    /// that does not parse.
     pub fn render(&self, report: &Report) -> Result<String, MessageError> {
         flux::render_commit_message(self.template.as_deref(), &self.data(report))
     }
@@ -145,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn broken_and_removed_fields_fail_as_in_flux() {
+    fn broken_templates_fail_as_in_flux() {
         let broken = MessageConfig {
             template: Some("{{ .Changed ".into()),
             ..MessageConfig::default()
@@ -157,19 +181,35 @@ mod tests {
                 .to_string()
                 .starts_with("unable to create commit message template from spec: ")
         );
-        let removed = MessageConfig {
-            template: Some("{{ .Updated }}".into()),
+        assert!(broken.warnings().is_empty());
+    }
+
+    #[test]
+    fn flux_v0_fields_render_with_a_warning() {
+        let mut report = report();
+        report.observed_policies.insert(
+            "flux-system:a".to_owned(),
+            crate::policies::ImageRef::new("app", "2"),
+        );
+        let config = MessageConfig {
+            template: Some("{{ range .Updated.Images }}{{ .Name }} {{ .Policy }}{{ end }}".into()),
             ..MessageConfig::default()
         };
-        assert!(removed.check().is_ok());
-        assert!(
-            removed
-                .render(&report())
-                .unwrap_err()
-                .to_string()
-                .starts_with(
-                    "template uses removed '.Updated' field. Please use '.Changed' instead."
-                )
+        assert!(config.check().is_ok());
+        assert_eq!(
+            config.render(&report).unwrap(),
+            "index.docker.io/library/app:2 flux-system/a"
         );
+        let warnings = config.warnings();
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].severity, crate::diagnostic::Severity::Warning);
+        assert!(
+            warnings[0].message.starts_with(
+                "the commit message template uses '.Updated' (line 1, column 10), which Flux v1 removed"
+            ),
+            "{}",
+            warnings[0].message
+        );
+        assert!(MessageConfig::default().warnings().is_empty());
     }
 }

@@ -17,6 +17,7 @@ import (
 	"oracle/source"
 	"oracle/types"
 	"oracle/update"
+	v0 "oracle/v0/update"
 	"oracle/yaml"
 )
 
@@ -25,7 +26,12 @@ type report struct {
 		Namespace string `json:"namespace"`
 		Name      string `json:"name"`
 	} `json:"automationObject"`
-	Values      map[string]string `json:"values"`
+	Values           map[string]string `json:"values"`
+	ObservedPolicies map[string]*struct {
+		Name   string `json:"name"`
+		Tag    string `json:"tag"`
+		Digest string `json:"digest"`
+	} `json:"observedPolicies"`
 	FileChanges map[string][]struct {
 		Object struct {
 			APIVersion string `json:"apiVersion"`
@@ -49,6 +55,20 @@ func load(path string) (source.TemplateData, error) {
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return source.TemplateData{}, fmt.Errorf("%s: %w", path, err)
+	}
+	v0.Policies = map[string]string{}
+	for key, p := range r.ObservedPolicies {
+		if p == nil {
+			continue
+		}
+		image := p.Name
+		if p.Tag != "" {
+			image += ":" + p.Tag
+		}
+		if p.Digest != "" {
+			image += "@" + p.Digest
+		}
+		v0.Policies[key] = image
 	}
 	data := source.TemplateData{
 		AutomationObject: types.NamespacedName{Namespace: r.AutomationObject.Namespace, Name: r.AutomationObject.Name},

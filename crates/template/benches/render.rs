@@ -1,6 +1,8 @@
 //! Renders Flux's documented "methods" template (`testdata/templates/cases/flux-methods.tmpl`) over a
 //! generated report of 10,000 changes: 1,000 files, 2 objects each, 5 changes each.
-//! Target: under 20 ms per render in release. Run with `cargo bench -p image-update-template --bench render`.
+//! Target: under 20 ms per render in release. Then the Flux v0.x template of the Flux documentation
+//! (`testdata/templates/cases/flux-v1beta1-updated.tmpl`: `.Updated.Files`, `.Updated.Objects`,
+//! `.Updated.Images`) over the same report: 10,000 image references to parse and order. Run with `cargo bench -p image-update-template --bench render`.
 //! Each measurement prints its run count (`BENCH_RUNS`, default 30), median, best and worst; a template
 //! that does not parse or render stops the benchmark. `BENCH_ONLY=render|execute|values` runs one
 //! measurement: under a loaded machine, the instructions of one render are the difference between
@@ -11,10 +13,12 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use image_update_template::{
-    ObjectId, Template, TemplateData, UpdateChange, render_commit_message,
+    ObjectId, Template, TemplateData, UpdateChange, Value, render_commit_message,
 };
 
 const TEMPLATE: &str = include_str!("../../../testdata/templates/cases/flux-methods.tmpl");
+const V0_TEMPLATE: &str =
+    include_str!("../../../testdata/templates/cases/flux-v1beta1-updated.tmpl");
 
 fn data() -> TemplateData {
     let mut d = TemplateData::new("flux-system", "bench");
@@ -75,6 +79,15 @@ fn main() {
                     .len()
             },
         );
+        measure(
+            "render_commit_message, Flux v0.x .Updated template (parse + data + execute)",
+            runs,
+            || {
+                render_commit_message(Some(V0_TEMPLATE), &d)
+                    .unwrap_or_else(|e| panic!("the v0.x template does not render: {e}"))
+                    .len()
+            },
+        );
         pieces(&d);
     }
     if wanted("execute") {
@@ -86,10 +99,24 @@ fn main() {
                 .unwrap_or_else(|e| panic!("the template does not execute: {e}"))
                 .len()
         });
+        let legacy = d
+            .value(true)
+            .unwrap_or_else(|e| panic!("the v0.x data does not build: {e}"));
+        let v0 = Template::parse("commit message", V0_TEMPLATE)
+            .unwrap_or_else(|e| panic!("the v0.x template does not parse: {e}"));
+        measure("Template::execute only, Flux v0.x template", runs, || {
+            v0.execute(&legacy)
+                .unwrap_or_else(|e| panic!("the v0.x template does not execute: {e}"))
+                .len()
+        });
     }
     if wanted("values") {
         measure("TemplateData::to_value only", runs, || {
             black_box(d.to_value());
+            0
+        });
+        measure("TemplateData::value(legacy: true) only", runs, || {
+            black_box(d.value(true).is_ok());
             0
         });
     }

@@ -10,7 +10,7 @@ use crate::gofmt;
 use crate::parse::{
     self, Arg, BranchNode, CommandNode, ListNode, Node, NumberNode, PipeNode, Tree, VariableNode,
 };
-use crate::value::{Kind, Type, Value, lookup_field};
+use crate::value::{Kind, Type, Value, lookup_field_exported};
 
 /// Resource limits for one execution. Go has none of these; they keep arbitrary template text from
 /// running away. Exceeding one is an [`ExecErrorKind::Limit`] error.
@@ -67,6 +67,21 @@ impl Template {
     /// The template's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Where the template (or a template it defines) first names the field `name`: 1-based line and
+    /// column (in characters) of the node.
+    pub fn field_position(&self, name: &str) -> Option<(usize, usize)> {
+        let pos = self
+            .trees
+            .values()
+            .filter_map(|t| t.field_use(name))
+            .min()?;
+        let pos = floor_char_boundary(&self.text, pos.min(self.text.len()));
+        let before = &self.text[..pos];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Some((line, before[line_start..].chars().count() + 1))
     }
 
     /// Execute with the default [`Limits`]; returns the output bytes.
@@ -174,7 +189,8 @@ struct State<'a> {
 
 enum Callee<'f> {
     Func(&'f FuncDef),
-    Method(Value),
+    /// A method of the receiver's type, with the receiver.
+    Method(Rc<crate::value::NamedType>, usize, Value),
 }
 
 fn is_true(v: &Value) -> bool {
@@ -632,15 +648,27 @@ impl<'a> State<'a> {
             return Err(self.err(format!("nil pointer evaluating {typ}.{field}")));
         }
         if let Value::Struct(s) = &receiver
-            && let Some((_, _, m)) = s.ty.methods.iter().find(|(n, _, _)| n == field)
+            && let Some(i) = s.ty.methods.iter().position(|m| m.name == field)
         {
-            let result = m(&receiver);
-            return self.eval_call(dot, Callee::Method(result), node, field, args, final_);
+            let ty = s.ty.clone();
+            return self.eval_call(
+                dot,
+                Callee::Method(ty, i, receiver),
+                node,
+                field,
+                args,
+                final_,
+            );
         }
         let has_args = args.is_some_and(|a| a.len() > 1) || final_.is_some();
         match &receiver {
             Value::Struct(s) => {
-                if let Some(v) = lookup_field(s, field) {
+                if let Some((v, exported)) = lookup_field_exported(s, field) {
+                    if !exported {
+                        return Err(self.err(format!(
+                            "{field} is an unexported field of struct type {typ}"
+                        )));
+                    }
                     if has_args {
                         return Err(self.err(format!(
                             "{field} has arguments but cannot be invoked as function"
@@ -678,15 +706,18 @@ impl<'a> State<'a> {
             Some(a) if !a.is_empty() => &a[1..],
             _ => &[],
         };
+        let method_params: Vec<Param>;
         let (params, variadic): (&[Param], bool) = match &callee {
             Callee::Func(f) => (&f.params, f.variadic),
-            Callee::Method(_) => (&[], false),
+            Callee::Method(ty, i, _) => {
+                let m = &ty.methods[*i];
+                method_params = m.params.iter().cloned().map(Param::T).collect();
+                (&method_params, m.variadic)
+            }
         };
         let num_in = args.len() + usize::from(final_.is_some());
-        let mut num_fixed = args.len();
         if variadic {
-            num_fixed = params.len() - 1;
-            if num_in < num_fixed {
+            if num_in < params.len() - 1 {
                 return Err(self.err(format!(
                     "wrong number of args for {name}: want at least {} got {}",
                     params.len() - 1,
@@ -700,7 +731,10 @@ impl<'a> State<'a> {
             )));
         }
         let f = match callee {
-            Callee::Method(result) => return Ok(result),
+            Callee::Method(ty, i, receiver) => {
+                let argv = self.eval_args(dot, args, final_, params, variadic, num_in)?;
+                return Ok((ty.methods[i].call)(&receiver, &argv));
+            }
             Callee::Func(f) => f,
         };
         if name == "and" || name == "or" {
@@ -716,6 +750,43 @@ impl<'a> State<'a> {
             }
             return Ok(v);
         }
+        let argv = self.eval_args(dot, args, final_, params, variadic, num_in)?;
+        match (f.imp)(&mut self.ctx, argv) {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                self.at(node);
+                Err(match e {
+                    CallError::Msg(m) => self.err(format!("error calling {name}: {m}")),
+                    CallError::Limit(m) => {
+                        self.err_kind(format!("error calling {name}: {m}"), ExecErrorKind::Limit)
+                    }
+                    CallError::Unsupported => self.err_kind(
+                        format!(
+                            "function {} is not supported by this engine",
+                            gofmt::quote(name)
+                        ),
+                        ExecErrorKind::Unsupported,
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Evaluate a call's arguments against its parameter types (Go's `evalCall` argument loop).
+    fn eval_args(
+        &mut self,
+        dot: &Value,
+        args: &'a [Arg],
+        final_: Option<Value>,
+        params: &[Param],
+        variadic: bool,
+        num_in: usize,
+    ) -> R<Vec<Value>> {
+        let num_fixed = if variadic {
+            params.len() - 1
+        } else {
+            args.len()
+        };
         let mut argv = Vec::with_capacity(num_in);
         let mut i = 0;
         while i < num_fixed && i < args.len() {
@@ -741,25 +812,7 @@ impl<'a> State<'a> {
             };
             argv.push(self.validate_type(fin, Some(t))?);
         }
-        match (f.imp)(&mut self.ctx, argv) {
-            Ok(v) => Ok(v),
-            Err(e) => {
-                self.at(node);
-                Err(match e {
-                    CallError::Msg(m) => self.err(format!("error calling {name}: {m}")),
-                    CallError::Limit(m) => {
-                        self.err_kind(format!("error calling {name}: {m}"), ExecErrorKind::Limit)
-                    }
-                    CallError::Unsupported => self.err_kind(
-                        format!(
-                            "function {} is not supported by this engine",
-                            gofmt::quote(name)
-                        ),
-                        ExecErrorKind::Unsupported,
-                    ),
-                })
-            }
-        }
+        Ok(argv)
     }
 
     fn validate_type(&mut self, value: Value, typ: Option<&Param>) -> R<Value> {

@@ -10,6 +10,13 @@
 //!
 //! Flux leaves the order of `.Changed.Changes` unspecified (Go map iteration); here it walks files and
 //! objects in sorted order, so a message that prints or hashes all changes is reproducible.
+//!
+//! Flux v1 removed `.Updated` and `.Changed.ImageResult` (Flux v0.x's file -> object -> image
+//! result, `legacy.rs`); templates written for Flux v0.x use them, so they still render here,
+//! as methods (`TemplateData.Updated()`, `Result.ImageResult()`) so that everything a Flux v1
+//! template prints stays byte for byte as in Flux v1. [`render`] returns a [`RemovedFieldUse`]
+//! warning for each, naming the `.Changed` form to move to. `.AutomationObject` has the methods of
+//! `types.NamespacedName` (`String`, `MarshalLog`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -18,7 +25,8 @@ use std::rc::Rc;
 
 use crate::error::{ExecError, ParseError};
 use crate::exec::{Limits, Template};
-use crate::value::{FieldDef, NamedType, Type, Underlying, Value};
+use crate::legacy::{LegacyResult, LegacyTypes};
+use crate::value::{FieldDef, Method, NamedType, Type, Underlying, Value};
 
 /// Flux's message when `messageTemplate` is empty.
 pub const DEFAULT_MESSAGE: &str = "Update from image update automation";
@@ -65,6 +73,9 @@ pub struct TemplateData {
     pub file_changes: BTreeMap<String, Vec<(ObjectId, Vec<UpdateChange>)>>,
     /// `spec.git.commit.messageTemplateValues`.
     pub values: BTreeMap<String, String>,
+    /// The latest image of each policy in scope, `NAMESPACE:NAME` -> `NAME:TAG[@DIGEST]` (the
+    /// report's `observedPolicies`): the image references of `.Updated`.
+    pub policies: BTreeMap<String, String>,
 }
 
 /// A report that cannot be read as template data.
@@ -89,27 +100,70 @@ pub enum MessageError {
     /// The template fails while executing.
     #[error("failed to run template from spec: {0}")]
     Execute(#[source] ExecError),
-    /// The template uses a field Flux removed (Flux marks the automation Stalled for this).
-    #[error("{}", removed_message(.field))]
-    RemovedField {
-        /// `.Updated` or `.Changed.ImageResult`.
-        field: &'static str,
-        /// The execution error that revealed it.
-        #[source]
-        source: ExecError,
-    },
+    /// A template using `.Updated` needs every policy's latest image parsed, and one does not parse
+    /// (Flux v0.x refused to run with it).
+    #[error(transparent)]
+    InvalidImageRef(#[from] crate::legacy::InvalidImageRef),
 }
 
-fn removed_message(field: &str) -> String {
-    match field {
-        ".Updated" => {
-            format!("template uses removed '.Updated' field. Please use '.Changed' instead. {SEE}")
-        }
-        ".Changed.ImageResult" => format!(
-            "template uses removed '.Changed.ImageResult' field. Please use '.Changed.FileChanges' or '.Changed.Objects' instead. {SEE}"
-        ),
-        other => format!("template uses removed '{other}' field. {SEE}"),
+/// A use of a field Flux v1 removed from the template data: `.Updated` or `.Changed.ImageResult`.
+/// It renders here as in Flux v0.x, but Flux v1 fails on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemovedFieldUse {
+    /// `.Updated` or `.Changed.ImageResult`.
+    pub field: &'static str,
+    /// 1-based line in the template.
+    pub line: usize,
+    /// 1-based column (in characters) in the template.
+    pub column: usize,
+}
+
+impl std::fmt::Display for RemovedFieldUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let instead = match self.field {
+            ".Updated" => {
+                "'.Changed' (e.g. '.Changed.FileChanges', '.Changed.Objects', '.Changed.Changes')"
+            }
+            _ => "'.Changed.FileChanges' or '.Changed.Objects'",
+        };
+        write!(
+            f,
+            "the commit message template uses '{}' (line {}, column {}), which Flux v1 removed: it renders here as in Flux v0.x, but Flux's image-automation-controller v1 fails on it. Please use {instead} instead. {SEE}",
+            self.field, self.line, self.column
+        )
     }
+}
+
+/// A rendered message and the warnings about its template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    /// The message.
+    pub message: String,
+    /// Uses of fields Flux v1 removed, in template order.
+    pub warnings: Vec<RemovedFieldUse>,
+}
+
+/// The uses of `.Updated` and `.Changed.ImageResult` in a parsed template: any field named
+/// `Updated` or `ImageResult` (field names are static in Go templates, so no other use can reach
+/// them). The first use of each is given.
+pub fn removed_field_uses(template: &Template) -> Vec<RemovedFieldUse> {
+    let mut out: Vec<RemovedFieldUse> = [
+        ("Updated", ".Updated"),
+        ("ImageResult", ".Changed.ImageResult"),
+    ]
+    .into_iter()
+    .filter_map(|(ident, field)| {
+        template
+            .field_position(ident)
+            .map(|(line, column)| RemovedFieldUse {
+                field,
+                line,
+                column,
+            })
+    })
+    .collect();
+    out.sort_by_key(|u| (u.line, u.column));
+    out
 }
 
 impl TemplateData {
@@ -145,11 +199,18 @@ impl TemplateData {
         self.values.insert(key.to_owned(), value.to_owned());
     }
 
+    /// Record the latest image of the policy `NAMESPACE:NAME` (for `.Updated`).
+    pub fn set_policy(&mut self, key: &str, name: &str, tag: &str, digest: &str) {
+        self.policies
+            .insert(key.to_owned(), latest_image(name, tag, digest));
+    }
+
     /// Read the changes of a report shaped like image-update's ResultV2 JSON:
     /// `{"fileChanges": {"apps/a.yaml": [{"object": {"apiVersion", "kind", "name", "namespace"},
     /// "changes": [{"oldValue", "newValue", "setter"}]}]}}`. Unknown fields are ignored, missing strings
-    /// are empty. Two optional top-level fields fill the rest: `"automationObject": {"namespace",
-    /// "name"}` and `"values": {"key": "value"}`.
+    /// are empty. Three optional top-level fields fill the rest: `"automationObject": {"namespace",
+    /// "name"}`, `"values": {"key": "value"}` and `"observedPolicies": {"NS:NAME": {"name", "tag",
+    /// "digest"}}`.
     pub fn from_report_json(report: &serde_json::Value) -> Result<TemplateData, ReportError> {
         let mut data = TemplateData::default();
         let obj = report.as_object().ok_or(ReportError::Shape {
@@ -172,6 +233,29 @@ impl TemplateData {
             for (k, val) in v {
                 data.values
                     .insert(k.clone(), json_str(Some(val), &format!("values[{k:?}]"))?);
+            }
+        }
+        if let Some(p) = obj.get("observedPolicies").filter(|p| !p.is_null()) {
+            let p = p.as_object().ok_or(ReportError::Shape {
+                path: "observedPolicies".to_owned(),
+                expected: "an object",
+            })?;
+            for (key, r) in p {
+                let path = format!("observedPolicies[{key:?}]");
+                if r.is_null() {
+                    continue;
+                }
+                if !r.is_object() {
+                    return Err(ReportError::Shape {
+                        path,
+                        expected: "an object",
+                    });
+                }
+                let part = |f: &str| json_str(r.get(f), &format!("{path}.{f}"));
+                data.policies.insert(
+                    key.clone(),
+                    latest_image(&part("name")?, &part("tag")?, &part("digest")?),
+                );
             }
         }
         let Some(files) = obj.get("fileChanges") else {
@@ -270,9 +354,27 @@ impl TemplateData {
         out
     }
 
-    /// The data as the Go value a template sees.
+    /// The data as the Go value a template sees, without Flux v0.x's `.Updated` (which then has no
+    /// value).
     pub fn to_value(&self) -> Value {
+        // Without the legacy result nothing can fail.
+        self.value(false).unwrap_or(Value::Invalid)
+    }
+
+    /// The data as the Go value a template sees; with `legacy`, `.Updated` and
+    /// `.Changed.ImageResult` hold Flux v0.x's image result.
+    ///
+    /// # Errors
+    /// With `legacy`, a policy's latest image that go-containerregistry would not parse.
+    pub fn value(&self, legacy: bool) -> Result<Value, MessageError> {
         let t = FluxTypes::new();
+        let legacy_value = if legacy {
+            let result = LegacyResult::build(&self.file_changes, &self.policies)?;
+            let types = LegacyTypes::new(&t.object_id, &t.namespaced_name);
+            types.value(&result, &|id| t.object_id(id))
+        } else {
+            Value::Invalid
+        };
         let oc_type = Type::Named(t.object_changes.clone());
         let mut id_values: HashMap<&ObjectId, Value, FastHash> = HashMap::default();
         let mut objects: BTreeMap<&ObjectId, Vec<Value>> = BTreeMap::new();
@@ -329,7 +431,11 @@ impl TemplateData {
                 })
                 .collect(),
         );
-        let result = Value::structure(&t.result, vec![file_changes], vec![changes_v, objects_v]);
+        let result = Value::structure(
+            &t.result,
+            vec![file_changes],
+            vec![changes_v, objects_v, legacy_value.clone()],
+        );
         let automation = Value::structure(
             &t.namespaced_name,
             vec![
@@ -349,12 +455,26 @@ impl TemplateData {
                     .collect(),
             )
         };
-        Value::structure(
+        Ok(Value::structure(
             &t.template_data,
             vec![automation, result, values],
-            Vec::new(),
-        )
+            vec![legacy_value],
+        ))
     }
+}
+
+/// An ImagePolicy's latest reference as text, as Flux's `ImageRef.String()` writes it.
+fn latest_image(name: &str, tag: &str, digest: &str) -> String {
+    let mut s = name.to_owned();
+    if !tag.is_empty() {
+        s.push(':');
+        s.push_str(tag);
+    }
+    if !digest.is_empty() {
+        s.push('@');
+        s.push_str(digest);
+    }
+    s
 }
 
 fn json_str(v: Option<&serde_json::Value>, path: &str) -> Result<String, ReportError> {
@@ -390,32 +510,35 @@ fn tagged(name: &str, json: &str) -> FieldDef {
     }
 }
 
-fn embedded(ty: &Rc<NamedType>) -> FieldDef {
-    let short = ty.name.rsplit('.').next().unwrap_or(&ty.name).to_owned();
-    FieldDef {
-        name: short,
-        ty: Type::Named(ty.clone()),
-        embedded: true,
-        json_name: None,
-        json_omitempty: false,
-    }
-}
-
-fn named(name: &str, underlying: Underlying) -> NamedType {
-    NamedType {
-        name: name.to_owned(),
-        underlying,
-        methods: Vec::new(),
-        stringer: None,
-        promoted: std::cell::RefCell::default(),
-    }
-}
-
-fn hidden(v: &Value, i: usize) -> Value {
-    match v {
-        Value::Struct(s) => s.hidden.get(i).cloned().unwrap_or(Value::Invalid),
-        _ => Value::Invalid,
-    }
+/// `types.NamespacedName.MarshalLog()`: an anonymous struct with json tags (apimachinery v0.33).
+fn marshal_log(v: &Value, _: &[Value]) -> Value {
+    let (namespace, name) = match v {
+        Value::Struct(s) => (
+            s.fields.first().cloned().unwrap_or(Value::str("")),
+            s.fields.get(1).cloned().unwrap_or(Value::str("")),
+        ),
+        _ => (Value::str(""), Value::str("")),
+    };
+    let ty = Rc::new(NamedType::new(
+        "struct { Name string \"json:\\\"name\\\"\"; Namespace string \"json:\\\"namespace,omitempty\\\"\" }",
+        Underlying::Struct(vec![
+            FieldDef {
+                name: "Name".to_owned(),
+                ty: Type::String,
+                embedded: false,
+                json_name: Some("name".to_owned()),
+                json_omitempty: false,
+            },
+            FieldDef {
+                name: "Namespace".to_owned(),
+                ty: Type::String,
+                embedded: false,
+                json_name: Some("namespace".to_owned()),
+                json_omitempty: true,
+            },
+        ]),
+    ));
+    Value::structure(&ty, vec![name, namespace], Vec::new())
 }
 
 fn namespaced_name_string(v: &Value) -> String {
@@ -431,7 +554,7 @@ fn namespaced_name_string(v: &Value) -> String {
 
 impl FluxTypes {
     fn new() -> FluxTypes {
-        let mut nn = named(
+        let mut nn = NamedType::new(
             "types.NamespacedName",
             Underlying::Struct(vec![
                 FieldDef::new("Namespace", Type::String),
@@ -439,30 +562,39 @@ impl FluxTypes {
             ]),
         );
         nn.stringer = Some(namespaced_name_string);
+        nn.methods = vec![
+            Method::niladic("MarshalLog", Type::Any, marshal_log),
+            Method::niladic("String", Type::String, |v, _| {
+                Value::string(namespaced_name_string(v))
+            }),
+        ];
         let namespaced_name = Rc::new(nn);
-        let type_meta = Rc::new(named(
+        let type_meta = Rc::new(NamedType::new(
             "yaml.TypeMeta",
             Underlying::Struct(vec![
                 tagged("APIVersion", "apiVersion"),
                 tagged("Kind", "kind"),
             ]),
         ));
-        let name_meta = Rc::new(named(
+        let name_meta = Rc::new(NamedType::new(
             "yaml.NameMeta",
             Underlying::Struct(vec![
                 tagged("Name", "name"),
                 tagged("Namespace", "namespace"),
             ]),
         ));
-        let resource_id = Rc::new(named(
+        let resource_id = Rc::new(NamedType::new(
             "yaml.ResourceIdentifier",
-            Underlying::Struct(vec![embedded(&type_meta), embedded(&name_meta)]),
+            Underlying::Struct(vec![
+                FieldDef::embedded(&type_meta),
+                FieldDef::embedded(&name_meta),
+            ]),
         ));
-        let object_id = Rc::new(named(
+        let object_id = Rc::new(NamedType::new(
             "update.ObjectIdentifier",
-            Underlying::Struct(vec![embedded(&resource_id)]),
+            Underlying::Struct(vec![FieldDef::embedded(&resource_id)]),
         ));
-        let change = Rc::new(named(
+        let change = Rc::new(NamedType::new(
             "update.Change",
             Underlying::Struct(vec![
                 FieldDef::new("OldValue", Type::String),
@@ -471,34 +603,43 @@ impl FluxTypes {
             ]),
         ));
         let change_slice = Type::slice_of(Type::Named(change.clone()));
-        let object_changes = Rc::new(named(
+        let object_changes = Rc::new(NamedType::new(
             "update.ObjectChanges",
             Underlying::Map(Type::Named(object_id.clone()), change_slice.clone()),
         ));
-        let mut result = named(
+        let mut result = NamedType::new(
             "update.Result",
             Underlying::Struct(vec![FieldDef::new(
                 "FileChanges",
                 Type::map_of(Type::String, Type::Named(object_changes.clone())),
             )]),
         );
+        let legacy_result = || {
+            Type::Named(Rc::new(NamedType::new(
+                "update.Result",
+                Underlying::Struct(Vec::new()),
+            )))
+        };
         result.methods = vec![
-            ("Changes".to_owned(), change_slice, |v: &Value| hidden(v, 0)),
-            (
-                "Objects".to_owned(),
-                Type::Named(object_changes.clone()),
-                |v: &Value| hidden(v, 1),
-            ),
+            Method::niladic("Changes", change_slice, |v, _| v.hidden(0)),
+            Method::niladic("ImageResult", legacy_result(), |v, _| v.hidden(2)),
+            Method::niladic("Objects", Type::Named(object_changes.clone()), |v, _| {
+                v.hidden(1)
+            }),
         ];
         let result = Rc::new(result);
-        let template_data = Rc::new(named(
+        let mut template_data = NamedType::new(
             "source.TemplateData",
             Underlying::Struct(vec![
                 FieldDef::new("AutomationObject", Type::Named(namespaced_name.clone())),
                 FieldDef::new("Changed", Type::Named(result.clone())),
                 FieldDef::new("Values", Type::map_of(Type::String, Type::String)),
             ]),
-        ));
+        );
+        template_data.methods = vec![Method::niladic("Updated", legacy_result(), |v, _| {
+            v.hidden(0)
+        })];
+        let template_data = Rc::new(template_data);
         FluxTypes {
             namespaced_name,
             type_meta,
@@ -552,12 +693,13 @@ impl FluxTypes {
 
 /// Render a commit message as Flux does: an absent or empty template gives [`DEFAULT_MESSAGE`]; the
 /// template is named `commit message`; Go's output bytes are returned as text (invalid UTF-8, which
-/// only byte-slicing functions such as `trunc` can produce, becomes U+FFFD).
+/// only byte-slicing functions such as `trunc` can produce, becomes U+FFFD). A template using
+/// `.Updated` or `.Changed.ImageResult` renders as in Flux v0.x (see [`render`] for the warnings).
 pub fn render_commit_message(
     template: Option<&str>,
     data: &TemplateData,
 ) -> Result<String, MessageError> {
-    render_commit_message_with_limits(template, data, &Limits::default())
+    render(template, data, &Limits::default()).map(|r| r.message)
 }
 
 /// [`render_commit_message`] with explicit resource limits.
@@ -566,32 +708,28 @@ pub fn render_commit_message_with_limits(
     data: &TemplateData,
     limits: &Limits,
 ) -> Result<String, MessageError> {
+    render(template, data, limits).map(|r| r.message)
+}
+
+/// Render a commit message (as [`render_commit_message`]) and say which fields Flux v1 removed the
+/// template uses.
+pub fn render(
+    template: Option<&str>,
+    data: &TemplateData,
+    limits: &Limits,
+) -> Result<Rendered, MessageError> {
     let text = match template {
         None | Some("") => DEFAULT_MESSAGE,
         Some(t) => t,
     };
     let tmpl = Template::parse(TEMPLATE_NAME, text).map_err(MessageError::Parse)?;
+    let warnings = removed_field_uses(&tmpl);
+    let value = data.value(!warnings.is_empty())?;
     let out = tmpl
-        .execute_with_limits(&data.to_value(), limits)
-        .map_err(|e| {
-            if e.message
-                .contains("can't evaluate field Updated in type source.TemplateData")
-            {
-                MessageError::RemovedField {
-                    field: ".Updated",
-                    source: e,
-                }
-            } else if e
-                .message
-                .contains("can't evaluate field ImageResult in type update.Result")
-            {
-                MessageError::RemovedField {
-                    field: ".Changed.ImageResult",
-                    source: e,
-                }
-            } else {
-                MessageError::Execute(e)
-            }
-        })?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
+        .execute_with_limits(&value, limits)
+        .map_err(MessageError::Execute)?;
+    Ok(Rendered {
+        message: String::from_utf8_lossy(&out).into_owned(),
+        warnings,
+    })
 }

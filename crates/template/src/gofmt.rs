@@ -225,7 +225,7 @@ impl Printer {
                 self.buf.push('{');
                 let names: Vec<&str> = match &s.ty.underlying {
                     Underlying::Struct(defs) => defs.iter().map(|d| d.name.as_str()).collect(),
-                    Underlying::Map(..) => Vec::new(),
+                    Underlying::Map(..) | Underlying::Interface => Vec::new(),
                 };
                 for (i, field) in s.fields.iter().enumerate() {
                     if i > 0 {

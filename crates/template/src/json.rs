@@ -124,9 +124,26 @@ fn write_value(
             write_object(out, &entries, indent, level, html, depth)?;
         }
         Value::Struct(s) => {
+            // A `json.Marshaler` (name.Digest) writes itself; its output is a JSON string here.
+            if let Some(m) = s.ty.methods.iter().find(|m| m.name == "MarshalJSON") {
+                let bytes: Vec<u8> = (m.call)(v, &[])
+                    .slice_items()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|b| match b {
+                        Value::Int(i, _) => u8::try_from(*i).unwrap_or(0),
+                        _ => 0,
+                    })
+                    .collect();
+                let text = String::from_utf8_lossy(&bytes);
+                match serde_json::from_str::<serde_json::Value>(&text) {
+                    Ok(serde_json::Value::String(t)) => write_string(out, &t, html),
+                    _ => out.push_str(&text),
+                }
+                return Ok(());
+            }
             let mut entries: Vec<(String, Value)> = Vec::new();
             collect_fields(v, &mut entries);
-            let _ = s;
             write_object(out, &entries, indent, level, html, depth)?;
         }
     }
@@ -139,7 +156,12 @@ fn collect_fields(v: &Value, entries: &mut Vec<(String, Value)>) {
         return;
     };
     for (def, val) in defs.iter().zip(&s.fields) {
-        if def.embedded && def.json_name.is_none() && val.kind() == Kind::Struct {
+        // Embedded structs are inlined, exported or not; an embedded interface is a plain field.
+        let inline = def.embedded && def.ty.kind() == Kind::Struct && val.kind() == Kind::Struct;
+        if !def.exported() && !inline {
+            continue;
+        }
+        if inline && def.json_name.is_none() {
             collect_fields(val, entries);
             continue;
         }

@@ -17,8 +17,14 @@
 //!   `fmtsort` order: strings by bytes, structs field by field) and integers (Go 1.24), with one or two
 //!   variables, `else`, `break`, `continue`; `with`/`else with` (Go 1.23)/`else`;
 //!   `define`/`template`/`block`.
-//! - Field access (with promotion through embedded structs), map index by field name, niladic methods
-//!   called as fields (`.Changed.Changes`), `fmt.Stringer`s (`.AutomationObject` prints `ns/name`).
+//! - Field access (with promotion through embedded structs), map index by field name, methods called
+//!   as fields, with or without arguments (`.Changed.Changes`, `.AutomationObject.String`,
+//!   `.Scope "pull"`, variadic `.Repo "a" "b"`), `fmt.Stringer`s (`.AutomationObject` prints
+//!   `ns/name`), unexported fields (printed by `%#v`, refused by field access, left out of JSON),
+//!   `json.Marshaler`s.
+//! - Flux v0.x's `.Updated` and `.Changed.ImageResult` (file -> object -> image references, with
+//!   go-containerregistry's `name.Tag`/`name.Digest` methods), which Flux v1 removed: they render,
+//!   and [`flux::render`] returns a warning for each use ([`flux`], `legacy.rs`).
 //! - Literals: interpreted and raw strings, characters, integers in every Go form (`0x1F`, `0o17`,
 //!   `0b101`, `1_000`), floats (including hexadecimal), imaginary and complex numbers, `true`, `false`,
 //!   `nil`.
@@ -65,10 +71,15 @@
 //!   urlJoin`, `merge`/`mergeOverwrite` and the decimal float arithmetic `addf add1f subf mulf divf`.
 //! - Strings are UTF-8 text: where Go would produce invalid UTF-8 (`trunc`, `substr` or `slice` cutting
 //!   a multi-byte character, `"\xff"` literals), the bytes become U+FFFD.
-//! - Values held in `interface{}` containers (elements of `list`, values of `dict`): Go names the static
-//!   type `interface {}` in `can't evaluate field X in type ...`; this engine names the dynamic type.
+//! - Values held in interface containers (elements of `list`, values of `dict`, `update.ImageRef`
+//!   elements of `.Updated.Images`, the `name.Reference` field `.Reference`): Go names the static
+//!   type (`interface {}`, `update.ImageRef`) in `can't evaluate field X in type ...` and `X is an
+//!   unexported field of struct type ...`; this engine names the dynamic type (`update.imageRef`).
 //! - Sprig's `keys` and `values` return Go map iteration order, which is random; here they are sorted.
-//!   `.Changed.Changes` is in a fixed order (files, then objects, sorted) where Flux's is unspecified.
+//!   `.Changed.Changes`, `.Updated.Images` and `.Updated.Objects` are in a fixed order (files, then
+//!   objects, sorted) where Flux's is unspecified.
+//! - `.Updated` and `.Changed.ImageResult` are methods here (Flux v0.x had them as fields), so that
+//!   `{{ . }}`, `{{ .Changed }}` and `toJson` print exactly what Flux v1 prints.
 //! - Regular expressions run on the `regex` crate with Go's ASCII `\d \s \w \b`; error texts for invalid
 //!   patterns differ from Go's. `b64dec`/`b32dec` error offsets may differ.
 //! - Unicode tables are the `unicode-general-category` crate's (newer than Go 1.19's); case mapping is
@@ -83,8 +94,10 @@ pub mod flux;
 mod funcs;
 mod gofmt;
 mod json;
+mod legacy;
 mod lex;
 mod parse;
+mod refname;
 mod sprig;
 mod unicode;
 mod value;
@@ -92,10 +105,13 @@ mod value;
 pub use error::{ExecError, ExecErrorKind, ParseError};
 pub use exec::{Limits, Template};
 pub use flux::{
-    MessageError, ObjectId, ReportError, TemplateData, UpdateChange, render_commit_message,
+    MessageError, ObjectId, RemovedFieldUse, Rendered, ReportError, TemplateData, UpdateChange,
+    render_commit_message,
 };
+pub use legacy::InvalidImageRef;
 pub use value::{
-    FieldDef, Kind, MapVal, MethodFn, NamedType, SliceVal, StructVal, Type, Underlying, Value,
+    FieldDef, Kind, MapVal, Method, MethodFn, NamedType, SliceVal, StructVal, Type, Underlying,
+    Value,
 };
 
 #[cfg(test)]
@@ -227,27 +243,33 @@ mod tests {
         );
         let e = render_commit_message(Some("{{ nope }}"), &data).unwrap_err();
         assert!(matches!(e, MessageError::Parse(_)));
-        let e = render_commit_message(Some("{{ .Updated.Files }}"), &data).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MessageError::RemovedField {
-                    field: ".Updated",
-                    ..
-                }
-            ),
-            "{e}"
+        // Flux v0.x's fields render, with a warning each.
+        let r = flux::render(
+            Some("{{ .Updated.Files }}\n{{ .Changed.ImageResult.Images }}"),
+            &data,
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(r.message, "map[]\n[]");
+        let fields: Vec<(&str, usize, usize)> = r
+            .warnings
+            .iter()
+            .map(|w| (w.field, w.line, w.column))
+            .collect();
+        assert_eq!(
+            fields,
+            [(".Updated", 1, 4), (".Changed.ImageResult", 2, 12)]
         );
-        let e = render_commit_message(Some("{{ .Changed.ImageResult }}"), &data).unwrap_err();
         assert!(
-            matches!(
-                e,
-                MessageError::RemovedField {
-                    field: ".Changed.ImageResult",
-                    ..
-                }
-            ),
-            "{e}"
+            r.warnings[0]
+                .to_string()
+                .contains("which Flux v1 removed: it renders here as in Flux v0.x")
+        );
+        assert!(
+            flux::render(Some("{{ .Changed }}"), &data, &Limits::default())
+                .unwrap()
+                .warnings
+                .is_empty()
         );
         let e = render_commit_message(Some("{{ .Nope }}"), &data).unwrap_err();
         assert!(matches!(e, MessageError::Execute(_)));

@@ -267,6 +267,84 @@ pub struct Tree {
     pub root: ListNode,
 }
 
+impl Tree {
+    /// The byte offset of the first node that names the field `name` (in a field, chain or
+    /// variable reference, at any depth), if any.
+    pub fn field_use(&self, name: &str) -> Option<usize> {
+        let mut found = None;
+        list_field_use(&self.root, name, &mut found);
+        found
+    }
+}
+
+fn note(found: &mut Option<usize>, pos: usize) {
+    *found = Some(found.map_or(pos, |f| f.min(pos)));
+}
+
+fn list_field_use(list: &ListNode, name: &str, found: &mut Option<usize>) {
+    for node in &list.nodes {
+        match node {
+            Node::Text { .. } | Node::Break { .. } | Node::Continue { .. } => {}
+            Node::Action { pipe, .. } => pipe_field_use(pipe, name, found),
+            Node::Template { pipe, .. } => {
+                if let Some(p) = pipe {
+                    pipe_field_use(p, name, found);
+                }
+            }
+            Node::If(b) | Node::Range(b) | Node::With(b) => {
+                pipe_field_use(&b.pipe, name, found);
+                list_field_use(&b.list, name, found);
+                if let Some(e) = &b.else_list {
+                    list_field_use(e, name, found);
+                }
+            }
+        }
+    }
+}
+
+fn pipe_field_use(pipe: &PipeNode, name: &str, found: &mut Option<usize>) {
+    for cmd in &pipe.cmds {
+        for arg in &cmd.args {
+            arg_field_use(arg, name, found);
+        }
+    }
+}
+
+/// Where `.name` starts in a run of fields `idents` whose node sits at `pos`: a node of several
+/// fields has the position of its second (Go's chain position: `.Files` of `.Updated.Files`), and
+/// the fields follow each other without spaces.
+fn field_start(pos: usize, idents: &[String], skip: usize, name: &str) -> Option<usize> {
+    let k = idents.iter().skip(skip).position(|i| i == name)? + skip;
+    Some(match k {
+        _ if idents.len() == 1 => pos,
+        0 => pos.saturating_sub(1 + idents[0].len()),
+        k => pos + idents[1..k].iter().map(|i| 1 + i.len()).sum::<usize>(),
+    })
+}
+
+fn arg_field_use(arg: &Arg, name: &str, found: &mut Option<usize>) {
+    match arg {
+        Arg::Field { pos, ident } => {
+            if let Some(p) = field_start(*pos, ident, 0, name) {
+                note(found, p);
+            }
+        }
+        Arg::Variable(v) => {
+            if let Some(p) = field_start(v.pos, &v.ident, 1, name) {
+                note(found, p);
+            }
+        }
+        Arg::Chain { pos, node, fields } => {
+            if fields.iter().any(|f| f == name) {
+                note(found, *pos);
+            }
+            arg_field_use(node, name, found);
+        }
+        Arg::Pipe(p) => pipe_field_use(p, name, found),
+        _ => {}
+    }
+}
+
 fn is_empty_list(l: &ListNode) -> bool {
     l.nodes.iter().all(|n| match n {
         Node::Text { text, .. } => text

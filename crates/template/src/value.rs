@@ -101,6 +101,9 @@ pub enum Underlying {
     Struct(Vec<FieldDef>),
     /// A named map type (`update.ObjectChanges`).
     Map(Type, Type),
+    /// A named interface type (`update.ImageRef`): only its name shows (in `%T`, `%#v` and error
+    /// messages); values of it are held by their dynamic type.
+    Interface,
 }
 
 /// A struct field.
@@ -119,7 +122,23 @@ pub struct FieldDef {
 }
 
 impl FieldDef {
-    /// A plain exported field without a json tag.
+    /// Whether the field is exported (its name starts with an upper-case letter, Go's rule).
+    pub fn exported(&self) -> bool {
+        self.name.chars().next().is_some_and(char::is_uppercase)
+    }
+
+    /// An embedded field of the named type `ty` (named after the type, without its package).
+    pub fn embedded(ty: &Rc<NamedType>) -> FieldDef {
+        FieldDef {
+            name: ty.name.rsplit('.').next().unwrap_or(&ty.name).to_owned(),
+            ty: Type::Named(ty.clone()),
+            embedded: true,
+            json_name: None,
+            json_omitempty: false,
+        }
+    }
+
+    /// A plain field without a json tag (exported when its name starts with an upper-case letter).
     pub fn new(name: &str, ty: Type) -> FieldDef {
         FieldDef {
             name: name.to_owned(),
@@ -131,8 +150,55 @@ impl FieldDef {
     }
 }
 
-/// A niladic method with a value receiver, callable from templates as `.Name`.
-pub type MethodFn = fn(&Value) -> Value;
+/// A method with a value receiver, called with the receiver and its arguments (already checked
+/// against the method's parameter types).
+pub type MethodFn = fn(&Value, &[Value]) -> Value;
+
+/// An exported method of a named type, callable from templates as `.Name` (with arguments when it
+/// takes some).
+#[derive(Debug)]
+pub struct Method {
+    /// The method's name.
+    pub name: String,
+    /// Parameter types; for a variadic method the last one is the element type of `...T`.
+    pub params: Vec<Type>,
+    /// Whether the last parameter is variadic.
+    pub variadic: bool,
+    /// The result type (the first result; a second `error` result is never non-nil here).
+    pub result: Type,
+    /// The method's body.
+    pub call: MethodFn,
+}
+
+impl Method {
+    /// A method without parameters.
+    pub fn niladic(name: &str, result: Type, call: MethodFn) -> Method {
+        Method {
+            name: name.to_owned(),
+            params: Vec::new(),
+            variadic: false,
+            result,
+            call,
+        }
+    }
+
+    /// A method with parameters.
+    pub fn with_params(
+        name: &str,
+        params: Vec<Type>,
+        variadic: bool,
+        result: Type,
+        call: MethodFn,
+    ) -> Method {
+        Method {
+            name: name.to_owned(),
+            params,
+            variadic,
+            result,
+            call,
+        }
+    }
+}
 
 /// Indexes into nested struct fields, outermost first.
 pub type FieldPath = Box<[usize]>;
@@ -144,13 +210,26 @@ pub struct NamedType {
     pub name: String,
     /// Struct fields or map key/element types.
     pub underlying: Underlying,
-    /// Value-receiver methods, by name, with their result type.
-    pub methods: Vec<(String, Type, MethodFn)>,
+    /// Exported value-receiver methods (the method set templates see, promoted methods included).
+    pub methods: Vec<Method>,
     /// A `String() string` method (the type is a `fmt.Stringer`).
     pub stringer: Option<fn(&Value) -> String>,
     /// The paths of the promoted fields looked up so far (`None`: no such
     /// field): a template looks the same few names up once per object.
     pub promoted: RefCell<Vec<(Box<str>, Option<FieldPath>)>>,
+}
+
+impl NamedType {
+    /// A named type without methods.
+    pub fn new(name: &str, underlying: Underlying) -> NamedType {
+        NamedType {
+            name: name.to_owned(),
+            underlying,
+            methods: Vec::new(),
+            stringer: None,
+            promoted: RefCell::default(),
+        }
+    }
 }
 
 impl Type {
@@ -181,6 +260,7 @@ impl Type {
             Type::Named(n) => match n.underlying {
                 Underlying::Struct(_) => Kind::Struct,
                 Underlying::Map(..) => Kind::Map,
+                Underlying::Interface => Kind::Interface,
             },
         }
     }
@@ -229,7 +309,7 @@ impl Type {
             Type::Map(k, v) => Some((k, v)),
             Type::Named(n) => match &n.underlying {
                 Underlying::Map(k, v) => Some((k, v)),
-                Underlying::Struct(_) => None,
+                Underlying::Struct(_) | Underlying::Interface => None,
             },
             _ => None,
         }
@@ -253,7 +333,7 @@ impl Type {
             Type::String => Value::str(""),
             Type::Any | Type::Error | Type::Slice(_) | Type::Map(..) => Value::Nil(self.clone()),
             Type::Named(n) => match &n.underlying {
-                Underlying::Map(..) => Value::Nil(self.clone()),
+                Underlying::Map(..) | Underlying::Interface => Value::Nil(self.clone()),
                 Underlying::Struct(fields) => Value::Struct(Rc::new(StructVal {
                     ty: n.clone(),
                     fields: fields.iter().map(|f| f.ty.zero()).collect(),
@@ -409,6 +489,22 @@ impl Value {
             fields,
             hidden,
         }))
+    }
+
+    /// The `i`th field of a struct ([`Value::Invalid`] for anything else).
+    pub fn field(&self, i: usize) -> Value {
+        match self {
+            Value::Struct(s) => s.fields.get(i).cloned().unwrap_or(Value::Invalid),
+            _ => Value::Invalid,
+        }
+    }
+
+    /// The `i`th value a struct's methods return ([`Value::Invalid`] for anything else).
+    pub fn hidden(&self, i: usize) -> Value {
+        match self {
+            Value::Struct(s) => s.hidden.get(i).cloned().unwrap_or(Value::Invalid),
+            _ => Value::Invalid,
+        }
     }
 
     /// The dynamic type; `None` for [`Value::Invalid`].
@@ -676,6 +772,13 @@ pub fn lookup_field(v: &StructVal, name: &str) -> Option<Value> {
     let found = path.as_deref().and_then(|p| field_at(v, p));
     v.ty.promoted.borrow_mut().push((name.into(), path));
     found
+}
+
+/// [`lookup_field`], with whether the field found is exported (promoted fields count by their own
+/// name).
+pub fn lookup_field_exported(v: &StructVal, name: &str) -> Option<(Value, bool)> {
+    let exported = name.chars().next().is_some_and(char::is_uppercase);
+    lookup_field(v, name).map(|f| (f, exported))
 }
 
 /// Follow a field path through nested structs.

@@ -25,6 +25,7 @@
 
 pub mod git;
 pub mod golden;
+pub mod kube;
 pub mod registry;
 pub mod scratch;
 

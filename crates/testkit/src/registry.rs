@@ -882,6 +882,16 @@ impl Registry {
         (sha256(&bytes), children)
     }
 
+    /// One tiny linux/amd64 image under every tag of `tags` (the first
+    /// pushed, the others re-tagged); returns its digest.
+    pub fn push_one_image(&self, repo: &str, tags: &[&str]) -> String {
+        let image = ImageSpec::new("linux", "amd64", None, "2024-01-01T00:00:00Z");
+        let (manifest, digest) = self.push_image(repo, tags[0], &image);
+        let rest: Vec<String> = tags[1..].iter().map(|t| (*t).to_owned()).collect();
+        self.push_tags(repo, image.media_type(), &manifest, &rest);
+        digest
+    }
+
     /// Re-PUT an existing manifest under many tags, with a few threads.
     pub fn push_tags(&self, repo: &str, media_type: &str, manifest: &[u8], tags: &[String]) {
         let workers = 6;

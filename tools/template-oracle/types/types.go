@@ -12,3 +12,14 @@ type NamespacedName struct {
 func (n NamespacedName) String() string {
 	return n.Namespace + "/" + n.Name
 }
+
+// MarshalLog gives the name and namespace for structured logs (apimachinery v0.33).
+func (n NamespacedName) MarshalLog() interface{} {
+	return struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace,omitempty"`
+	}{
+		Name:      n.Name,
+		Namespace: n.Namespace,
+	}
+}

@@ -5,13 +5,11 @@ package update
 import (
 	"sort"
 
-	"oracle/yaml"
+	v0 "oracle/v0/update"
 )
 
-// ObjectIdentifier identifies the object a change was made in.
-type ObjectIdentifier struct {
-	yaml.ResourceIdentifier
-}
+// ObjectIdentifier identifies the object a change was made in (Flux v0.x's type, unchanged in v1).
+type ObjectIdentifier = v0.ObjectIdentifier
 
 // Change is one field change.
 type Change struct {
@@ -39,35 +37,34 @@ func (r *Result) AddChange(file string, id ObjectIdentifier, changes ...Change) 
 	r.FileChanges[file][id] = append(r.FileChanges[file][id], changes...)
 }
 
-func less(a, b ObjectIdentifier) bool {
-	x := []string{a.APIVersion, a.Kind, a.Name, a.Namespace}
-	y := []string{b.APIVersion, b.Kind, b.Name, b.Namespace}
-	for i := range x {
-		if x[i] != y[i] {
-			return x[i] < y[i]
-		}
-	}
-	return false
-}
-
-// Changes gives every change once, first seen. Flux walks its maps in Go's random order; the oracle
-// walks files and objects sorted so that expectations are stable.
-func (r Result) Changes() []Change {
+// sortedFiles gives the file paths in order.
+func (r Result) sortedFiles() []string {
 	files := make([]string, 0, len(r.FileChanges))
 	for f := range r.FileChanges {
 		files = append(files, f)
 	}
 	sort.Strings(files)
+	return files
+}
+
+// sortedIDs gives the objects of a file in Go's key order.
+func sortedIDs(objs ObjectChanges) []ObjectIdentifier {
+	ids := make([]ObjectIdentifier, 0, len(objs))
+	for id := range objs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return v0.Less(ids[i], ids[j]) })
+	return ids
+}
+
+// Changes gives every change once, first seen. Flux walks its maps in Go's random order; the oracle
+// walks files and objects sorted so that expectations are stable.
+func (r Result) Changes() []Change {
 	seen := map[Change]bool{}
 	var out []Change
-	for _, f := range files {
+	for _, f := range r.sortedFiles() {
 		objs := r.FileChanges[f]
-		ids := make([]ObjectIdentifier, 0, len(objs))
-		for id := range objs {
-			ids = append(ids, id)
-		}
-		sort.Slice(ids, func(i, j int) bool { return less(ids[i], ids[j]) })
-		for _, id := range ids {
+		for _, id := range sortedIDs(objs) {
 			for _, c := range objs[id] {
 				if !seen[c] {
 					seen[c] = true
@@ -81,15 +78,36 @@ func (r Result) Changes() []Change {
 
 // Objects merges the objects of all files, concatenating change lists in file order.
 func (r Result) Objects() ObjectChanges {
-	files := make([]string, 0, len(r.FileChanges))
-	for f := range r.FileChanges {
-		files = append(files, f)
-	}
-	sort.Strings(files)
 	out := make(ObjectChanges)
-	for _, f := range files {
+	for _, f := range r.sortedFiles() {
 		for id, c := range r.FileChanges[f] {
 			out[id] = append(out[id], c...)
+		}
+	}
+	return out
+}
+
+// ImageResult gives Flux v0.x's image result of these changes (`.Changed.ImageResult`, which Flux
+// v1 removed and image-update keeps): built from the changes, files by path and objects in key
+// order. The latest images come from v0.Policies. A latest image that does not parse panics: the
+// oracle's Render builds the result first and reports that case as image-update does.
+func (r Result) ImageResult() v0.Result {
+	res, err := v0.Build(r.Flatten())
+	if err != nil {
+		panic(err)
+	}
+	return res
+}
+
+// Flatten lists the changes in the order ImageResult reads them.
+func (r Result) Flatten() []v0.Change {
+	var out []v0.Change
+	for _, f := range r.sortedFiles() {
+		objs := r.FileChanges[f]
+		for _, id := range sortedIDs(objs) {
+			for _, c := range objs[id] {
+				out = append(out, v0.Change{File: f, ID: id, Setter: c.Setter, NewValue: c.NewValue})
+			}
 		}
 	}
 	return out
