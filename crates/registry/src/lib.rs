@@ -11,7 +11,8 @@
 //! * [`credentials`]: Docker/podman config files, credential helpers and
 //!   environment variables;
 //! * [`settings`]: the per-registry settings file;
-//! * [`observe`]: progress events for a caller that shows progress.
+//! * [`observe`]: progress events for a caller that shows progress;
+//! * [`signatures`]: finding cosign signatures (referrers, tags).
 //!
 //! Security rules: credentials (Basic, Bearer, refresh tokens) are only sent
 //! over HTTPS, or over plain HTTP to hosts marked insecure (loopback hosts are
@@ -53,6 +54,7 @@ pub mod observe;
 mod redact;
 pub mod reference;
 pub mod settings;
+pub mod signatures;
 pub mod time;
 mod token;
 mod transport;

@@ -1,0 +1,1 @@
+//! Minimum release age (placeholder module replaced below).
