@@ -206,7 +206,10 @@ impl RegistryClient {
                         return Err(self.status_error(repo, "GET", &resp));
                     }
                     let doc: Doc = serde_json::from_slice(&resp.body).map_err(|e| {
-                        invalid(resp.url.to_string(), format!("malformed referrers list: {e}"))
+                        invalid(
+                            resp.url.to_string(),
+                            format!("malformed referrers list: {e}"),
+                        )
                     })?;
                     found.extend(
                         doc.manifests
@@ -241,7 +244,10 @@ impl RegistryClient {
                     Err(e) => return Err(e),
                 };
                 let doc: Doc = serde_json::from_slice(&m.bytes).map_err(|e| {
-                    invalid(sig_tag.clone(), format!("malformed signature manifest: {e}"))
+                    invalid(
+                        sig_tag.clone(),
+                        format!("malformed signature manifest: {e}"),
+                    )
                 })?;
                 let blobs = self.layers(repo, &format!("tag {sig_tag}"), &doc.layers, limits)?;
                 return Ok(if blobs.is_empty() {
@@ -268,7 +274,10 @@ impl RegistryClient {
             }
             let m = self.manifest_inner(repo, &d.digest)?;
             let doc: Doc = serde_json::from_slice(&m.bytes).map_err(|e| {
-                invalid(d.digest.clone(), format!("malformed referrer manifest: {e}"))
+                invalid(
+                    d.digest.clone(),
+                    format!("malformed referrer manifest: {e}"),
+                )
             })?;
             let artifact = doc
                 .artifact_type

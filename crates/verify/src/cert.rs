@@ -115,7 +115,8 @@ pub fn verify_path(der: &[u8], root: &TrustedRoot, time: i64) -> Result<(), Stri
     let at = UnixTime::since_unix_epoch(Duration::from_secs(
         u64::try_from(time).map_err(|_| "the log's time is before 1970".to_owned())?,
     ));
-    let mut last = "the trusted root has no certificate authority valid at the log's time".to_owned();
+    let mut last =
+        "the trusted root has no certificate authority valid at the log's time".to_owned();
     for ca in root.authorities.iter().filter(|ca| ca.valid.contains(time)) {
         let Some((anchor_der, intermediates)) = ca.chain.split_last() else {
             continue;

@@ -81,7 +81,9 @@ impl PublicKey {
             OID_RSA => {
                 let key = rsa::RsaPublicKey::from_public_key_der(der).map_err(|e| bad(&e))?;
                 if rsa::traits::PublicKeyParts::size(&key) < 256 {
-                    return Err(KeyError("RSA keys shorter than 2048 bits are refused".into()));
+                    return Err(KeyError(
+                        "RSA keys shorter than 2048 bits are refused".into(),
+                    ));
                 }
                 Kind::Rsa(Box::new(key))
             }
@@ -213,10 +215,12 @@ pub(crate) fn pem_blocks(text: &[u8], label: &str) -> Vec<Vec<u8>> {
 /// Lower-case hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// Decodes lower- or upper-case hex.

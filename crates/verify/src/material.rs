@@ -50,7 +50,10 @@ pub enum Signed {
     /// A simple-signing payload, signed as is.
     Payload(Vec<u8>),
     /// A DSSE envelope: the signature is over PAE(type, payload).
-    Dsse { payload_type: String, payload: Vec<u8> },
+    Dsse {
+        payload_type: String,
+        payload: Vec<u8>,
+    },
     /// A message known by its SHA-256 digest.
     MessageDigest(Vec<u8>),
 }
@@ -102,9 +105,7 @@ impl SignatureLayer {
         if media == SIMPLE_SIGNING {
             return legacy(self).map(Some);
         }
-        if media == BUNDLE_V03
-            || media.starts_with("application/vnd.dev.sigstore.bundle")
-        {
+        if media == BUNDLE_V03 || media.starts_with("application/vnd.dev.sigstore.bundle") {
             return bundle(&self.data).map(Some);
         }
         Ok(None)
@@ -118,7 +119,10 @@ fn legacy(layer: &SignatureLayer) -> Result<Signature, String> {
         a.get(SIGNATURE_ANNOTATION)
             .ok_or("the layer has no signature annotation")?,
     )?;
-    let verifier = match a.get(CERTIFICATE_ANNOTATION).filter(|c| !c.trim().is_empty()) {
+    let verifier = match a
+        .get(CERTIFICATE_ANNOTATION)
+        .filter(|c| !c.trim().is_empty())
+    {
         Some(pem) => Verifier::Certificate(
             pem_blocks(pem.as_bytes(), "CERTIFICATE")
                 .into_iter()
@@ -141,7 +145,7 @@ fn legacy(layer: &SignatureLayer) -> Result<Signature, String> {
             body: String,
             integrated_time: i64,
             log_index: i64,
-        #[serde(rename = "logID")]
+            #[serde(rename = "logID")]
             log_id: String,
         }
         let b: RekorBundle = serde_json::from_str(bundle)
@@ -237,7 +241,9 @@ pub fn bundle(data: &[u8]) -> Result<Signature, String> {
                         .map_err(|_| format!("{} is negative", f("inclusionProof.treeSize")))?,
                     root_hash: b64(
                         &f("inclusionProof.rootHash"),
-                        p.get("rootHash").and_then(Value::as_str).unwrap_or_default(),
+                        p.get("rootHash")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default(),
                     )?,
                     hashes: hashes
                         .iter()

@@ -107,11 +107,13 @@ impl Checkpoint {
         })
     }
 
-    /// Whether a signature line whose key hint names `key` verifies the
-    /// body with it.
-    pub fn signed_by(&self, key: &PublicKey) -> bool {
+    /// Whether a signature line whose key hint names `key`, and whose
+    /// signer name is part of the log's `base_url` (a log signs with its
+    /// host name), verifies the body with it.
+    pub fn signed_by(&self, key: &PublicKey, base_url: &str) -> bool {
         self.signatures.iter().any(|s| {
-            key_hints(key, &s.name).contains(&s.hint)
+            base_url.contains(&s.name)
+                && key_hints(key, &s.name).contains(&s.hint)
                 && key.verify(self.body.as_bytes(), &s.signature)
         })
     }

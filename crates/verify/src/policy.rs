@@ -283,7 +283,10 @@ impl Policy {
                 }
             }
             if !why.is_empty() && satisfied.iter().all(Option::is_none) {
-                note(&mut reasons, format!("{}: {}", layer.origin, why.join(", ")));
+                note(
+                    &mut reasons,
+                    format!("{}: {}", layer.origin, why.join(", ")),
+                );
             }
             let done = match self.require {
                 Require::Any => satisfied.iter().any(Option::is_some),
@@ -584,10 +587,12 @@ impl VerifyConfig {
             let (pem, default_name) = match (&k.path, &k.pem) {
                 (Some(p), None) => {
                     let path = resolve(p);
-                    let text = fs_err::read_to_string(&path).map_err(|e| format!("keys[{i}]: {e}"))?;
-                    let name = path
-                        .file_name()
-                        .map_or_else(|| format!("key {}", i + 1), |n| n.to_string_lossy().into_owned());
+                    let text =
+                        fs_err::read_to_string(&path).map_err(|e| format!("keys[{i}]: {e}"))?;
+                    let name = path.file_name().map_or_else(
+                        || format!("key {}", i + 1),
+                        |n| n.to_string_lossy().into_owned(),
+                    );
                     (text, name)
                 }
                 (None, Some(pem)) => (pem.clone(), format!("key {}", i + 1)),

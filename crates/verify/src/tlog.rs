@@ -113,18 +113,16 @@ impl TlogEntry {
                 let computed = merkle::root_from_proof(p.log_index, p.tree_size, leaf, &p.hashes)
                     .map_err(|e| format!("the inclusion proof is invalid: {e}"))?;
                 if computed.as_slice() != p.root_hash.as_slice() {
-                    return Err(
-                        "the inclusion proof does not lead to its root hash".to_owned()
-                    );
+                    return Err("the inclusion proof does not lead to its root hash".to_owned());
                 }
                 let cp = Checkpoint::parse(&p.checkpoint)
                     .map_err(|e| format!("the inclusion proof's checkpoint: {e}"))?;
                 if cp.root_hash != p.root_hash || cp.size != p.tree_size {
                     return Err(
-                        "the checkpoint is for another tree than the inclusion proof".to_owned()
+                        "the checkpoint is for another tree than the inclusion proof".to_owned(),
                     );
                 }
-                if !cp.signed_by(&log.key) {
+                if !cp.signed_by(&log.key, &log.base_url) {
                     return Err(
                         "the checkpoint is not signed by the transparency log's key".to_owned()
                     );
@@ -173,7 +171,9 @@ impl TlogEntry {
                 "0.0.1",
             ) => {
                 if s(spec, "/data/hash/algorithm").as_deref() != Some("sha256")
-                    || s(spec, "/data/hash/value").and_then(|h| unhex(&h)).as_deref()
+                    || s(spec, "/data/hash/value")
+                        .and_then(|h| unhex(&h))
+                        .as_deref()
                         != Some(*digest)
                 {
                     return mismatch("artifact");

@@ -197,7 +197,10 @@ impl TrustedRoot {
                     t.hash_algorithm
                 ));
             }
-            let der = b64(&format!("{field}.publicKey.rawBytes"), &t.public_key.raw_bytes)?;
+            let der = b64(
+                &format!("{field}.publicKey.rawBytes"),
+                &t.public_key.raw_bytes,
+            )?;
             let key = PublicKey::from_spki_der(&der)
                 .map_err(|KeyError(e)| format!("{field}.publicKey: {e}"))?;
             logs.push(TransparencyLog {
