@@ -20,7 +20,8 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::image_policy::{Role, is_flux_kind, role};
 use crate::policies::{ImageRef, PolicyDocument, PolicyKey};
 use crate::reflector::selection::{
-    DigestReflection, FilterTagsConfig, Order, PolicyConfig, Strategy,
+    AliasConfig, DEFAULT_ALIAS_REQUESTS, DigestReflection, FilterTagsConfig, GateConfig, Order,
+    PolicyConfig, Strategy,
 };
 use crate::yaml::{self, Object, labels, namespace_name};
 
@@ -145,6 +146,77 @@ pub struct Definition {
     /// Labels of the defining object (for `--selector`).
     pub labels: BTreeMap<String, String>,
     pub kind: Kind,
+    /// The supply-chain gate settings of the definition (minimum age, alias).
+    pub gate: GateConfig,
+}
+
+/// Annotations of a Flux ImagePolicy for the supply-chain gate (Flux's
+/// schema has no field for them, and its API server would drop unknown
+/// spec fields).
+pub(crate) const MIN_AGE_ANNOTATION: &str = "image-update.dev/min-age";
+pub(crate) const AGE_SOURCE_ANNOTATION: &str = "image-update.dev/age-source";
+pub(crate) const ALIAS_ANNOTATION: &str = "image-update.dev/alias";
+pub(crate) const ALIAS_PLATFORM_ANNOTATION: &str = "image-update.dev/alias-platform";
+
+/// The gate settings from four optional values (`what` names them in
+/// messages).
+pub(super) fn gate_config(
+    min_age: Option<&str>,
+    age_source: Option<&str>,
+    alias: Option<&str>,
+    alias_platform: Option<&str>,
+    what: [&str; 4],
+) -> Result<GateConfig, String> {
+    let min_age = min_age
+        .map(|v| {
+            image_update_registry::settings::parse_duration(v)
+                .ok_or_else(|| format!("{} {v:?} is not a duration such as 72h or 7d", what[0]))
+        })
+        .transpose()?;
+    let age_source = age_source
+        .map(|v| match v {
+            "registry" => Ok(image_update_registry::settings::AgeSource::Registry),
+            "builder" => Ok(image_update_registry::settings::AgeSource::Builder),
+            other => Err(format!(
+                "{} {other:?} is neither registry nor builder",
+                what[1]
+            )),
+        })
+        .transpose()?;
+    let alias = alias.filter(|a| !a.is_empty()).map(|tag| AliasConfig {
+        tag: tag.to_owned(),
+        platform: alias_platform.filter(|p| !p.is_empty()).map(str::to_owned),
+        max_requests: DEFAULT_ALIAS_REQUESTS,
+    });
+    if alias.is_none() && alias_platform.is_some() {
+        return Err(format!("{} needs {}", what[3], what[2]));
+    }
+    Ok(GateConfig {
+        min_age,
+        age_source,
+        alias,
+    })
+}
+
+fn flux_gate(value: &Value) -> Result<GateConfig, Problem> {
+    let a = |k: &str| {
+        value
+            .pointer(&format!("/metadata/annotations/{}", k.replace('/', "~1")))
+            .and_then(Value::as_str)
+    };
+    gate_config(
+        a(MIN_AGE_ANNOTATION),
+        a(AGE_SOURCE_ANNOTATION),
+        a(ALIAS_ANNOTATION),
+        a(ALIAS_PLATFORM_ANNOTATION),
+        [
+            MIN_AGE_ANNOTATION,
+            AGE_SOURCE_ANNOTATION,
+            ALIAS_ANNOTATION,
+            ALIAS_PLATFORM_ANNOTATION,
+        ],
+    )
+    .map_err(|m| Problem::at(m, "/metadata/annotations"))
 }
 
 /// Read every definition in `documents` (List objects are opened).
@@ -402,7 +474,9 @@ fn flux_policy(
             }
         }
     };
+    let gate = flux_gate(value).map_err(fail)?;
     Ok(Definition {
+        gate,
         key: PolicyKey { namespace, name },
         source: format!("{} ({what})", doc.origin),
         location,

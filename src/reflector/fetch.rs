@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::definitions::{Definition, RegistryCredential};
 use crate::diagnostic::Diagnostic;
 use crate::policies::{ImageRef, PolicyKey};
+use crate::reflector::gate::{self, GateOutcome, SupplyChain};
 use crate::reflector::selection::{
     Created, DigestAction, LookupError, PolicySpec, Selection, Strategy, digest_action,
     next_observed_previous,
@@ -40,6 +41,10 @@ pub struct Resolved {
     /// The new `status.observedPreviousRef`.
     pub observed_previous: Option<ImageRef>,
     pub selection: Selection,
+    /// What the supply-chain gate found (who signed the chosen image, when
+    /// it was released, the alias it follows, the candidates passed over);
+    /// `None` when no gate applies to the policy.
+    pub gate: Option<GateOutcome>,
 }
 
 impl Resolved {
@@ -77,6 +82,49 @@ pub(crate) fn resolve(
     }
     let mut errors = Vec::new();
     let mut out: Vec<Option<Resolved>> = definitions.iter().map(|_| None).collect();
+    // Each supply-chain rule's signers are read once (keys, trusted root).
+    let mut gates: BTreeMap<usize, Result<Arc<image_update_verify::Gate>, String>> =
+        BTreeMap::new();
+    let chain_for =
+        |d: &Definition,
+         gates: &mut BTreeMap<usize, Result<Arc<image_update_verify::Gate>, String>>|
+         -> Result<SupplyChain, String> {
+            let supply = &base.supply_chain;
+            let canonical = d.repository.canonical_name();
+            let rule = supply.rules.iter().enumerate().find(|(_, r)| {
+                r.repositories
+                    .iter()
+                    .any(|g| image_update_registry::settings::glob_match(g, &canonical))
+            });
+            let mut chain = SupplyChain {
+                alias: d.gate.alias.clone(),
+                ..SupplyChain::default()
+            };
+            let (rule_min, rule_source) = rule.map_or((None, Default::default()), |(_, r)| {
+                (r.min_age, r.age_source)
+            });
+            chain.min_age = gate::min_age(rule_min, rule_source, d.gate.min_age, d.gate.age_source);
+            if let Some((index, r)) = rule
+                && let Some(verify) = &r.verify
+            {
+                let built = gates.entry(index).or_insert_with(|| {
+                    image_update_verify::from_config(
+                        verify,
+                        supply.trusted_root.as_deref(),
+                        base.base_dir.as_deref(),
+                    )
+                    .map(|p| Arc::new(image_update_verify::Gate::new(p)))
+                    .map_err(|e| {
+                        format!(
+                            "supply_chain rule {} of the registry settings: {e}",
+                            index + 1
+                        )
+                    })
+                });
+                chain.verify = Some(Arc::clone(built.as_ref().map_err(Clone::clone)?));
+            }
+            Ok(chain)
+        };
     // One deadline for the whole run, however many clients it takes.
     let start = std::time::Instant::now();
     for ((credentials, insecure), members) in &groups {
@@ -172,7 +220,14 @@ pub(crate) fn resolve(
                     continue;
                 }
             };
-            match choose(
+            let chain = match chain_for(d, &mut gates) {
+                Ok(c) => c,
+                Err(e) => {
+                    errors.push(fail(i, &e));
+                    continue;
+                }
+            };
+            match choose_gated(
                 &client,
                 &d.repository,
                 &d.image,
@@ -180,8 +235,9 @@ pub(crate) fn resolve(
                 tags,
                 d.previous.as_ref(),
                 TOP,
+                &chain,
             ) {
-                Ok((selection, latest)) => {
+                Ok((selection, latest, gate)) => {
                     let new = ImageRef::new(&latest.name, &latest.tag).with_digest(&latest.digest);
                     let observed_previous = next_observed_previous(
                         d.previous.as_ref(),
@@ -195,6 +251,7 @@ pub(crate) fn resolve(
                         previous: d.previous.clone(),
                         observed_previous,
                         selection,
+                        gate,
                     });
                 }
                 Err(e) => errors.push(policy_error(i).caused_by(e)),
@@ -253,6 +310,8 @@ pub(crate) enum ChooseError {
     NoPlatform { tag: String, platforms: String },
     #[error(transparent)]
     Reference(#[from] crate::policies::RefError),
+    #[error(transparent)]
+    Gate(#[from] gate::GateError),
 }
 
 /// Select a tag of `repo` from `tags` with `spec`, then settle its digest:
@@ -274,6 +333,41 @@ pub(crate) fn choose(
     previous: Option<&ImageRef>,
     top: usize,
 ) -> Result<(Selection, ImageRef), ChooseError> {
+    choose_gated(
+        client,
+        repo,
+        image,
+        spec,
+        tags,
+        previous,
+        top,
+        &SupplyChain::default(),
+    )
+    .map(|(selection, latest, _)| (selection, latest))
+}
+
+/// [`choose`], then the supply-chain gate ([`gate::pass`]) when `chain`
+/// requires anything: the result is the best candidate that passes, with
+/// the digest that was checked, and what the gate found.
+///
+/// # Errors
+/// As [`choose`], and [`ChooseError::Gate`] when no candidate passes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn choose_gated(
+    client: &RegistryClient,
+    repo: &Repository,
+    image: &str,
+    spec: &PolicySpec,
+    tags: &[String],
+    previous: Option<&ImageRef>,
+    top: usize,
+    chain: &SupplyChain,
+) -> Result<(Selection, ImageRef, Option<GateOutcome>), ChooseError> {
+    let top = if chain.is_empty() {
+        top
+    } else {
+        top.max(chain.candidates_needed())
+    };
     let platforms = spec.platforms();
     let filtered = spec.filter_tags(tags.iter().map(String::as_str))?;
     let selection = if spec.needs_created_time() {
@@ -294,8 +388,22 @@ pub(crate) fn choose(
             top,
         )?
     };
+    let mut selection = selection;
+    let mut outcome = None;
+    let mut gated_digest = None;
+    if !chain.is_empty() {
+        let (tag, digest, found) = gate::pass(client, repo, image, &selection, chain)?;
+        // The chosen candidate heads the list; the better ones passed over
+        // are in the outcome's `skipped`.
+        if let Some(at) = selection.candidates.iter().position(|c| c.tag == tag) {
+            selection.candidates.drain(..at);
+        }
+        selection.tag = tag;
+        gated_digest = Some(digest);
+        outcome = Some(found);
+    }
     let tag = selection.tag.clone();
-    let action = if matches!(spec.strategy(), Strategy::Digest { .. }) {
+    let action = if gated_digest.is_some() || matches!(spec.strategy(), Strategy::Digest { .. }) {
         DigestAction::Fetch
     } else {
         digest_action(spec.digest_reflection(), previous, image, &tag)
@@ -327,7 +435,10 @@ pub(crate) fn choose(
                     });
                 }
             }
-            client.digest(repo, &tag, None).map_err(wrap)?
+            match gated_digest {
+                Some(d) => d,
+                None => client.digest(repo, &tag, None).map_err(wrap)?,
+            }
         }
     };
     let latest = ImageRef {
@@ -336,7 +447,7 @@ pub(crate) fn choose(
         digest,
     };
     latest.validate()?;
-    Ok((selection, latest))
+    Ok((selection, latest, outcome))
 }
 
 /// How many creation times are looked up at once (per policy).

@@ -16,6 +16,7 @@
 pub(crate) mod definitions;
 pub(crate) mod emit;
 pub(crate) mod fetch;
+pub(crate) mod gate;
 pub(crate) mod kubesphere;
 pub(crate) mod selection;
 

@@ -51,6 +51,7 @@ pub mod credentials;
 mod error;
 mod manifest;
 pub mod observe;
+pub mod pushtime;
 mod redact;
 pub mod reference;
 pub mod settings;

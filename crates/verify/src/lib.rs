@@ -47,6 +47,6 @@ pub use keys::PublicKey;
 pub use material::SignatureLayer;
 pub use policy::{
     IdentityConfig, KeyConfig, Matcher, Policy, Rejected, Require, SignedBy, Signer, Verified,
-    VerifyConfig,
+    VerifyConfig, from_config,
 };
 pub use trust::TrustedRoot;

@@ -4,11 +4,11 @@
 //! them.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+pub use image_update_registry::settings::{IdentityConfig, KeyConfig, Require, VerifyConfig};
 use regex::Regex;
-use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -92,15 +92,6 @@ impl fmt::Display for Signer {
             }
         }
     }
-}
-
-/// Whether one accepted signer suffices, or every signer must have signed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Require {
-    #[default]
-    Any,
-    All,
 }
 
 /// Who signed an image that passed.
@@ -507,61 +498,6 @@ fn logged<'a>(
 // ---------------------------------------------------------------------------
 // Configuration
 
-/// The `verify` section of a supply-chain rule, as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VerifyConfig {
-    /// `any` (default) or `all`.
-    #[serde(default)]
-    pub require: Require,
-    /// Public keys (PEM files).
-    #[serde(default)]
-    pub keys: Vec<KeyConfig>,
-    /// Keyless identities.
-    #[serde(default)]
-    pub identities: Vec<IdentityConfig>,
-    /// `trusted_root.json` for keyless signers and logged keys.
-    #[serde(default)]
-    pub trusted_root: Option<PathBuf>,
-    /// In-toto predicate types accepted from DSSE bundles (default: cosign's
-    /// signature predicate only).
-    #[serde(default)]
-    pub predicate_types: Vec<String>,
-}
-
-/// A key signer as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeyConfig {
-    /// A PEM public key file (`cosign.pub`).
-    #[serde(default)]
-    pub path: Option<PathBuf>,
-    /// The PEM text itself.
-    #[serde(default)]
-    pub pem: Option<String>,
-    /// How reports name it; default: the file name, else `key N`.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// Also require a transparency log entry.
-    #[serde(default)]
-    pub tlog: bool,
-}
-
-/// A keyless identity as written: each of `subject` / `subject_regexp` and
-/// `issuer` / `issuer_regexp` exactly once.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IdentityConfig {
-    #[serde(default)]
-    pub subject: Option<String>,
-    #[serde(default)]
-    pub subject_regexp: Option<String>,
-    #[serde(default)]
-    pub issuer: Option<String>,
-    #[serde(default)]
-    pub issuer_regexp: Option<String>,
-}
-
 fn matcher(what: &str, exact: Option<&String>, re: Option<&String>) -> Result<Matcher, String> {
     match (exact, re) {
         (Some(e), None) if !e.is_empty() => Ok(Matcher::Exact(e.clone())),
@@ -571,54 +507,62 @@ fn matcher(what: &str, exact: Option<&String>, re: Option<&String>) -> Result<Ma
     }
 }
 
-impl VerifyConfig {
-    /// Builds the policy, reading key files and the trusted root relative
-    /// to `base` (the directory of the file the configuration came from).
-    ///
-    /// # Errors
-    /// A message naming the key, identity or file at fault.
-    pub fn build(&self, base: Option<&Path>) -> Result<Policy, String> {
-        let resolve = |p: &Path| match base {
-            Some(b) if p.is_relative() => b.join(p),
-            _ => p.to_path_buf(),
+/// Builds the policy of a `verify` section, reading key files and the
+/// trusted root (`config.trusted_root`, else `default_root`) relative to
+/// `base` (the directory of the settings file).
+///
+/// # Errors
+/// A message naming the key, identity or file at fault.
+pub fn from_config(
+    config: &VerifyConfig,
+    default_root: Option<&Path>,
+    base: Option<&Path>,
+) -> Result<Policy, String> {
+    let resolve = |p: &Path| match base {
+        Some(b) if p.is_relative() => b.join(p),
+        _ => p.to_path_buf(),
+    };
+    let mut signers = Vec::new();
+    for (i, k) in config.keys.iter().enumerate() {
+        let (pem, default_name) = match (&k.path, &k.pem) {
+            (Some(p), None) => {
+                let path = resolve(p);
+                let text = fs_err::read_to_string(&path).map_err(|e| format!("keys[{i}]: {e}"))?;
+                let name = path.file_name().map_or_else(
+                    || format!("key {}", i + 1),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                (text, name)
+            }
+            (None, Some(pem)) => (pem.clone(), format!("key {}", i + 1)),
+            _ => return Err(format!("keys[{i}]: give path or pem (one of them)")),
         };
-        let mut signers = Vec::new();
-        for (i, k) in self.keys.iter().enumerate() {
-            let (pem, default_name) = match (&k.path, &k.pem) {
-                (Some(p), None) => {
-                    let path = resolve(p);
-                    let text =
-                        fs_err::read_to_string(&path).map_err(|e| format!("keys[{i}]: {e}"))?;
-                    let name = path.file_name().map_or_else(
-                        || format!("key {}", i + 1),
-                        |n| n.to_string_lossy().into_owned(),
-                    );
-                    (text, name)
-                }
-                (None, Some(pem)) => (pem.clone(), format!("key {}", i + 1)),
-                _ => return Err(format!("keys[{i}]: give path or pem (one of them)")),
-            };
-            let key = PublicKey::from_pem(&pem).map_err(|e| format!("keys[{i}]: {e}"))?;
-            signers.push(Signer::Key {
-                name: k.name.clone().unwrap_or(default_name),
-                key,
-                tlog: k.tlog,
-            });
-        }
-        for (i, id) in self.identities.iter().enumerate() {
-            signers.push(Signer::Identity {
-                subject: matcher("subject", id.subject.as_ref(), id.subject_regexp.as_ref())
-                    .map_err(|e| format!("identities[{i}]: {e}"))?,
-                issuer: matcher("issuer", id.issuer.as_ref(), id.issuer_regexp.as_ref())
-                    .map_err(|e| format!("identities[{i}]: {e}"))?,
-            });
-        }
-        let root = self
-            .trusted_root
-            .as_deref()
-            .map(|p| TrustedRoot::load(&resolve(p)).map(Arc::new))
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        Policy::new(signers, self.require, root, self.predicate_types.clone())
+        let key = PublicKey::from_pem(&pem).map_err(|e| format!("keys[{i}]: {e}"))?;
+        signers.push(Signer::Key {
+            name: k.name.clone().unwrap_or(default_name),
+            key,
+            tlog: k.tlog,
+        });
     }
+    for (i, id) in config.identities.iter().enumerate() {
+        signers.push(Signer::Identity {
+            subject: matcher("subject", id.subject.as_ref(), id.subject_regexp.as_ref())
+                .map_err(|e| format!("identities[{i}]: {e}"))?,
+            issuer: matcher("issuer", id.issuer.as_ref(), id.issuer_regexp.as_ref())
+                .map_err(|e| format!("identities[{i}]: {e}"))?,
+        });
+    }
+    let root = config
+        .trusted_root
+        .as_deref()
+        .or(default_root)
+        .map(|p| TrustedRoot::load(&resolve(p)).map(Arc::new))
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    Policy::new(
+        signers,
+        config.require,
+        root,
+        config.predicate_types.clone(),
+    )
 }

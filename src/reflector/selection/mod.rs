@@ -48,6 +48,7 @@ pub(crate) use select::{Created, LookupError, NoCreatedTimes, SelectError, Selec
 pub(crate) use spec::{
     DigestReflection, FilterTagsConfig, Order, PolicyConfig, PolicySpec, Strategy,
 };
+pub(crate) use spec::{AliasConfig, DEFAULT_ALIAS_REQUESTS, GateConfig};
 pub(crate) use tags_file::parse_tags_file;
 
 #[cfg(test)]

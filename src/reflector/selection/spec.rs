@@ -203,6 +203,41 @@ impl PolicyConfig {
     }
 }
 
+/// Follow a mutable alias (`latest`, `stable`): write the tag, among those
+/// the policy admits, that points at the same digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AliasConfig {
+    /// The alias tag.
+    pub tag: String,
+    /// Compare this platform's image instead of the index (for indexes
+    /// rebuilt per tag around the same images).
+    pub platform: Option<String>,
+    /// Most candidates whose digest is looked up.
+    pub max_requests: usize,
+}
+
+/// Default of [`AliasConfig::max_requests`].
+pub const DEFAULT_ALIAS_REQUESTS: usize = 50;
+
+/// What a policy definition asks of the supply-chain gate (signers come
+/// from the registry settings file's `supply_chain` rules).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GateConfig {
+    /// Minimum release age (overrides the settings rule's).
+    pub min_age: Option<std::time::Duration>,
+    /// Where the age comes from (overrides the settings rule's).
+    pub age_source: Option<image_update_registry::settings::AgeSource>,
+    /// Follow an alias.
+    pub alias: Option<AliasConfig>,
+}
+
+impl GateConfig {
+    /// Whether it asks for nothing.
+    pub fn is_empty(&self) -> bool {
+        self.min_age.is_none() && self.age_source.is_none() && self.alias.is_none()
+    }
+}
+
 /// A value that failed validation, with the field it came from.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {field} '{value}': {reason}")]
