@@ -48,6 +48,33 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// One warning per candidate the gate passed over, naming why (the
+    /// caller adds them to the run's diagnostics), and one when the release
+    /// time used is builder-controlled.
+    #[must_use]
+    pub(crate) fn warnings(&self) -> Vec<Diagnostic> {
+        let Some(g) = &self.gate else {
+            return Vec::new();
+        };
+        let mut out: Vec<Diagnostic> = g
+            .skipped
+            .iter()
+            .map(|k| {
+                Diagnostic::warning(format!(
+                    "policy {}: skipped {}:{} ({}): {}",
+                    self.key, self.latest.name, k.tag, k.kind, k.reason
+                ))
+            })
+            .collect();
+        if let Some(r) = g.released.as_ref().filter(|r| r.builder_controlled) {
+            out.push(Diagnostic::warning(format!(
+                "policy {}: the release time of {} is builder-controlled ({}), not set by the registry",
+                self.key, self.latest, r.source
+            )));
+        }
+        out
+    }
+
     /// The new `status.latestRef` as an [`ImageRef`].
     #[must_use]
     pub fn latest_ref(&self) -> ImageRef {
