@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use super::settings::PushTimeConfig;
-use super::url::{Url, encode_component};
+use super::url::Url;
 use super::{
     Credential, Error, MAX_DOCUMENT, RegistryClient, Repository, Result, Secret, Timestamp,
     basic_header, context,
@@ -186,6 +186,20 @@ fn time_field(repo: &Repository, url: &str, v: &Value, field: &str) -> Result<Ti
         .and_then(Value::as_str)
         .ok_or_else(|| invalid(repo, url, format!("the answer has no {field}")))?;
     Timestamp::parse_rfc3339(text).map_err(|e| invalid(repo, url, format!("{field}: {e}")))
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters: one path
+/// segment (GitHub package and GitLab project names carry `/` as `%2F`).
+fn encode_component(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Splits `ns/rest` (Docker Hub's official images are `library/…`).
