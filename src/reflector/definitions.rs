@@ -895,4 +895,70 @@ spec:
             "{errors:?}"
         );
     }
+
+    #[test]
+    fn gate_settings_from_annotations_and_argocd_maps() {
+        let annotated = FLUX.replace(
+            "metadata: {name: app, namespace: flux-system, labels: {env: prod}}",
+            "metadata: {name: app, namespace: flux-system, labels: {env: prod}, annotations: {image-update.dev/min-age: 7d, image-update.dev/age-source: builder, image-update.dev/alias: latest, image-update.dev/alias-platform: linux/arm64}}",
+        );
+        let defs = collect(&docs(&annotated)).unwrap();
+        let g = &defs[0].gate;
+        assert_eq!(g.min_age, Some(std::time::Duration::from_secs(7 * 86_400)));
+        assert_eq!(
+            g.age_source,
+            Some(image_update_registry::settings::AgeSource::Builder)
+        );
+        let alias = g.alias.as_ref().unwrap();
+        assert_eq!(
+            (alias.tag.as_str(), alias.platform.as_deref()),
+            ("latest", Some("linux/arm64"))
+        );
+        assert!(collect(&docs(FLUX)).unwrap()[0].gate.is_empty());
+
+        let bad = FLUX.replace(
+            "labels: {env: prod}}",
+            "labels: {env: prod}, annotations: {image-update.dev/min-age: soon}}",
+        );
+        let errors = errors(&bad);
+        assert!(
+            errors[0].contains("image-update.dev/min-age \"soon\" is not a duration"),
+            "{errors:?}"
+        );
+        let orphan = FLUX.replace(
+            "labels: {env: prod}}",
+            "labels: {env: prod}, annotations: {image-update.dev/alias-platform: linux/amd64}}",
+        );
+        assert!(errors_of(&orphan).contains("needs image-update.dev/alias"));
+
+        let updater = r"
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: u, namespace: demo}
+spec:
+  images: [web=ghcr.io/acme/web, api=ghcr.io/acme/api]
+  argocd:
+    min-age: {web: 72h}
+    age-source: {api: registry}
+    alias: {api: stable}
+";
+        let defs = collect(&docs(updater)).unwrap();
+        let web = defs.iter().find(|d| d.key.name == "web").unwrap();
+        let api = defs.iter().find(|d| d.key.name == "api").unwrap();
+        assert_eq!(
+            web.gate.min_age,
+            Some(std::time::Duration::from_secs(72 * 3600))
+        );
+        assert!(web.gate.alias.is_none());
+        assert_eq!(api.gate.alias.as_ref().unwrap().tag, "stable");
+        let bad = updater.replace("age-source: {api: registry}", "age-source: {api: sundial}");
+        assert!(
+            errors_of(&bad)
+                .contains("spec.argocd.age-source.api \"sundial\" is neither registry nor builder")
+        );
+    }
+
+    fn errors_of(yaml: &str) -> String {
+        errors(yaml).join("\n")
+    }
 }
