@@ -233,3 +233,32 @@ pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
         .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_that_cannot_be_used() {
+        assert!(PublicKey::from_pem("no pem here").is_err());
+        assert!(
+            PublicKey::from_pem("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+                .is_err()
+        );
+        // A secp256k1 key: a curve cosign does not use.
+        let k1 = "-----BEGIN PUBLIC KEY-----\nMFYwEAYHKoZIzj0CAQYFK4EEAAoDQgAEjzGQfm7cn5Oy0I9pPFUMTpkfdFj0dVXk\nVbqbXKl8Xn5nNJZY9LrKrvXGjxK8e7O5MpXdPKGCq9uVvDJtAFEy8w==\n-----END PUBLIC KEY-----\n";
+        let e = PublicKey::from_pem(k1).unwrap_err().to_string();
+        assert!(
+            e.contains("unsupported elliptic curve") || e.contains("invalid public key"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn hex_round_trip() {
+        assert_eq!(hex(&[0, 171, 255]), "00abff");
+        assert_eq!(unhex("00abFF"), Some(vec![0, 171, 255]));
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+}

@@ -566,3 +566,107 @@ pub fn from_config(
         config.predicate_types.clone(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matchers() {
+        let m = Matcher::regex("a.c").unwrap();
+        assert!(m.matches("abc") && !m.matches("xabc") && !m.matches("abcx"));
+        assert!(Matcher::regex("(").is_err());
+        assert!(Matcher::Exact("a".into()).matches("a"));
+        assert_eq!(m.to_string(), "/a.c/");
+    }
+
+    #[test]
+    fn configurations_name_what_is_wrong() {
+        let both = VerifyConfig {
+            identities: vec![IdentityConfig {
+                subject: Some("a".into()),
+                subject_regexp: Some("b".into()),
+                issuer: Some("i".into()),
+                ..IdentityConfig::default()
+            }],
+            ..VerifyConfig::default()
+        };
+        let e = from_config(&both, None, None).unwrap_err();
+        assert!(
+            e.contains("identities[0]: give subject or subject_regexp, not both"),
+            "{e}"
+        );
+        let no_root = VerifyConfig {
+            identities: vec![IdentityConfig {
+                subject: Some("a".into()),
+                issuer: Some("i".into()),
+                ..IdentityConfig::default()
+            }],
+            ..VerifyConfig::default()
+        };
+        assert!(
+            from_config(&no_root, None, None)
+                .unwrap_err()
+                .contains("need a trusted root")
+        );
+        assert!(
+            from_config(&VerifyConfig::default(), None, None)
+                .unwrap_err()
+                .contains("at least one signer")
+        );
+        let bad_key = VerifyConfig {
+            keys: vec![KeyConfig {
+                pem: Some("junk".into()),
+                ..KeyConfig::default()
+            }],
+            ..VerifyConfig::default()
+        };
+        assert!(
+            from_config(&bad_key, None, None)
+                .unwrap_err()
+                .starts_with("keys[0]:")
+        );
+        let missing = VerifyConfig {
+            keys: vec![KeyConfig {
+                path: Some("nowhere/cosign.pub".into()),
+                ..KeyConfig::default()
+            }],
+            ..VerifyConfig::default()
+        };
+        assert!(
+            from_config(&missing, None, None)
+                .unwrap_err()
+                .contains("nowhere/cosign.pub")
+        );
+    }
+
+    #[test]
+    fn a_digest_must_be_sha256() {
+        let key = PublicKey::from_pem(
+            "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEXBO983V7qNmas2P8371Q85p33WZN\nlD47vyupoNCqw/IlxZOw6es4pL3HtudrW1IwBDhlycbPtzuzxoq57mrZng==\n-----END PUBLIC KEY-----\n",
+        )
+        .unwrap();
+        let p = Policy::new(
+            vec![Signer::Key {
+                name: "k".into(),
+                key,
+                tlog: false,
+            }],
+            Require::Any,
+            None,
+            Vec::new(),
+        )
+        .unwrap();
+        assert!(
+            p.verify("latest", &[])
+                .unwrap_err()
+                .to_string()
+                .contains("not a sha256")
+        );
+        let r = p
+            .verify(&format!("sha256:{}", "a".repeat(64)), &[])
+            .unwrap_err();
+        assert!(!r.found);
+        assert_eq!(r.to_string(), "no signature found");
+    }
+}

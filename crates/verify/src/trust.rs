@@ -281,3 +281,46 @@ impl TrustedRoot {
         self.logs.iter().find(|l| l.log_id == log_id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validity_bounds_are_inclusive() {
+        let v = Validity {
+            start: Some(10),
+            end: Some(20),
+        };
+        assert!(v.contains(10) && v.contains(20) && !v.contains(9) && !v.contains(21));
+        assert!(Validity::default().contains(i64::MIN));
+    }
+
+    #[test]
+    fn malformed_roots_are_refused_with_the_field() {
+        let err = |json: &str| {
+            TrustedRoot::from_json(json.as_bytes())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err("{").contains("invalid trusted root"));
+        assert!(err(r#"{"mediaType":"text/plain"}"#).contains("unknown mediaType"));
+        assert!(
+            err(r#"{"tlogs":[{"hashAlgorithm":"SHA2_256","publicKey":{"rawBytes":"!!"},"logId":{"keyId":"AA=="}}]}"#)
+                .contains("tlogs[0].publicKey.rawBytes is not base64")
+        );
+        assert!(
+            err(r#"{"tlogs":[{"hashAlgorithm":"SHA2_256","publicKey":{"rawBytes":"AAAA"},"logId":{"keyId":"AA=="}}]}"#)
+                .contains("tlogs[0].publicKey: not a SubjectPublicKeyInfo")
+        );
+        assert!(
+            err(r#"{"certificateAuthorities":[{"certChain":{"certificates":[]}}]}"#)
+                .contains("certificateAuthorities[0].certChain must hold 1 to 64 certificates")
+        );
+        assert!(
+            err(r#"{"certificateAuthorities":[{"certChain":{"certificates":[{"rawBytes":"AAAA"}]}}]}"#)
+                .contains("is not a certificate")
+        );
+        assert!(TrustedRoot::from_json(b"{}").unwrap().logs.is_empty());
+    }
+}
