@@ -280,8 +280,92 @@ fn alias_to_versioned_sibling() {
     );
 }
 
+/// Every candidate's verdict (what the `policy` command shows): signed or
+/// not, old enough or not, matching the alias or not.
+fn every_candidate_has_a_verdict() {
+    use image_update::reflector::gate::{AgeCheck, SupplyChain, evaluate};
+    use image_update::reflector::selection::{AliasConfig, PolicyConfig, PolicySpec, Strategy};
+    use image_update_registry::settings::AgeSource;
+    use image_update_verify::age::MinAge;
+    use image_update_verify::{Gate, Policy, PublicKey, Require, Signer};
+
+    let reg = Registry::start(Auth::Anonymous);
+    let key = TestKey::p256();
+    let (m, old_signed) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
+    let young = image_update_registry::Timestamp::from_unix(ts::now() - 60, 0).to_string();
+    let (_, young_signed) = reg.push_image(REPO, "1.1.0", &image(&young));
+    reg.push_image(REPO, "1.2.0", &image("2026-02-01T00:00:00Z"));
+    reg.put_manifest(
+        REPO,
+        "latest",
+        "application/vnd.oci.image.manifest.v1+json",
+        &m,
+    );
+    for d in [&old_signed, &young_signed] {
+        reg.push_sig_tag(REPO, d, &[ts::legacy_key_layer(d, &key)]);
+    }
+    let client = image_update_registry::RegistryClient::new(Default::default()).unwrap();
+    let repo =
+        image_update_registry::Repository::parse(&format!("{}/{REPO}", reg.authority())).unwrap();
+    let spec = PolicySpec::new(PolicyConfig::new(Strategy::SemVer { range: "*".into() })).unwrap();
+    let tags = client.list_tags(&repo).unwrap();
+    let selection = spec
+        .select(
+            &tags
+                .iter()
+                .map(image_update::reflector::selection::TagInfo::new)
+                .collect::<Vec<_>>(),
+            10,
+        )
+        .unwrap();
+    let chain = SupplyChain {
+        verify: Some(std::sync::Arc::new(Gate::new(
+            Policy::new(
+                vec![Signer::Key {
+                    name: "release".into(),
+                    key: PublicKey::from_pem(&key.public_pem()).unwrap(),
+                    tlog: false,
+                }],
+                Require::Any,
+                None,
+                Vec::new(),
+            )
+            .unwrap(),
+        ))),
+        min_age: Some(MinAge {
+            min: std::time::Duration::from_secs(3600),
+            source: AgeSource::Builder,
+        }),
+        alias: Some(AliasConfig {
+            tag: "latest".into(),
+            platform: None,
+            max_requests: 10,
+        }),
+        max_candidates: 0,
+    };
+    let v = evaluate(&client, &repo, "app", &selection, &chain, 10).unwrap();
+    let tags: Vec<&str> = v.iter().map(|c| c.tag.as_str()).collect();
+    assert_eq!(tags, ["1.2.0", "1.1.0", "1.0.0"]);
+    assert!(v[0].signed.as_ref().unwrap().is_err());
+    assert_eq!(v[0].matches_alias, Some(false));
+    assert!(v[1].signed.as_ref().unwrap().is_ok());
+    assert!(matches!(v[1].age, Some(AgeCheck::TooYoung { .. })));
+    assert_eq!(v[2].matches_alias, Some(true));
+    assert!(v[2].passes() && !v[1].passes() && !v[0].passes());
+    let json = serde_json::to_string(&v[2]).unwrap();
+    assert!(
+        json.contains(r#""verdict":"old-enough""#) && json.contains(r#""matchesAlias":true"#),
+        "{json}"
+    );
+}
+
 fn main() {
     run(vec![
+        trial(
+            "every_candidate_has_a_verdict",
+            &["docker-registry"],
+            every_candidate_has_a_verdict,
+        ),
         trial(
             "signed_tag_is_chosen_over_newer_unsigned",
             &["docker-registry"],

@@ -298,3 +298,121 @@ pub fn min_age(
         source: own_source.unwrap_or(rule_source),
     })
 }
+
+/// The gate's verdict on one candidate, for a display of every candidate
+/// (the `policy` command): what [`pass`] would say about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CandidateVerdict {
+    pub tag: String,
+    pub digest: String,
+    /// `None`: no signers required.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed: Option<Result<Vec<SignedBy>, String>>,
+    /// `None`: no minimum age.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age: Option<AgeCheck>,
+    /// `None`: no alias followed.
+    #[serde(rename = "matchesAlias", skip_serializing_if = "Option::is_none")]
+    pub matches_alias: Option<bool>,
+}
+
+/// The age part of a [`CandidateVerdict`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum AgeCheck {
+    OldEnough { released: ReleaseTime },
+    TooYoung { released: ReleaseTime },
+    NoTrustedTime { reason: String },
+}
+
+impl CandidateVerdict {
+    /// Whether the candidate passes every requirement.
+    pub fn passes(&self) -> bool {
+        self.signed.as_ref().is_none_or(Result::is_ok)
+            && self
+                .age
+                .as_ref()
+                .is_none_or(|a| matches!(a, AgeCheck::OldEnough { .. }))
+            && self.matches_alias != Some(false)
+    }
+}
+
+/// Every requirement of `chain` checked on each of the first `n` candidates
+/// of `selection` (best first), without stopping at the first that passes.
+///
+/// # Errors
+/// A registry failure, or an invalid alias platform.
+pub fn evaluate(
+    client: &RegistryClient,
+    repo: &Repository,
+    image: &str,
+    selection: &Selection,
+    chain: &SupplyChain,
+    n: usize,
+) -> Result<Vec<CandidateVerdict>, GateError> {
+    let registry = |reference: String| {
+        move |source: RegistryError| GateError::Registry {
+            reference,
+            source: Box::new(source),
+        }
+    };
+    let platform = chain
+        .alias
+        .as_ref()
+        .and_then(|a| a.platform.as_deref())
+        .map(|p| {
+            p.parse::<Platform>()
+                .map_err(|_| GateError::Platform(p.to_owned()))
+        })
+        .transpose()?;
+    let alias_digest = chain
+        .alias
+        .as_ref()
+        .map(|a| {
+            client
+                .digest(repo, &a.tag, platform.as_ref())
+                .map_err(registry(format!("{image}:{}", a.tag)))
+        })
+        .transpose()?;
+    let now = age::now();
+    let mut out = Vec::new();
+    for c in selection.candidates.iter().take(n) {
+        let reference = format!("{image}:{}", c.tag);
+        let digest = client
+            .digest(repo, &c.tag, None)
+            .map_err(registry(reference.clone()))?;
+        let matches_alias = match (&alias_digest, &platform) {
+            (None, _) => None,
+            (Some(want), None) => Some(*want == digest),
+            (Some(want), Some(p)) => match client.digest(repo, &c.tag, Some(p)) {
+                Ok(d) => Some(*want == d),
+                Err(RegistryError::PlatformNotFound { .. }) => Some(false),
+                Err(e) => return Err(registry(reference)(e)),
+            },
+        };
+        let signed = chain
+            .verify
+            .as_ref()
+            .map(|g| {
+                g.check(client, repo, &digest)
+                    .map(|r| r.map(|v| v.signed_by).map_err(|e| e.to_string()))
+                    .map_err(registry(reference.clone()))
+            })
+            .transpose()?;
+        let age = chain.min_age.as_ref().map(|min| {
+            match age::check(client, repo, &c.tag, &digest, min, now) {
+                AgeVerdict::OldEnough(released) => AgeCheck::OldEnough { released },
+                AgeVerdict::TooYoung(released) => AgeCheck::TooYoung { released },
+                AgeVerdict::Unknown(reason) => AgeCheck::NoTrustedTime { reason },
+            }
+        });
+        out.push(CandidateVerdict {
+            tag: c.tag.clone(),
+            digest,
+            signed,
+            age,
+            matches_alias,
+        });
+    }
+    Ok(out)
+}
