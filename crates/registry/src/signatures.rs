@@ -65,6 +65,8 @@ pub struct SignatureLimits {
     pub max_blob: u64,
     /// Referrers pages followed.
     pub max_pages: usize,
+    /// Bytes of blobs read in one step, all manifests together.
+    pub max_total: u64,
 }
 
 impl Default for SignatureLimits {
@@ -74,6 +76,7 @@ impl Default for SignatureLimits {
             max_layers: 16,
             max_blob: 1024 * 1024,
             max_pages: 4,
+            max_total: 16 * 1024 * 1024,
         }
     }
 }
@@ -267,8 +270,15 @@ impl RegistryClient {
                 limits.max_manifests
             );
         }
-        let mut blobs = Vec::new();
+        let mut blobs: Vec<SignatureBlob> = Vec::new();
         for d in manifests.iter().take(limits.max_manifests) {
+            let read: u64 = blobs.iter().map(|b| b.data.len() as u64).sum();
+            if read >= limits.max_total {
+                tracing::debug!(
+                    "{repo}@{digest}: signature blobs reached {read} bytes, reading no more"
+                );
+                break;
+            }
             if d.size > MAX_DOCUMENT || !super::reference::valid_digest(&d.digest) {
                 continue;
             }
