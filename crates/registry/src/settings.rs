@@ -143,6 +143,10 @@ pub struct VerifyConfig {
     /// the `supply_chain.trusted_root` of the file).
     #[serde(default)]
     pub trusted_root: Option<PathBuf>,
+    /// The trusted root's JSON itself (for front ends without files: the
+    /// KRM function's config, a Job's ConfigMap); wins over `trusted_root`.
+    #[serde(default)]
+    pub trusted_root_json: Option<String>,
     /// In-toto predicate types accepted from DSSE bundles (default: cosign's
     /// signature predicate only).
     #[serde(default)]

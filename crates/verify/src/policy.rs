@@ -552,13 +552,18 @@ pub fn from_config(
                 .map_err(|e| format!("identities[{i}]: {e}"))?,
         });
     }
-    let root = config
-        .trusted_root
-        .as_deref()
-        .or(default_root)
-        .map(|p| TrustedRoot::load(&resolve(p)).map(Arc::new))
-        .transpose()
-        .map_err(|e| e.to_string())?;
+    let root = match &config.trusted_root_json {
+        Some(json) => Some(Arc::new(
+            TrustedRoot::from_json(json.as_bytes()).map_err(|e| e.to_string())?,
+        )),
+        None => config
+            .trusted_root
+            .as_deref()
+            .or(default_root)
+            .map(|p| TrustedRoot::load(&resolve(p)).map(Arc::new))
+            .transpose()
+            .map_err(|e| e.to_string())?,
+    };
     Policy::new(
         signers,
         config.require,
