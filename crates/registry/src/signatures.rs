@@ -282,7 +282,12 @@ impl RegistryClient {
             if d.size > MAX_DOCUMENT || !super::reference::valid_digest(&d.digest) {
                 continue;
             }
-            let m = self.manifest_inner(repo, &d.digest)?;
+            // A referrer listed but gone (deleted since) is skipped.
+            let m = match self.manifest_inner(repo, &d.digest) {
+                Ok(m) => m,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e),
+            };
             let doc: Doc = serde_json::from_slice(&m.bytes).map_err(|e| {
                 invalid(
                     d.digest.clone(),
