@@ -4,8 +4,10 @@
 use std::time::Duration;
 
 use rustls_pki_types::{CertificateDer, UnixTime};
-use x509_parser::extensions::GeneralName;
-use x509_parser::prelude::FromDer;
+use x509_cert::der::asn1::Utf8StringRef;
+use x509_cert::der::{Decode, Encode};
+use x509_cert::ext::pkix::SubjectAltName;
+use x509_cert::ext::pkix::name::GeneralName;
 
 use crate::keys::PublicKey;
 use crate::trust::TrustedRoot;
@@ -14,6 +16,8 @@ use crate::trust::TrustedRoot;
 const OID_ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
 /// Fulcio's OIDC issuer extension, v2: a DER UTF8String.
 const OID_ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
+/// Subject alternative name.
+const OID_SAN: &str = "2.5.29.17";
 /// id-kp-codeSigning (1.3.6.1.5.5.7.3.3), DER contents.
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 /// Largest certificate read.
@@ -39,66 +43,64 @@ pub struct Leaf {
 ///
 /// # Errors
 /// A certificate that does not parse, or whose key or extensions cannot be
-/// read.
+/// read, or that repeats an extension.
 pub fn read_leaf(der: &[u8]) -> Result<Leaf, String> {
     if der.len() > MAX_CERTIFICATE {
         return Err("the certificate is larger than 64 KiB".to_owned());
     }
-    let (rest, cert) = x509_parser::certificate::X509Certificate::from_der(der)
+    let cert = x509_cert::Certificate::from_der(der)
         .map_err(|e| format!("the certificate does not parse: {e}"))?;
-    if !rest.is_empty() {
-        return Err("the certificate has trailing bytes".to_owned());
-    }
-    let key = PublicKey::from_spki_der(cert.public_key().raw)
+    let tbs = &cert.tbs_certificate;
+    let spki = tbs
+        .subject_public_key_info
+        .to_der()
         .map_err(|e| format!("the certificate's key: {e}"))?;
-    Ok(Leaf {
-        key,
-        identity: identity(&cert)?,
-    })
-}
-
-/// The identity stated by a parsed certificate.
-///
-/// # Errors
-/// Duplicate or malformed extensions.
-pub fn identity(cert: &x509_parser::certificate::X509Certificate<'_>) -> Result<Identity, String> {
+    let key = PublicKey::from_spki_der(&spki).map_err(|e| format!("the certificate's key: {e}"))?;
     let mut subjects = Vec::new();
-    if let Some(san) = cert
-        .subject_alternative_name()
-        .map_err(|e| format!("the certificate's subject alternative names: {e}"))?
-    {
-        for name in &san.value.general_names {
-            match name {
-                GeneralName::RFC822Name(s) | GeneralName::URI(s) => subjects.push((*s).to_owned()),
-                _ => {}
-            }
-        }
-    }
+    let mut seen = std::collections::HashSet::new();
     let mut v1 = None;
     let mut v2 = None;
-    for ext in cert.extensions() {
-        let oid = ext.oid.to_id_string();
-        if oid == OID_ISSUER_V2 {
-            if v2.is_some() {
-                return Err("the certificate has two issuer extensions".to_owned());
+    for ext in tbs.extensions.iter().flatten() {
+        let oid = ext.extn_id.to_string();
+        if !seen.insert(oid.clone()) {
+            return Err(format!("the certificate repeats the extension {oid}"));
+        }
+        let value = ext.extn_value.as_bytes();
+        match oid.as_str() {
+            OID_SAN => {
+                let san = SubjectAltName::from_der(value)
+                    .map_err(|e| format!("the certificate's subject alternative names: {e}"))?;
+                for name in san.0 {
+                    match name {
+                        GeneralName::Rfc822Name(s) | GeneralName::UniformResourceIdentifier(s) => {
+                            subjects.push(s.as_str().to_owned());
+                        }
+                        _ => {}
+                    }
+                }
             }
-            let (_, s) = x509_parser::der_parser::asn1_rs::Utf8String::from_der(ext.value)
-                .map_err(|_| "the certificate's issuer extension is not a UTF8String".to_owned())?;
-            v2 = Some(s.string());
-        } else if oid == OID_ISSUER_V1 {
-            if v1.is_some() {
-                return Err("the certificate has two issuer extensions".to_owned());
+            OID_ISSUER_V2 => {
+                let s = Utf8StringRef::from_der(value).map_err(|_| {
+                    "the certificate's issuer extension is not a UTF8String".to_owned()
+                })?;
+                v2 = Some(s.as_str().to_owned());
             }
-            v1 = Some(
-                std::str::from_utf8(ext.value)
-                    .map_err(|_| "the certificate's issuer extension is not UTF-8".to_owned())?
-                    .to_owned(),
-            );
+            OID_ISSUER_V1 => {
+                v1 = Some(
+                    std::str::from_utf8(value)
+                        .map_err(|_| "the certificate's issuer extension is not UTF-8".to_owned())?
+                        .to_owned(),
+                );
+            }
+            _ => {}
         }
     }
-    Ok(Identity {
-        subjects,
-        issuer: v2.or(v1).unwrap_or_default(),
+    Ok(Leaf {
+        key,
+        identity: Identity {
+            subjects,
+            issuer: v2.or(v1).unwrap_or_default(),
+        },
     })
 }
 

@@ -218,13 +218,31 @@ impl fmt::Debug for PublicKey {
     }
 }
 
-/// The contents of every PEM block labelled `label` in `text`.
+/// The contents of every PEM block labelled `label` in `text` (blocks that
+/// do not decode are left out). Written here: RFC 7468's armour is a few
+/// lines of base64 between two marker lines, and the PEM crates in the tree
+/// read one block, where chains and annotations hold several.
 pub(crate) fn pem_blocks(text: &[u8], label: &str) -> Vec<Vec<u8>> {
-    x509_parser::pem::Pem::iter_from_buffer(text)
-        .map_while(Result::ok)
-        .filter(|p| p.label == label)
-        .map(|p| p.contents)
-        .collect()
+    use base64::Engine;
+    let Ok(text) = std::str::from_utf8(text) else {
+        return Vec::new();
+    };
+    let begin = format!("-----BEGIN {label}-----");
+    let end = format!("-----END {label}-----");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(&begin) {
+        let body = &rest[start + begin.len()..];
+        let Some(stop) = body.find(&end) else {
+            break;
+        };
+        let b64: String = body[..stop].split_whitespace().collect();
+        if let Ok(der) = base64::engine::general_purpose::STANDARD.decode(b64) {
+            out.push(der);
+        }
+        rest = &body[stop + end.len()..];
+    }
+    out
 }
 
 /// Lower-case hex.

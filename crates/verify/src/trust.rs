@@ -233,9 +233,11 @@ impl TrustedRoot {
                         &format!("{field}.certChain.certificates[{j}]"),
                         &c.raw_bytes,
                     )?;
-                    x509_parser::parse_x509_certificate(&der).map_err(|e| {
-                        format!("{field}.certChain.certificates[{j}] is not a certificate: {e}")
-                    })?;
+                    <x509_cert::Certificate as x509_cert::der::Decode>::from_der(&der).map_err(
+                        |e| {
+                            format!("{field}.certChain.certificates[{j}] is not a certificate: {e}")
+                        },
+                    )?;
                     Ok(der)
                 })
                 .collect::<Result<Vec<_>, String>>()?;
