@@ -280,16 +280,14 @@ fn alias_to_versioned_sibling() {
     );
 }
 
-/// Every candidate's verdict (what the `policy` command shows): signed or
-/// not, old enough or not, matching the alias or not.
+/// The `policy` command shows every candidate's verdict (signed or not,
+/// old enough or not, matching the alias or not) in text and JSON, and
+/// the tag the gate chooses; when none passes, the verdicts are shown and
+/// the command fails.
 fn every_candidate_has_a_verdict() {
-    use image_update::reflector::gate::{AgeCheck, SupplyChain, evaluate};
-    use image_update::reflector::selection::{AliasConfig, PolicyConfig, PolicySpec, Strategy};
-    use image_update_registry::settings::AgeSource;
-    use image_update_verify::age::MinAge;
-    use image_update_verify::{Gate, Policy, PublicKey, Require, Signer};
-
     let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let dir = tempfile::tempdir().unwrap();
     let key = TestKey::p256();
     let (m, old_signed) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
     let young = image_update_registry::Timestamp::from_unix(ts::now() - 60, 0).to_string();
@@ -304,59 +302,246 @@ fn every_candidate_has_a_verdict() {
     for d in [&old_signed, &young_signed] {
         reg.push_sig_tag(REPO, d, &[ts::legacy_key_layer(d, &key)]);
     }
-    let client = image_update_registry::RegistryClient::new(Default::default()).unwrap();
-    let repo =
-        image_update_registry::Repository::parse(&format!("{}/{REPO}", reg.authority())).unwrap();
-    let spec = PolicySpec::new(PolicyConfig::new(Strategy::SemVer { range: "*".into() })).unwrap();
-    let tags = client.list_tags(&repo).unwrap();
-    let selection = spec
-        .select(
-            &tags
-                .iter()
-                .map(image_update::reflector::selection::TagInfo::new)
-                .collect::<Vec<_>>(),
-            10,
-        )
-        .unwrap();
-    let chain = SupplyChain {
-        verify: Some(std::sync::Arc::new(Gate::new(
-            Policy::new(
-                vec![Signer::Key {
-                    name: "release".into(),
-                    key: PublicKey::from_pem(&key.public_pem()).unwrap(),
-                    tlog: false,
-                }],
-                Require::Any,
-                None,
-                Vec::new(),
-            )
-            .unwrap(),
-        ))),
-        min_age: Some(MinAge {
-            min: std::time::Duration::from_secs(3600),
-            source: AgeSource::Builder,
-        }),
-        alias: Some(AliasConfig {
-            tag: "latest".into(),
-            platform: None,
-            max_requests: 10,
-        }),
-        max_candidates: 0,
+    let public = write(dir.path(), "cosign.pub", &key.public_pem());
+    let policy = |extra: &[&str]| {
+        let mut c = cmd(dir.path());
+        c.args(["policy", &format!("{host}/{REPO}"), "--verify-key"])
+            .arg(&public)
+            .args(["--min-age", "1h", "--age-source", "builder"])
+            .args(extra);
+        c.output().unwrap()
     };
-    let v = evaluate(&client, &repo, "app", &selection, &chain, 10).unwrap();
-    let tags: Vec<&str> = v.iter().map(|c| c.tag.as_str()).collect();
-    assert_eq!(tags, ["1.2.0", "1.1.0", "1.0.0"]);
-    assert!(v[0].signed.as_ref().unwrap().is_err());
-    assert_eq!(v[0].matches_alias, Some(false));
-    assert!(v[1].signed.as_ref().unwrap().is_ok());
-    assert!(matches!(v[1].age, Some(AgeCheck::TooYoung { .. })));
-    assert_eq!(v[2].matches_alias, Some(true));
-    assert!(v[2].passes() && !v[1].passes() && !v[0].passes());
-    let json = serde_json::to_string(&v[2]).unwrap();
+    let out = policy(&["--alias", "latest"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(text.contains("tag:    1.0.0\n"), "{text}");
+    assert!(text.contains(&format!("digest: {old_signed}\n")), "{text}");
     assert!(
-        json.contains(r#""verdict":"old-enough""#) && json.contains(r#""matchesAlias":true"#),
-        "{json}"
+        text.contains("  signers (any): key cosign.pub (sha256:"),
+        "{text}"
     );
+    assert!(
+        text.contains("  minimum age: 1h 0m (builder time)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  1. 1.2.0  unsigned: no signature found; old enough: released "),
+        "{text}"
+    );
+    assert!(text.contains("; not latest\n"), "{text}");
+    assert!(
+        text.contains("  2. 1.1.0  signed by key cosign.pub (sha256:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("; too young: released 1m 0s ago (")
+            || text.contains("; too young: released 1m "),
+        "{text}"
+    );
+    assert!(text.contains("; matches latest  <- chosen\n"), "{text}");
+
+    let out = policy(&["--output", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["tag"], "1.0.0");
+    let chain = &json["supply_chain"];
+    assert_eq!(chain["chosen"], "1.0.0");
+    let verdicts: Vec<&str> = chain["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["unsigned", "too-young", "passes"]);
+    assert_eq!(chain["candidates"][1]["signed"], true);
+    assert_eq!(chain["candidates"][1]["signed_by"][0]["kind"], "key");
+    assert_eq!(chain["candidates"][2]["age"]["verdict"], "old-enough");
+    assert!(chain["candidates"][2].get("matches_alias").is_none());
+
+    // Another key signed nothing: every verdict is printed, then the error.
+    let other = write(dir.path(), "other.pub", &TestKey::p256().public_pem());
+    let out = cmd(dir.path())
+        .args(["policy", &format!("{host}/{REPO}"), "--verify-key"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(text.contains("chosen: none: no candidate passed"), "{text}");
+    assert!(
+        text.contains("  2. 1.1.0  unsigned: no valid signature: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("  3. 1.0.0  unsigned: no valid signature: "),
+        "{text}"
+    );
+    assert!(
+        stderr(&out).contains("no candidate passed the supply-chain gate"),
+        "{}",
+        stderr(&out)
+    );
+    // The gate needs the registry.
+    let out = cmd(dir.path())
+        .args(["policy", "app", "--tags-file", "-", "--min-age", "1h"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// The supply-chain flags of `update` (no settings file): signers and a
+/// minimum age for every fetched policy; each mistake is a usage error
+/// naming its flag, and the flags need --fetch.
+fn update_flags_require_signers() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let key = TestKey::p256();
+    let (_, signed) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
+    reg.push_image(REPO, "1.1.0", &image("2026-02-01T00:00:00Z"));
+    reg.push_sig_tag(REPO, &signed, &[ts::legacy_key_layer(&signed, &key)]);
+    let (dir, root, deploy) = tree(&host, "");
+    let public = write(dir.path(), "keys/cosign.pub", &key.public_pem());
+    let out = cmd(dir.path())
+        .args(["update", "--fetch", "--verify-key"])
+        .arg(&public)
+        .args(["--min-age", "1d", "--age-source", "builder"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        fs_err::read_to_string(&deploy)
+            .unwrap()
+            .contains(&format!(":1.0.0@{signed} #"))
+    );
+    let err = stderr(&out);
+    assert!(err.contains("signed by key cosign.pub (sha256:"), "{err}");
+    assert!(
+        err.contains("warning: policy flux-system:app: skipped "),
+        "{err}"
+    );
+    assert!(err.contains("is builder-controlled"), "{err}");
+
+    for (args, message) in [
+        (
+            vec!["--verify-key".to_owned(), public.display().to_string()],
+            "--verify-key applies to the policies fetched from registries: add --fetch",
+        ),
+        (
+            vec![
+                "--fetch".to_owned(),
+                "--verify-identity".to_owned(),
+                "https://x".to_owned(),
+            ],
+            "--verify-identity needs --verify-issuer or --verify-issuer-regexp",
+        ),
+        (
+            vec![
+                "--fetch".to_owned(),
+                "--verify-key".to_owned(),
+                dir.path().join("missing.pub").display().to_string(),
+            ],
+            "--verify-key ",
+        ),
+        (
+            vec![
+                "--fetch".to_owned(),
+                "--verify-identity-regexp".to_owned(),
+                "(".to_owned(),
+                "--verify-issuer".to_owned(),
+                "https://i".to_owned(),
+            ],
+            "--verify-identity-regexp: invalid regular expression",
+        ),
+        (
+            vec![
+                "--fetch".to_owned(),
+                "--age-source".to_owned(),
+                "sundial".to_owned(),
+            ],
+            "\"sundial\" is neither registry nor builder",
+        ),
+    ] {
+        let out = cmd(dir.path())
+            .arg("update")
+            .args(&args)
+            .arg(&root)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// A policy's own signers (annotations) are required besides the settings
+/// file's: an image signed by only one of them is skipped; a misspelt
+/// annotation is an error, not ignored.
+fn policy_annotations_add_signers() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let (team, release) = (TestKey::p256(), TestKey::p256());
+    let (_, both) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
+    let (_, team_only) = reg.push_image(REPO, "1.1.0", &image("2026-02-01T00:00:00Z"));
+    reg.push_sig_tag(
+        REPO,
+        &both,
+        &[
+            ts::legacy_key_layer(&both, &team),
+            ts::legacy_key_layer(&both, &release),
+        ],
+    );
+    reg.push_sig_tag(REPO, &team_only, &[ts::legacy_key_layer(&team_only, &team)]);
+    let pem = release.public_pem().replace('\n', "\\n");
+    let (dir, root, deploy) = tree(&host, &format!("image-update.dev/verify-key: \"{pem}\""));
+    write(dir.path(), "team.pub", &team.public_pem());
+    let settings = write(
+        dir.path(),
+        "registries.yaml",
+        &format!(
+            "supply_chain:\n  rules:\n  - repositories: ['{host}/*']\n    verify:\n      keys: [{{path: team.pub}}]\n"
+        ),
+    );
+    let out = cmd(dir.path())
+        .args(["update", "--fetch", "--registry-config"])
+        .arg(&settings)
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        fs_err::read_to_string(&deploy)
+            .unwrap()
+            .contains(&format!(":1.0.0@{both} #"))
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("signed by key team.pub (sha256:")
+            && err.contains(" and key image-update.dev/verify-key (sha256:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped 1.1.0 (unsigned: no valid signature"),
+        "{err}"
+    );
+
+    let (dir, root, deploy) = tree(&host, "image-update.dev/min-ages: 1d");
+    let out = cmd(dir.path())
+        .args(["update", "--fetch"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown annotation image-update.dev/min-ages"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        fs_err::read_to_string(&deploy)
+            .unwrap()
+            .contains(":0.1.0 #")
+    );
+    drop(dir);
 }
 
 fn main() {
@@ -365,6 +550,16 @@ fn main() {
             "every_candidate_has_a_verdict",
             &["docker-registry"],
             every_candidate_has_a_verdict,
+        ),
+        trial(
+            "update_flags_require_signers",
+            &["docker-registry"],
+            update_flags_require_signers,
+        ),
+        trial(
+            "policy_annotations_add_signers",
+            &["docker-registry"],
+            policy_annotations_add_signers,
         ),
         trial(
             "signed_tag_is_chosen_over_newer_unsigned",

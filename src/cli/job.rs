@@ -422,7 +422,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .or_else(|| repository.as_ref().map(|r| r.url.clone()))
         .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
     let mut update = UpdateConfig {
-        fetch: args.fetch.then(|| args.registry.fetch_settings()),
+        fetch: args.registry.fetch_settings_if(args.fetch)?,
         mode: Mode::Apply,
         plan: crate::updater::plan::PlanOptions {
             no_downgrade: args.no_downgrade,

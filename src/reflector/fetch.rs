@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::definitions::{Definition, RegistryCredential};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::{ImageRef, PolicyKey};
 use crate::reflector::gate::{self, GateOutcome, SupplyChain};
 use crate::reflector::selection::{
@@ -48,11 +48,12 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// One warning per candidate the gate passed over, naming why (the
-    /// caller adds them to the run's diagnostics), and one when the release
-    /// time used is builder-controlled.
+    /// One warning per candidate the gate passed over, naming why, and one
+    /// when the release time used is builder-controlled; `at` is the
+    /// policy's definition. The caller adds them to the run's diagnostics,
+    /// so every output shows them.
     #[must_use]
-    pub(crate) fn warnings(&self) -> Vec<Diagnostic> {
+    pub(crate) fn warnings(&self, at: Option<&Location>) -> Vec<Diagnostic> {
         let Some(g) = &self.gate else {
             return Vec::new();
         };
@@ -67,10 +68,20 @@ impl Resolved {
             })
             .collect();
         if let Some(r) = g.released.as_ref().filter(|r| r.builder_controlled) {
-            out.push(Diagnostic::warning(format!(
-                "policy {}: the release time of {} is builder-controlled ({}), not set by the registry",
-                self.key, self.latest, r.source
-            )));
+            out.push(
+                Diagnostic::warning(format!(
+                    "policy {}: the release time of {} is builder-controlled ({}), not set by the registry",
+                    self.key, self.latest, r.source
+                ))
+                .with_hint(
+                    "whoever builds the image sets this time; use age-source registry where the registry reports push times",
+                ),
+            );
+        }
+        if let Some(at) = at {
+            for d in &mut out {
+                d.location = Some(at.clone());
+            }
         }
         out
     }
@@ -110,48 +121,7 @@ pub(crate) fn resolve(
     let mut errors = Vec::new();
     let mut out: Vec<Option<Resolved>> = definitions.iter().map(|_| None).collect();
     // Each supply-chain rule's signers are read once (keys, trusted root).
-    let mut gates: BTreeMap<usize, Result<Arc<image_update_verify::Gate>, String>> =
-        BTreeMap::new();
-    let chain_for =
-        |d: &Definition,
-         gates: &mut BTreeMap<usize, Result<Arc<image_update_verify::Gate>, String>>|
-         -> Result<SupplyChain, String> {
-            let supply = &base.supply_chain;
-            let canonical = d.repository.canonical_name();
-            let rule = supply.rules.iter().enumerate().find(|(_, r)| {
-                r.repositories
-                    .iter()
-                    .any(|g| image_update_registry::settings::glob_match(g, &canonical))
-            });
-            let mut chain = SupplyChain {
-                alias: d.gate.alias.clone(),
-                ..SupplyChain::default()
-            };
-            let (rule_min, rule_source) = rule.map_or((None, Default::default()), |(_, r)| {
-                (r.min_age, r.age_source)
-            });
-            chain.min_age = gate::min_age(rule_min, rule_source, d.gate.min_age, d.gate.age_source);
-            if let Some((index, r)) = rule
-                && let Some(verify) = &r.verify
-            {
-                let built = gates.entry(index).or_insert_with(|| {
-                    image_update_verify::from_config(
-                        verify,
-                        supply.trusted_root.as_deref(),
-                        base.base_dir.as_deref(),
-                    )
-                    .map(|p| Arc::new(image_update_verify::Gate::new(p)))
-                    .map_err(|e| {
-                        format!(
-                            "supply_chain rule {} of the registry settings: {e}",
-                            index + 1
-                        )
-                    })
-                });
-                chain.verify = Some(Arc::clone(built.as_ref().map_err(Clone::clone)?));
-            }
-            Ok(chain)
-        };
+    let mut gates = gate::Gates::default();
     // One deadline for the whole run, however many clients it takes.
     let start = std::time::Instant::now();
     for ((credentials, insecure), members) in &groups {
@@ -247,7 +217,7 @@ pub(crate) fn resolve(
                     continue;
                 }
             };
-            let chain = match chain_for(d, &mut gates) {
+            let chain = match gate::chain(base, &d.repository, &d.gate, &d.key, &mut gates) {
                 Ok(c) => c,
                 Err(e) => {
                     errors.push(fail(i, &e));

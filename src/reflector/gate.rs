@@ -12,23 +12,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use image_update_registry::settings::{AgeSource, VerifyConfig};
 use image_update_registry::{
-    Error as RegistryError, Platform, RegistryClient, Repository, settings::AgeSource,
+    ClientSettings, Error as RegistryError, Platform, RegistryClient, Repository,
 };
 use image_update_verify::age::{self, AgeVerdict, MinAge, ReleaseTime};
 use image_update_verify::{Gate, SignedBy};
 use serde::Serialize;
 
-use super::selection::{AliasConfig, Selection};
+use super::selection::{AliasConfig, GateConfig, Selection};
 
 /// Most candidates examined by the gate, best first.
-pub const MAX_CANDIDATES: usize = 10;
+pub(crate) const MAX_CANDIDATES: usize = 10;
 
 /// What the gate requires of one policy.
 #[derive(Debug, Clone, Default)]
-pub struct SupplyChain {
-    /// Required signers.
-    pub verify: Option<Arc<Gate>>,
+pub(crate) struct SupplyChain {
+    /// Required signers: each gate must pass (the settings rule's, the
+    /// definition's own).
+    pub verify: Vec<Arc<Gate>>,
     /// Minimum release age.
     pub min_age: Option<MinAge>,
     /// Follow an alias.
@@ -39,12 +41,12 @@ pub struct SupplyChain {
 
 impl SupplyChain {
     /// Whether it requires nothing (selection stands as it is).
-    pub fn is_empty(&self) -> bool {
-        self.verify.is_none() && self.min_age.is_none() && self.alias.is_none()
+    pub(crate) fn is_empty(&self) -> bool {
+        self.verify.is_empty() && self.min_age.is_none() && self.alias.is_none()
     }
 
     /// How many candidates selection must rank for the gate.
-    pub fn candidates_needed(&self) -> usize {
+    pub(crate) fn candidates_needed(&self) -> usize {
         let n = if self.max_candidates == 0 {
             MAX_CANDIDATES
         } else {
@@ -90,7 +92,7 @@ pub struct GateOutcome {
 
 /// Why the gate let no candidate through.
 #[derive(Debug, thiserror::Error)]
-pub enum GateError {
+pub(crate) enum GateError {
     #[error("no candidate passed the supply-chain gate ({examined} examined{more}): {}", list(.skipped))]
     NonePassed {
         examined: usize,
@@ -131,7 +133,7 @@ fn list(skipped: &[Skipped]) -> String {
 /// [`GateError`]: no candidate passed, no sibling of the alias, or a
 /// registry failure (which fails the policy rather than fall back to an
 /// older tag).
-pub fn pass(
+pub(crate) fn pass(
     client: &RegistryClient,
     repo: &Repository,
     image: &str,
@@ -219,27 +221,19 @@ pub fn pass(
                 .digest(repo, tag, None)
                 .map_err(registry(reference.clone()))?,
         };
-        let mut signed_by = Vec::new();
-        if let Some(gate) = &chain.verify {
-            match gate
-                .check(client, repo, &digest)
-                .map_err(registry(reference.clone()))?
-            {
-                Ok(v) => signed_by = v.signed_by,
-                Err(r) => {
-                    outcome.skipped.push(Skipped {
-                        tag: (*tag).to_owned(),
-                        kind: "unsigned",
-                        reason: if r.found {
-                            format!("no valid signature: {r}")
-                        } else {
-                            "no signature found".to_owned()
-                        },
-                    });
-                    continue;
-                }
+        let signed_by = match signers(client, repo, &digest, &chain.verify)
+            .map_err(registry(reference.clone()))?
+        {
+            Ok(who) => who,
+            Err(reason) => {
+                outcome.skipped.push(Skipped {
+                    tag: (*tag).to_owned(),
+                    kind: "unsigned",
+                    reason,
+                });
+                continue;
             }
-        }
+        };
         let mut released = None;
         if let Some(min) = &chain.min_age {
             match age::check(client, repo, tag, &digest, min, now) {
@@ -286,133 +280,118 @@ pub fn pass(
     })
 }
 
-/// The age setting of a policy: the definition's values over the rule's.
-pub fn min_age(
+/// Who signed `digest`, by every gate in turn (each must pass), or why it
+/// counts as unsigned.
+pub(super) fn signers(
+    client: &RegistryClient,
+    repo: &Repository,
+    digest: &str,
+    gates: &[Arc<Gate>],
+) -> Result<Result<Vec<SignedBy>, String>, RegistryError> {
+    let mut who = Vec::new();
+    for gate in gates {
+        match gate.check(client, repo, digest)? {
+            Ok(v) => who.extend(v.signed_by),
+            Err(r) if r.found => return Ok(Err(format!("no valid signature: {r}"))),
+            Err(_) => return Ok(Err("no signature found".to_owned())),
+        }
+    }
+    Ok(Ok(who))
+}
+
+/// The age setting of a policy: with a minimum from the settings (or a
+/// front end's flags), the longer of it and the definition's, measured by
+/// the settings' source (a definition cannot move it to a
+/// builder-controlled time); else the definition's own, by its source.
+pub(crate) fn min_age(
     rule_min: Option<Duration>,
     rule_source: AgeSource,
     own_min: Option<Duration>,
     own_source: Option<AgeSource>,
 ) -> Option<MinAge> {
-    own_min.or(rule_min).map(|min| MinAge {
-        min,
-        source: own_source.unwrap_or(rule_source),
-    })
-}
-
-/// The gate's verdict on one candidate, for a display of every candidate
-/// (the `policy` command): what [`pass`] would say about it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CandidateVerdict {
-    pub tag: String,
-    pub digest: String,
-    /// `None`: no signers required.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signed: Option<Result<Vec<SignedBy>, String>>,
-    /// `None`: no minimum age.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub age: Option<AgeCheck>,
-    /// `None`: no alias followed.
-    #[serde(rename = "matchesAlias", skip_serializing_if = "Option::is_none")]
-    pub matches_alias: Option<bool>,
-}
-
-/// The age part of a [`CandidateVerdict`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "verdict", rename_all = "kebab-case")]
-pub enum AgeCheck {
-    OldEnough { released: ReleaseTime },
-    TooYoung { released: ReleaseTime },
-    NoTrustedTime { reason: String },
-}
-
-impl CandidateVerdict {
-    /// Whether the candidate passes every requirement.
-    pub fn passes(&self) -> bool {
-        self.signed.as_ref().is_none_or(Result::is_ok)
-            && self
-                .age
-                .as_ref()
-                .is_none_or(|a| matches!(a, AgeCheck::OldEnough { .. }))
-            && self.matches_alias != Some(false)
+    match (rule_min, own_min) {
+        (Some(rule), own) => Some(MinAge {
+            min: own.map_or(rule, |own| own.max(rule)),
+            source: rule_source,
+        }),
+        (None, Some(own)) => Some(MinAge {
+            min: own,
+            source: own_source.unwrap_or(rule_source),
+        }),
+        (None, None) => None,
     }
 }
 
-/// Every requirement of `chain` checked on each of the first `n` candidates
-/// of `selection` (best first), without stopping at the first that passes.
+/// The signers of each settings rule, built once per run (keys and trusted
+/// roots read and parsed), by rule index.
+#[derive(Debug, Default)]
+pub(crate) struct Gates(std::collections::BTreeMap<usize, Result<Arc<Gate>, String>>);
+
+/// What the gate requires of the policy `key` (of repository `repo`, with
+/// the definition's own settings `own`): the first `supply_chain` rule of
+/// `settings` matching the repository (with a front end's flags already
+/// applied to it), plus what the definition adds. A definition adds
+/// requirements and never lifts one: its signers are required besides the
+/// rule's, its minimum age can only lengthen the rule's.
 ///
 /// # Errors
-/// A registry failure, or an invalid alias platform.
-pub fn evaluate(
-    client: &RegistryClient,
+/// Signers that cannot be built (a key or trusted root that does not read),
+/// naming where they were given.
+pub(crate) fn chain(
+    settings: &ClientSettings,
     repo: &Repository,
-    image: &str,
-    selection: &Selection,
-    chain: &SupplyChain,
-    n: usize,
-) -> Result<Vec<CandidateVerdict>, GateError> {
-    let registry = |reference: String| {
-        move |source: RegistryError| GateError::Registry {
-            reference,
-            source: Box::new(source),
-        }
+    own: &GateConfig,
+    key: &impl std::fmt::Display,
+    gates: &mut Gates,
+) -> Result<SupplyChain, String> {
+    let supply = &settings.supply_chain;
+    let index = supply.rule_index(&repo.canonical_name());
+    let rule = index.map(|i| &supply.rules[i]);
+    let mut chain = SupplyChain {
+        alias: own.alias.clone(),
+        min_age: min_age(
+            rule.and_then(|r| r.min_age),
+            rule.map(|r| r.age_source).unwrap_or_default(),
+            own.min_age,
+            own.age_source,
+        ),
+        ..SupplyChain::default()
     };
-    let platform = chain
-        .alias
-        .as_ref()
-        .and_then(|a| a.platform.as_deref())
-        .map(|p| {
-            p.parse::<Platform>()
-                .map_err(|_| GateError::Platform(p.to_owned()))
-        })
-        .transpose()?;
-    let alias_digest = chain
-        .alias
-        .as_ref()
-        .map(|a| {
-            client
-                .digest(repo, &a.tag, platform.as_ref())
-                .map_err(registry(format!("{image}:{}", a.tag)))
-        })
-        .transpose()?;
-    let now = age::now();
-    let mut out = Vec::new();
-    for c in selection.candidates.iter().take(n) {
-        let reference = format!("{image}:{}", c.tag);
-        let digest = client
-            .digest(repo, &c.tag, None)
-            .map_err(registry(reference.clone()))?;
-        let matches_alias = match (&alias_digest, &platform) {
-            (None, _) => None,
-            (Some(want), None) => Some(*want == digest),
-            (Some(want), Some(p)) => match client.digest(repo, &c.tag, Some(p)) {
-                Ok(d) => Some(*want == d),
-                Err(RegistryError::PlatformNotFound { .. }) => Some(false),
-                Err(e) => return Err(registry(reference)(e)),
-            },
-        };
-        let signed = chain
+    let build = |verify: &VerifyConfig, default_origin: String| {
+        image_update_verify::from_config(
+            verify,
+            supply.trusted_root.as_deref(),
+            settings.base_dir.as_deref(),
+        )
+        .map(|p| Arc::new(Gate::new(p)))
+        .map_err(|e| format!("{}: {e}", verify.origin.clone().unwrap_or(default_origin)))
+    };
+    let rule_verify = rule.and_then(|r| r.verify.as_ref());
+    if let (Some(index), Some(verify)) = (index, rule_verify) {
+        let built = gates.0.entry(index).or_insert_with(|| {
+            build(
+                verify,
+                format!("supply_chain rule {} of the registry settings", index + 1),
+            )
+        });
+        chain
             .verify
-            .as_ref()
-            .map(|g| {
-                g.check(client, repo, &digest)
-                    .map(|r| r.map(|v| v.signed_by).map_err(|e| e.to_string()))
-                    .map_err(registry(reference.clone()))
-            })
-            .transpose()?;
-        let age = chain.min_age.as_ref().map(|min| {
-            match age::check(client, repo, &c.tag, &digest, min, now) {
-                AgeVerdict::OldEnough(released) => AgeCheck::OldEnough { released },
-                AgeVerdict::TooYoung(released) => AgeCheck::TooYoung { released },
-                AgeVerdict::Unknown(reason) => AgeCheck::NoTrustedTime { reason },
-            }
-        });
-        out.push(CandidateVerdict {
-            tag: c.tag.clone(),
-            digest,
-            signed,
-            age,
-            matches_alias,
-        });
+            .push(Arc::clone(built.as_ref().map_err(Clone::clone)?));
     }
-    Ok(out)
+    if let Some(verify) = &own.verify {
+        // The definition's keyless signers use the rule's trusted root.
+        let mut verify = verify.clone();
+        if verify.trusted_root.is_none()
+            && verify.trusted_root_json.is_none()
+            && let Some(r) = rule_verify
+        {
+            verify.trusted_root_json.clone_from(&r.trusted_root_json);
+            verify.trusted_root.clone_from(&r.trusted_root);
+        }
+        chain.verify.push(build(
+            &verify,
+            format!("the signers policy {key} requires"),
+        )?);
+    }
+    Ok(chain)
 }

@@ -208,7 +208,7 @@ fn semver_from(constraint: Option<&str>) -> Strategy {
 
 /// `spec.argocd`: the per-alias maps `update-strategy`, `allow-tags`,
 /// `ignore-tags`, `platforms`, `secret`, and the supply-chain gate's
-/// `min-age`, `age-source`, `alias` and `alias-platform`.
+/// settings (`min-age`, `verify-identity`…: `definitions::GATE_SETTINGS`).
 fn argocd_config(
     entry: &ImageEntry,
     spec: &Value,
@@ -276,17 +276,8 @@ fn argocd_config(
     config.ignore_tags = list("ignore-tags")?;
     config.platforms = list("platforms")?;
     let alias = &entry.alias;
-    let gate = gate_config(
-        text("min-age")?.as_deref(),
-        text("age-source")?.as_deref(),
-        text("alias")?.as_deref(),
-        text("alias-platform")?.as_deref(),
-        [
-            &format!("spec.argocd.min-age.{alias}"),
-            &format!("spec.argocd.age-source.{alias}"),
-            &format!("spec.argocd.alias.{alias}"),
-            &format!("spec.argocd.alias-platform.{alias}"),
-        ],
-    )?;
+    let gate = gate_config(&|name: &str| text(name), &|name: &str| {
+        format!("spec.argocd.{name}.{alias}")
+    })?;
     Ok((config, gate, text("secret")?))
 }

@@ -117,6 +117,19 @@ pub enum AgeSource {
     Builder,
 }
 
+impl std::str::FromStr for AgeSource {
+    type Err = String;
+
+    /// `registry` or `builder`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "registry" => Ok(Self::Registry),
+            "builder" => Ok(Self::Builder),
+            other => Err(format!("{other:?} is neither registry nor builder")),
+        }
+    }
+}
+
 /// Whether one accepted signer suffices, or every signer must have signed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -124,6 +137,19 @@ pub enum Require {
     #[default]
     Any,
     All,
+}
+
+impl std::str::FromStr for Require {
+    type Err = String;
+
+    /// `any` or `all`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "any" => Ok(Self::Any),
+            "all" => Ok(Self::All),
+            other => Err(format!("{other:?} is neither any nor all")),
+        }
+    }
 }
 
 /// The `verify` section of a supply-chain rule: who must have signed.
@@ -151,6 +177,10 @@ pub struct VerifyConfig {
     /// signature predicate only).
     #[serde(default)]
     pub predicate_types: Vec<String>,
+    /// Where these signers were given (`the --verify-* flags`, `policy
+    /// ns:name's annotations`), for messages; `None`: the settings file.
+    #[serde(skip)]
+    pub origin: Option<String>,
 }
 
 /// A key signer as written: `path` or `pem`.
@@ -220,9 +250,60 @@ pub struct SupplyChainConfig {
 impl SupplyChainConfig {
     /// The first rule matching `canonical` (`REGISTRY/PATH`).
     pub fn rule_for(&self, canonical: &str) -> Option<&SupplyChainRule> {
+        self.rule_index(canonical).map(|i| &self.rules[i])
+    }
+
+    /// The index of the first rule matching `canonical`.
+    pub fn rule_index(&self, canonical: &str) -> Option<usize> {
         self.rules
             .iter()
-            .find(|r| r.repositories.iter().any(|g| glob_match(g, canonical)))
+            .position(|r| r.repositories.iter().any(|g| glob_match(g, canonical)))
+    }
+
+    /// Apply a front end's settings (flags, function config, Action
+    /// inputs): each value given replaces the same value of every rule, and
+    /// a last rule for every repository (`*`) carries them where no rule
+    /// matches.
+    pub fn apply_overrides(&mut self, over: &SupplyChainOverrides) {
+        if over.is_empty() {
+            return;
+        }
+        for rule in &mut self.rules {
+            if let Some(v) = &over.verify {
+                rule.verify = Some(v.clone());
+            }
+            if let Some(m) = over.min_age {
+                rule.min_age = Some(m);
+            }
+            if let Some(a) = over.age_source {
+                rule.age_source = a;
+            }
+        }
+        self.rules.push(SupplyChainRule {
+            repositories: vec!["*".to_owned()],
+            verify: over.verify.clone(),
+            min_age: over.min_age,
+            age_source: over.age_source.unwrap_or_default(),
+        });
+    }
+}
+
+/// Supply-chain settings a front end gives for every repository, over the
+/// settings file's rules ([`SupplyChainConfig::apply_overrides`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SupplyChainOverrides {
+    /// Required signers (replace each rule's).
+    pub verify: Option<VerifyConfig>,
+    /// Minimum release age (replaces each rule's).
+    pub min_age: Option<Duration>,
+    /// Where the age comes from (replaces each rule's).
+    pub age_source: Option<AgeSource>,
+}
+
+impl SupplyChainOverrides {
+    /// Whether it sets nothing.
+    pub fn is_empty(&self) -> bool {
+        self.verify.is_none() && self.min_age.is_none() && self.age_source.is_none()
     }
 }
 

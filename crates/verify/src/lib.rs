@@ -41,6 +41,7 @@ pub mod note;
 pub mod policy;
 pub mod tlog;
 pub mod trust;
+pub mod values;
 
 pub use gate::{Gate, GateError};
 pub use keys::PublicKey;
@@ -50,3 +51,4 @@ pub use policy::{
     VerifyConfig, from_config,
 };
 pub use trust::TrustedRoot;
+pub use values::{KeySource, Pattern, RootSource, SignerNames, SignerValues};

@@ -217,24 +217,31 @@ pub struct AliasConfig {
 }
 
 /// Default of [`AliasConfig::max_requests`].
-pub const DEFAULT_ALIAS_REQUESTS: usize = 50;
+pub(crate) const DEFAULT_ALIAS_REQUESTS: usize = 50;
 
-/// What a policy definition asks of the supply-chain gate (signers come
-/// from the registry settings file's `supply_chain` rules).
+/// What a policy definition asks of the supply-chain gate, besides what
+/// the registry settings' `supply_chain` rules (and a front end's flags)
+/// require of every policy: a definition can add requirements, never lift
+/// them (see `reflector::gate::chain`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GateConfig {
-    /// Minimum release age (overrides the settings rule's).
+    /// Minimum release age (the longer of this and the rule's applies).
     pub min_age: Option<std::time::Duration>,
-    /// Where the age comes from (overrides the settings rule's).
+    /// Where this definition's own minimum age comes from.
     pub age_source: Option<image_update_registry::settings::AgeSource>,
     /// Follow an alias.
     pub alias: Option<AliasConfig>,
+    /// Signers required besides the rule's.
+    pub verify: Option<image_update_registry::settings::VerifyConfig>,
 }
 
 impl GateConfig {
     /// Whether it asks for nothing.
     pub fn is_empty(&self) -> bool {
-        self.min_age.is_none() && self.age_source.is_none() && self.alias.is_none()
+        self.min_age.is_none()
+            && self.age_source.is_none()
+            && self.alias.is_none()
+            && self.verify.is_none()
     }
 }
 
