@@ -53,6 +53,10 @@ pub struct UpdateConfig {
     /// The most bytes one input file may have (tree files, policy files,
     /// stdin as a file).
     pub max_file_size: crate::input::SizeLimit,
+    /// Results fetched by an earlier run and given again as `values` (the
+    /// Job's retry after a lost push race), with what the supply-chain gate
+    /// found then: the report and the commit message still say it.
+    pub carried: Vec<crate::reflector::Resolved>,
 }
 
 impl UpdateConfig {

@@ -82,6 +82,7 @@ mod json;
 mod lex;
 mod parse;
 mod sprig;
+mod supply_chain;
 mod unicode;
 mod value;
 
@@ -90,6 +91,7 @@ pub use exec::{Limits, Template};
 pub use flux::{
     MessageError, ObjectId, ReportError, TemplateData, UpdateChange, render_commit_message,
 };
+pub use supply_chain::{ImageFindings, Signer, Skipped};
 pub use value::{
     FieldDef, Kind, MapVal, MethodFn, NamedType, SliceVal, StructVal, Type, Underlying, Value,
 };

@@ -10,6 +10,7 @@ import (
 
 	sprig "github.com/Masterminds/sprig"
 
+	"oracle/supplychain"
 	"oracle/types"
 	"oracle/update"
 )
@@ -19,6 +20,37 @@ type TemplateData struct {
 	AutomationObject types.NamespacedName
 	Changed          update.Result
 	Values           map[string]string
+}
+
+// findings holds what the supply-chain gate found, by policy order, outside TemplateData so that
+// printing the data stays as Flux prints it (image-update keeps it as hidden data of the value).
+var findings []supplychain.Image
+
+// SetSupplyChain sets the findings the next Render sees.
+func SetSupplyChain(images []supplychain.Image) {
+	findings = images
+}
+
+// SupplyChain gives the findings of the policies whose setters made a change (image-update's
+// addition to Flux's data).
+func (d TemplateData) SupplyChain() []supplychain.Image {
+	changed := map[string]bool{}
+	for _, c := range d.Changed.Changes() {
+		policy := c.Setter
+		if i := strings.Index(policy, ":"); i >= 0 {
+			if j := strings.Index(policy[i+1:], ":"); j >= 0 {
+				policy = policy[:i+1+j]
+			}
+		}
+		changed[policy] = true
+	}
+	var out []supplychain.Image
+	for _, f := range findings {
+		if changed[f.Policy] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 const defaultMessage = "Update from image update automation"
