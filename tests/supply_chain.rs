@@ -544,8 +544,263 @@ fn policy_annotations_add_signers() {
     drop(dir);
 }
 
+/// Runs the binary's `fn` on `input` (a ResourceList).
+fn run_fn(home: &Path, input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = cmd(home)
+        .arg("fn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The KRM function: an ImageUpdate's `verify` (a keyless identity, the
+/// trusted root written as YAML), `minAge` and `ageSource` through `kpt fn
+/// eval --exec`, the newer unsigned tag reported as a kpt result; a
+/// ConfigMap's `verifyKey` through `fn` on a ResourceList; settings without
+/// `fetch` are an error.
+fn function_config_requires_signers() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let store = TestSigstore::new();
+    let key = TestKey::p256();
+    let (manifest, digest) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
+    reg.push_image(REPO, "1.1.0", &image("2026-02-01T00:00:00Z"));
+    let signing = store.issue(&CertSpec::new(
+        "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1.0.0",
+        "https://token.actions.githubusercontent.com",
+    ));
+    let bundle = ts::dsse_bundle(
+        &store,
+        &ts::sign_statement(&digest, ts::COSIGN_SIGN),
+        &signing,
+        ts::now(),
+    );
+    reg.push_bundle_referrer(
+        REPO,
+        &digest,
+        "application/vnd.oci.image.manifest.v1+json",
+        manifest.len(),
+        &serde_json::to_vec(&bundle).unwrap(),
+    );
+    reg.push_sig_tag(REPO, &digest, &[ts::legacy_key_layer(&digest, &key)]);
+
+    let (dir, pkg, deploy) = tree(&host, "");
+    let config = write(
+        dir.path(),
+        "fn-config.yaml",
+        &format!(
+            "apiVersion: fn.image-update.dev/v1alpha1\nkind: ImageUpdate\nmetadata: {{name: gate}}\nfetch: true\nverify:\n  identityRegexps: ['https://github\\.com/acme/app/.*']\n  issuer: https://token.actions.githubusercontent.com\n  trustedRoot: {}\nminAge: 1d\nageSource: builder\n",
+            store.trusted_root_json().replace('\n', " ")
+        ),
+    );
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let out = Command::new("kpt")
+        .args(["fn", "eval", "--exec", BIN])
+        .arg(&pkg)
+        .arg("--fn-config")
+        .arg(&config)
+        .arg("--results-dir")
+        .arg(dir.path().join("results"))
+        .env("HOME", dir.path())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(out.status.success(), "{log}");
+    assert!(
+        fs_err::read_to_string(&deploy)
+            .unwrap()
+            .contains(&format!(":1.0.0@{digest} #")),
+        "{log}"
+    );
+    let results = fs_err::read_to_string(dir.path().join("results/results.yaml")).unwrap();
+    assert!(
+        results.contains("policy flux-system:app: skipped ")
+            && results.contains("1.1.0 (unsigned): no signature found"),
+        "{results}"
+    );
+    assert!(results.contains("is builder-controlled"), "{results}");
+
+    // A ConfigMap with the key's PEM, through the binary, on the
+    // ResourceList kpt makes of the package.
+    let (dir, pkg, _) = tree(&host, "");
+    let list = |data: &str| {
+        let config = write(
+            dir.path(),
+            "cm.yaml",
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: fn-config}}\ndata:\n{data}"
+            ),
+        );
+        let out = Command::new("kpt")
+            .args(["fn", "source"])
+            .arg(&pkg)
+            .arg("--fn-config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let pem = key.public_pem().trim_end().replace('\n', "\n    ");
+    let input = list(&format!("  fetch: 'true'\n  verifyKey: |\n    {pem}\n"));
+    let out = run_fn(dir.path(), &input);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains(&format!(":1.0.0@{digest} #")), "{text}");
+    assert!(
+        text.contains("1.1.0 (unsigned): no signature found"),
+        "{text}"
+    );
+
+    // Another key: nothing passes, nothing is edited, exit 1.
+    let other = TestKey::p256()
+        .public_pem()
+        .trim_end()
+        .replace('\n', "\n    ");
+    let out = run_fn(
+        dir.path(),
+        &list(&format!("  fetch: 'true'\n  verifyKey: |\n    {other}\n")),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(":0.1.0 #"), "{text}");
+    assert!(
+        text.contains("no candidate passed the supply-chain gate"),
+        "{text}"
+    );
+
+    // Settings without fetch.
+    let out = run_fn(dir.path(), &list("  minAge: 1d\n"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(r#"ConfigMap fn-config data \"minAge\": the supply-chain settings apply to fetched policies: set fetch"#),
+        "{text}"
+    );
+}
+
+/// The GitHub Action: `fetch` with the `verify-key`, `min-age` and
+/// `age-source` inputs; the skipped tag is a `::warning` at the policy's
+/// definition, the `changes` output carries who signed; another key fails
+/// the step with nothing written.
+fn action_inputs_require_signers() {
+    use image_update::api::action::input_variable;
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let key = TestKey::p256();
+    let (_, signed) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
+    reg.push_image(REPO, "1.1.0", &image("2026-02-01T00:00:00Z"));
+    reg.push_sig_tag(REPO, &signed, &[ts::legacy_key_layer(&signed, &key)]);
+    let (dir, root, deploy) = tree(&host, "");
+    write(&root, "keys/cosign.pub", &key.public_pem());
+    write(&root, "keys/other.pub", &TestKey::p256().public_pem());
+    let step = |key_file: &str| {
+        let output = dir.path().join(format!("output-{key_file}"));
+        let mut c = cmd(dir.path());
+        c.arg("action")
+            .env("GITHUB_WORKSPACE", &root)
+            .env("GITHUB_OUTPUT", &output)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .current_dir(&root);
+        for (name, value) in [
+            ("fetch", "true"),
+            ("verify-key", &format!("keys/{key_file}\n")),
+            ("min-age", "1d"),
+            ("age-source", "builder"),
+        ] {
+            c.env(input_variable(name), value);
+        }
+        let out = c.output().unwrap();
+        let outputs = fs_err::read_to_string(&output).unwrap_or_default();
+        (out, outputs)
+    };
+    let before = fs_err::read_to_string(&deploy).unwrap();
+    let (out, _) = step("other.pub");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(log.contains("::error"), "{log}");
+    assert!(
+        log.contains("no candidate passed the supply-chain gate"),
+        "{log}"
+    );
+    assert_eq!(fs_err::read_to_string(&deploy).unwrap(), before);
+
+    let (out, outputs) = step("cosign.pub");
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{log}{}", stderr(&out));
+    assert!(
+        fs_err::read_to_string(&deploy)
+            .unwrap()
+            .contains(&format!(":1.0.0@{signed} #"))
+    );
+    assert!(
+        log.contains("::warning file=flux/images.yaml,line=")
+            && log.contains("skipped ")
+            && log.contains("1.1.0 (unsigned): no signature found"),
+        "{log}"
+    );
+    assert!(log.contains("signed by key cosign.pub (sha256:"), "{log}");
+    let changes = outputs
+        .lines()
+        .find_map(|l| l.strip_prefix("changes="))
+        .or_else(|| {
+            let at = outputs.find("changes<<")?;
+            outputs[at..].lines().nth(1)
+        })
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(changes).unwrap();
+    assert_eq!(
+        report["supplyChain"]["flux-system:app"]["signedBy"][0]["name"], "cosign.pub",
+        "{report}"
+    );
+
+    // The supply-chain inputs need fetch.
+    let out = cmd(dir.path())
+        .arg("action")
+        .env("GITHUB_WORKSPACE", &root)
+        .env(input_variable("min-age"), "1d")
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("input min-age applies to the policies fetched from registries"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 fn main() {
     run(vec![
+        trial(
+            "action_inputs_require_signers",
+            &["docker-registry"],
+            action_inputs_require_signers,
+        ),
+        trial(
+            "function_config_requires_signers",
+            &["docker-registry", "kpt"],
+            function_config_requires_signers,
+        ),
         trial(
             "every_candidate_has_a_verdict",
             &["docker-registry"],
