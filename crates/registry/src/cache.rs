@@ -1,4 +1,5 @@
-//! On-disk tag cache with a TTL.
+//! On-disk caches: tag lists with a TTL ([`TagCache`]), and signature
+//! documents by digest ([`DigestCache`]), which never go stale.
 //!
 //! One JSON file per repository under `<cache_dir>/tags/`, named after the
 //! SHA-256 of the canonical repository name. Files are written to a temporary
@@ -92,6 +93,81 @@ impl TagCache {
         tmp.as_file().sync_all()?;
         tmp.persist(self.path_for(canonical)).map_err(|e| e.error)?;
         Ok(())
+    }
+}
+
+/// Signature documents (referrer manifests, signature and bundle blobs)
+/// by content digest, under `<cache_dir>/sha256/<hex>`: content-addressed,
+/// so an entry never goes stale, and every read is checked against its
+/// digest (a file that does not match is ignored). As [`TagCache`], the
+/// cache is never a reason to fail.
+#[derive(Debug, Clone)]
+pub(crate) struct DigestCache {
+    dir: PathBuf,
+}
+
+impl DigestCache {
+    pub(crate) fn new(dir: &Path) -> Self {
+        Self {
+            dir: dir.join("sha256"),
+        }
+    }
+
+    fn path_for(&self, digest: &str) -> Option<PathBuf> {
+        let hex = digest.strip_prefix("sha256:")?;
+        (hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+        .then(|| self.dir.join(hex))
+    }
+
+    /// The document with `digest`, when cached (and at most `max` bytes).
+    pub(crate) fn get(&self, digest: &str, max: u64) -> Option<Vec<u8>> {
+        let path = self.path_for(digest)?;
+        let file = match fs_err::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!("ignoring digest cache file: {e}");
+                return None;
+            }
+        };
+        let mut bytes = Vec::new();
+        if let Err(e) =
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, max + 1), &mut bytes)
+        {
+            tracing::warn!("ignoring digest cache file {}: {e}", path.display());
+            return None;
+        }
+        let hex: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if bytes.len() as u64 > max || format!("sha256:{hex}") != digest {
+            tracing::warn!(
+                "ignoring digest cache file {}: not its digest",
+                path.display()
+            );
+            return None;
+        }
+        Some(bytes)
+    }
+
+    /// Store `bytes`, whose digest the caller checked. Failures are
+    /// logged, not returned.
+    pub(crate) fn put(&self, digest: &str, bytes: &[u8]) {
+        let Some(path) = self.path_for(digest) else {
+            return;
+        };
+        let written = fs_err::create_dir_all(&self.dir).and_then(|()| {
+            let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+            std::io::Write::write_all(&mut tmp, bytes)?;
+            tmp.persist(&path).map(drop).map_err(|e| e.error)
+        });
+        if let Err(e) = written {
+            tracing::warn!("cannot write digest cache in {}: {e}", self.dir.display());
+        }
     }
 }
 

@@ -12,6 +12,15 @@
 //! 3. [`Step::SigTag`]: the legacy tag `sha256-<hex>.sig`, one manifest
 //!    whose layers are simple-signing payloads.
 //!
+//! A referrer manifest or a signature blob is read without a request when
+//! its descriptor embeds it (the OCI descriptor's `data`, checked against
+//! the digest and size) or when an earlier run cached it by digest (with a
+//! cache directory: `<cache_dir>/sha256/`, content-addressed, checked on
+//! every read); so a bundle found through the referrers API costs three
+//! requests the first time (the list, the referrer manifest, the bundle:
+//! each document is named only by the one before it) and one (the list)
+//! afterwards.
+//!
 //! Every request goes through the client (credentials, retries, deadline,
 //! redaction). Counts and sizes are bounded by [`SignatureLimits`]: a
 //! registry cannot make the client read more than
@@ -115,6 +124,22 @@ struct Desc {
     artifact_type: Option<String>,
     #[serde(default)]
     annotations: BTreeMap<String, String>,
+    /// The content itself, base64 (OCI image-spec 1.1 descriptors may embed
+    /// it); used only when it has the descriptor's digest and size.
+    #[serde(default)]
+    data: Option<String>,
+}
+
+impl Desc {
+    /// The embedded content, when present and true to the descriptor.
+    fn embedded(&self) -> Option<Vec<u8>> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(self.data.as_deref()?)
+            .ok()?;
+        (bytes.len() as u64 == self.size && super::sha256_digest(&bytes) == self.digest)
+            .then_some(bytes)
+    }
 }
 
 #[derive(Deserialize)]
@@ -282,13 +307,20 @@ impl RegistryClient {
             if d.size > MAX_DOCUMENT || !super::reference::valid_digest(&d.digest) {
                 continue;
             }
-            // A referrer listed but gone (deleted since) is skipped.
-            let m = match self.manifest_inner(repo, &d.digest) {
-                Ok(m) => m,
-                Err(e) if e.is_not_found() => continue,
-                Err(e) => return Err(e),
+            // Embedded in the list, cached from an earlier run, or fetched;
+            // a referrer listed but gone (deleted since) is skipped.
+            let bytes = match self.known(d, MAX_DOCUMENT) {
+                Some(bytes) => bytes,
+                None => match self.manifest_inner(repo, &d.digest) {
+                    Ok(m) => {
+                        self.remember(&m.digest, &m.bytes);
+                        m.bytes
+                    }
+                    Err(e) if e.is_not_found() => continue,
+                    Err(e) => return Err(e),
+                },
             };
-            let doc: Doc = serde_json::from_slice(&m.bytes).map_err(|e| {
+            let doc: Doc = serde_json::from_slice(&bytes).map_err(|e| {
                 invalid(
                     d.digest.clone(),
                     format!("malformed referrer manifest: {e}"),
@@ -316,6 +348,26 @@ impl RegistryClient {
         })
     }
 
+    /// The content `d` describes without asking the registry: embedded in
+    /// the descriptor, or in the digest cache (content-addressed: a
+    /// referrer manifest or a signature blob never changes under its
+    /// digest). Checked against the digest either way.
+    fn known(&self, d: &Desc, max: u64) -> Option<Vec<u8>> {
+        if d.size > max {
+            return None;
+        }
+        d.embedded()
+            .or_else(|| self.digests.as_ref()?.get(&d.digest, max))
+    }
+
+    /// Keep a document fetched by `digest` (the fetch checked it) for later
+    /// runs, when there is a cache directory.
+    fn remember(&self, digest: &str, bytes: &[u8]) {
+        if let Some(cache) = &self.digests {
+            cache.put(digest, bytes);
+        }
+    }
+
     /// The signature layers of one manifest, with their blobs.
     fn layers(
         &self,
@@ -330,7 +382,14 @@ impl RegistryClient {
             if !signature_layer(&l.media_type) || l.size > limits.max_blob {
                 continue;
             }
-            let data = self.blob_inner(repo, &l.digest, limits.max_blob)?;
+            let data = match self.known(l, limits.max_blob) {
+                Some(data) => data,
+                None => {
+                    let data = self.blob_inner(repo, &l.digest, limits.max_blob)?;
+                    self.remember(&l.digest, &data);
+                    data
+                }
+            };
             out.push(SignatureBlob {
                 origin: if several {
                     format!("{origin} layer {}", i + 1)

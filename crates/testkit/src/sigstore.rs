@@ -712,6 +712,28 @@ impl Registry {
         subject_size: usize,
         bundle: &[u8],
     ) -> String {
+        self.push_bundle_referrer_with(
+            repo,
+            subject_digest,
+            subject_media_type,
+            subject_size,
+            bundle,
+            false,
+        )
+    }
+
+    /// [`Registry::push_bundle_referrer`], with the bundle embedded in its
+    /// layer descriptor (`data`, as OCI image-spec 1.1 allows) when `embed`.
+    pub fn push_bundle_referrer_with(
+        &self,
+        repo: &str,
+        subject_digest: &str,
+        subject_media_type: &str,
+        subject_size: usize,
+        bundle: &[u8],
+        embed: bool,
+    ) -> String {
+        use base64::Engine as _;
         const ARTIFACT: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
         let config = self.push_blob(repo, EMPTY_CONFIG);
         let layer = self.push_blob(repo, bundle);
@@ -720,12 +742,19 @@ impl Registry {
             "dev.sigstore.bundle.predicateType": COSIGN_SIGN,
             "org.opencontainers.image.created": "2026-01-01T00:00:00Z",
         });
+        let mut layer =
+            serde_json::json!({"mediaType": ARTIFACT, "digest": layer, "size": bundle.len()});
+        if embed {
+            layer["data"] = base64::engine::general_purpose::STANDARD
+                .encode(bundle)
+                .into();
+        }
         let m = serde_json::json!({
             "schemaVersion": 2,
             "mediaType": "application/vnd.oci.image.manifest.v1+json",
             "artifactType": ARTIFACT,
             "config": {"mediaType": "application/vnd.oci.empty.v1+json", "artifactType": ARTIFACT, "digest": config, "size": EMPTY_CONFIG.len()},
-            "layers": [{"mediaType": ARTIFACT, "digest": layer, "size": bundle.len()}],
+            "layers": [layer],
             "subject": {"mediaType": subject_media_type, "digest": subject_digest, "size": subject_size},
             "annotations": annotations,
         });

@@ -137,6 +137,22 @@ fn main() {
     let spec = |c: &str| ImageSpec::new("linux", "amd64", None, c);
     let (m1, bundled) = reg.push_image("bench/app", "1.0.0", &spec("2026-01-01T00:00:00Z"));
     let (_, legacy_signed) = reg.push_image("bench/app", "1.1.0", &spec("2026-02-01T00:00:00Z"));
+    let (m3, embedded) = reg.push_image("bench/app", "1.2.0", &spec("2026-03-01T00:00:00Z"));
+    let e = ts::dsse_bundle(
+        &store,
+        &ts::sign_statement(&embedded, ts::COSIGN_SIGN),
+        &signing,
+        ts::now(),
+    );
+    reg.push_bundle_referrer_with(
+        "bench/app",
+        &embedded,
+        "application/vnd.oci.image.manifest.v1+json",
+        m3.len(),
+        &serde_json::to_vec(&e).unwrap(),
+        true,
+    );
+    let cache = tempfile::tempdir().unwrap();
     let b = ts::dsse_bundle(
         &store,
         &ts::sign_statement(&bundled, ts::COSIGN_SIGN),
@@ -160,9 +176,13 @@ fn main() {
             ts::now(),
         )],
     );
-    let count = |referrers: bool, steps: Vec<Step>, digest: &str| {
+    let count = |referrers: bool, steps: Vec<Step>, digest: &str, cached: bool| {
         let proxy = registry_proxy(&reg.authority(), referrers);
-        let client = RegistryClient::new(ClientSettings::default()).unwrap();
+        let client = RegistryClient::new(ClientSettings {
+            cache_dir: cached.then(|| cache.path().to_owned()),
+            ..ClientSettings::default()
+        })
+        .unwrap();
         let repo = Repository::parse(&format!("{}/bench/app", proxy.authority())).unwrap();
         client.digest(&repo, "1.0.0", None).unwrap();
         let gate = Gate::new(keyless_policy(&root)).with_steps(steps);
@@ -176,33 +196,58 @@ fn main() {
             .collect();
         (reqs, elapsed)
     };
-    for (what, referrers, steps, d) in [
+    for (what, referrers, steps, d, cached) in [
         (
             "bundle, referrers API first (found at step 1)",
             true,
             Vec::new(),
             &bundled,
+            false,
+        ),
+        (
+            "bundle embedded in its layer descriptor (OCI data), referrers API first",
+            true,
+            Vec::new(),
+            &embedded,
+            false,
+        ),
+        (
+            "bundle, referrers API first, first run with a cache directory",
+            true,
+            Vec::new(),
+            &bundled,
+            true,
+        ),
+        (
+            "bundle, referrers API first, a later run with the cache directory",
+            true,
+            Vec::new(),
+            &bundled,
+            true,
         ),
         (
             "legacy .sig, signature tag first (found at step 1)",
             false,
             vec![Step::SigTag],
             &legacy_signed,
+            false,
         ),
         (
             "legacy .sig, default order, no referrers API (found at step 3)",
             false,
             Vec::new(),
             &legacy_signed,
+            false,
         ),
         (
             "bundle, default order, no referrers API (found at step 2)",
             false,
             Vec::new(),
             &bundled,
+            false,
         ),
     ] {
-        let (reqs, elapsed) = count(referrers, steps, d);
+        let (reqs, elapsed) = count(referrers, steps, d, cached);
         println!(
             "{what}: {} requests ({}), {:.1} ms on loopback",
             reqs.len(),

@@ -513,6 +513,110 @@ fn referrers_api_first() {
     assert!(paths[2].contains("/blobs/sha256:"), "{paths:#?}");
 }
 
+/// Fewer requests for the same bundle: embedded in its layer descriptor
+/// (OCI `data`), two (the list, the referrer manifest); with a cache
+/// directory, an image checked before costs one (the list: the referrer
+/// manifest and the bundle are content-addressed); a cached document that
+/// does not match its digest is not used.
+fn referrers_api_embedded_and_cached() {
+    let first = bed();
+    let s = keyless(&first);
+    let bundle = ts::dsse_bundle(
+        &first.store,
+        &ts::sign_statement(&first.image.1, ts::COSIGN_SIGN),
+        &s,
+        ts::now(),
+    );
+    first.reg.push_bundle_referrer_with(
+        REPO,
+        &first.image.1,
+        "application/vnd.oci.image.manifest.v1+json",
+        first.image.0.len(),
+        &serde_json::to_vec(&bundle).unwrap(),
+        true,
+    );
+    let proxy = registry_proxy(&first.reg.authority(), true);
+    let gate = || {
+        Gate::new(policy(
+            &first,
+            &Scenario {
+                pushes: Vec::new(),
+                want: id(),
+                root_json: None,
+                expect: Ok(""),
+            },
+        ))
+    };
+    let first_repo = repo(&proxy.authority());
+    let paths = |client: &RegistryClient| {
+        client.digest(&first_repo, "1.0.0", None).unwrap();
+        let before = proxy.requests().len();
+        let v = gate()
+            .check(client, &first_repo, &first.image.1)
+            .unwrap()
+            .unwrap();
+        assert!(v.signed_by[0].to_string().contains(SUBJECT));
+        proxy.requests()[before..]
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path()))
+            .collect::<Vec<_>>()
+    };
+    let p = paths(&client());
+    assert_eq!(p.len(), 2, "{p:#?}");
+    assert!(
+        p[0].contains("/referrers/sha256:") && p[1].contains("/manifests/sha256:"),
+        "{p:#?}"
+    );
+
+    // The cache, with a bundle that is not embedded.
+    let bed2 = bed();
+    push(
+        &bed2,
+        &[Push::Bundle(ts::dsse_bundle(
+            &bed2.store,
+            &ts::sign_statement(&bed2.image.1, ts::COSIGN_SIGN),
+            &keyless(&bed2),
+            ts::now(),
+        ))],
+    );
+    let proxy = registry_proxy(&bed2.reg.authority(), true);
+    let second_repo = repo(&proxy.authority());
+    let cache = tempfile::tempdir().unwrap();
+    let cached_client = || {
+        RegistryClient::new(ClientSettings {
+            cache_dir: Some(cache.path().to_owned()),
+            ..ClientSettings::default()
+        })
+        .unwrap()
+    };
+    let check = |client: &RegistryClient| {
+        client.digest(&second_repo, "1.0.0", None).unwrap();
+        let before = proxy.requests().len();
+        let policy = policy(
+            &bed2,
+            &Scenario {
+                pushes: Vec::new(),
+                want: id(),
+                root_json: None,
+                expect: Ok(""),
+            },
+        );
+        Gate::new(policy)
+            .check(client, &second_repo, &bed2.image.1)
+            .unwrap()
+            .unwrap();
+        proxy.requests().len() - before
+    };
+    assert_eq!(check(&cached_client()), 3);
+    assert_eq!(check(&cached_client()), 1);
+    // A cached file that is not what its name says is ignored (and
+    // fetched again).
+    for entry in fs_err::read_dir(cache.path().join("sha256")).unwrap() {
+        fs_err::write(entry.unwrap().path(), b"tampered").unwrap();
+    }
+    assert_eq!(check(&cached_client()), 3);
+}
+
 /// Without the referrers API: one 404, remembered for the next image.
 fn referrers_api_absent_is_remembered() {
     let bed = bed();
@@ -804,6 +908,11 @@ fn main() {
         "referrers_api_first",
         &["docker-registry"],
         referrers_api_first,
+    ));
+    trials.push(trial(
+        "referrers_api_embedded_and_cached",
+        &["docker-registry"],
+        referrers_api_embedded_and_cached,
     ));
     trials.push(trial(
         "referrers_api_absent_is_remembered",
