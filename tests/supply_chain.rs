@@ -638,6 +638,10 @@ fn function_config_requires_signers() {
         "{results}"
     );
     assert!(results.contains("is builder-controlled"), "{results}");
+    assert!(
+        results.contains("signed by https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1.0.0 (issuer https://token.actions.githubusercontent.com; transparency log index"),
+        "{results}"
+    );
 
     // A ConfigMap with the key's PEM, through the binary, on the
     // ResourceList kpt makes of the package.

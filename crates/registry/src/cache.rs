@@ -215,4 +215,31 @@ mod tests {
         cache.put("r.io/a", &["v1".to_owned()]);
         assert_eq!(cache.get("r.io/a"), None);
     }
+
+    #[test]
+    fn digests_round_trip_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DigestCache::new(dir.path());
+        let body = b"{\"layers\":[]}";
+        let hex: String = Sha256::digest(body)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let digest = format!("sha256:{hex}");
+        assert_eq!(cache.get(&digest, 1024), None);
+        cache.put(&digest, body);
+        assert_eq!(cache.get(&digest, 1024).as_deref(), Some(&body[..]));
+        // Over the size asked for: not used.
+        assert_eq!(cache.get(&digest, 4), None);
+        // Not a sha256 digest, or not lowercase hex: never a path.
+        cache.put("sha512:ab", body);
+        cache.put(&digest.to_uppercase(), body);
+        assert_eq!(
+            fs_err::read_dir(dir.path().join("sha256")).unwrap().count(),
+            1
+        );
+        // A file that is not its digest's content is ignored.
+        fs_err::write(dir.path().join("sha256").join(&hex), b"other").unwrap();
+        assert_eq!(cache.get(&digest, 1024), None);
+    }
 }
