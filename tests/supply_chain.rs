@@ -61,6 +61,29 @@ fn image(created: &str) -> ImageSpec {
     ImageSpec::new("linux", "amd64", None, created)
 }
 
+/// Signs the image `digest` (its manifest `manifest`) keyless, as the
+/// release workflow of acme/app on GitHub, and pushes the bundle as a
+/// referrer.
+fn sign_keyless(reg: &Registry, store: &TestSigstore, manifest: &[u8], digest: &str) {
+    let signing = store.issue(&CertSpec::new(
+        "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1.0.0",
+        "https://token.actions.githubusercontent.com",
+    ));
+    let bundle = ts::dsse_bundle(
+        store,
+        &ts::sign_statement(digest, ts::COSIGN_SIGN),
+        &signing,
+        ts::now(),
+    );
+    reg.push_bundle_referrer(
+        REPO,
+        digest,
+        "application/vnd.oci.image.manifest.v1+json",
+        manifest.len(),
+        &serde_json::to_vec(&bundle).unwrap(),
+    );
+}
+
 /// The newest tag is unsigned: the newest signed one is written, with the
 /// digest that was verified, and the run says what it skipped and who
 /// signed.
@@ -107,23 +130,7 @@ fn keyless_identity_or_nothing_written() {
     let host = reg.authority();
     let store = TestSigstore::new();
     let (manifest, digest) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
-    let signing = store.issue(&CertSpec::new(
-        "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1.0.0",
-        "https://token.actions.githubusercontent.com",
-    ));
-    let bundle = ts::dsse_bundle(
-        &store,
-        &ts::sign_statement(&digest, ts::COSIGN_SIGN),
-        &signing,
-        ts::now(),
-    );
-    reg.push_bundle_referrer(
-        REPO,
-        &digest,
-        "application/vnd.oci.image.manifest.v1+json",
-        manifest.len(),
-        &serde_json::to_vec(&bundle).unwrap(),
-    );
+    sign_keyless(&reg, &store, &manifest, &digest);
     let (dir, root, deploy) = tree(&host, "");
     write(dir.path(), "trusted_root.json", &store.trusted_root_json());
     let settings = |subject_regexp: &str| {
@@ -575,23 +582,7 @@ fn function_config_requires_signers() {
     let key = TestKey::p256();
     let (manifest, digest) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
     reg.push_image(REPO, "1.1.0", &image("2026-02-01T00:00:00Z"));
-    let signing = store.issue(&CertSpec::new(
-        "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1.0.0",
-        "https://token.actions.githubusercontent.com",
-    ));
-    let bundle = ts::dsse_bundle(
-        &store,
-        &ts::sign_statement(&digest, ts::COSIGN_SIGN),
-        &signing,
-        ts::now(),
-    );
-    reg.push_bundle_referrer(
-        REPO,
-        &digest,
-        "application/vnd.oci.image.manifest.v1+json",
-        manifest.len(),
-        &serde_json::to_vec(&bundle).unwrap(),
-    );
+    sign_keyless(&reg, &store, &manifest, &digest);
     reg.push_sig_tag(REPO, &digest, &[ts::legacy_key_layer(&digest, &key)]);
 
     let (dir, pkg, deploy) = tree(&host, "");

@@ -97,8 +97,8 @@ pub(crate) struct SupplyChainArgs {
     )]
     pub identity_regexps: Vec<String>,
 
-    /// The OIDC issuer of the keyless identities, e.g.
-    /// https://token.actions.githubusercontent.com.
+    /// The OIDC issuer of the keyless identities (GitHub Actions:
+    /// `https://token.actions.githubusercontent.com`).
     #[arg(long, value_name = "ISSUER", help_heading = "Supply chain")]
     pub verify_issuer: Option<String>,
 

@@ -67,7 +67,7 @@ pub struct TemplateData {
     /// `spec.git.commit.messageTemplateValues`.
     pub values: BTreeMap<String, String>,
     /// What the supply-chain gate found about the chosen images, by policy (image-update's
-    /// addition, `.SupplyChain`: see [`crate::supply_chain`]).
+    /// addition, `.SupplyChain`: see [`ImageFindings`]).
     pub supply_chain: Vec<ImageFindings>,
 }
 

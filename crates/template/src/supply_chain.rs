@@ -54,7 +54,13 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// What the gate found about one policy's chosen image.
+/// What the gate found about one policy's chosen image: one element of `.SupplyChain`, a method
+/// of the template data giving a `[]supplychain.Image` with the fields `Policy`, `Image`, `Tag`,
+/// `Digest`, `SignedBy` (`[]supplychain.Signer`: `Kind`, `Name`, `Fingerprint`, `Subject`,
+/// `Issuer`, `LogIndex`, `IntegratedTime`; printed as `key NAME (FINGERPRINT)` or `SUBJECT (issuer
+/// …; transparency log index N, TIME)`), `Released`, `ReleaseSource`, `BuilderControlled`,
+/// `Alias`, `AliasDigest` and `Skipped` (`[]supplychain.Skipped`: `Tag`, `Kind`, `Reason`), for
+/// the policies whose setters made a change, in policy order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImageFindings {
     /// `NAMESPACE:NAME`.
