@@ -21,8 +21,9 @@
 //! RSS; the median, minimum and maximum are printed. `BENCH_BASELINE=PATH`
 //! adds another `image-update` binary (the "before" of a change), run
 //! alternately with this one on the same lists, whose output must be the
-//! same byte for byte. Run with `cargo bench --bench krm`; the figures go
-//! to `BENCHMARKS.md` by hand.
+//! same byte for byte. `BENCH_KRM_KEEP=PATH` keeps a copy of the clean
+//! list there (to profile the function on it). Run with `cargo bench --bench
+//! krm`; the figures go to `BENCHMARKS.md` by hand.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -88,6 +89,10 @@ fn clean(tmp: &Path, binaries: &[(&str, PathBuf)], runs: usize) -> Result<Vec<St
         &list,
     )?;
     let size = fs_err::metadata(&list).map_err(|e| e.to_string())?.len();
+    if let Ok(keep) = std::env::var("BENCH_KRM_KEEP") {
+        // For profiling the function on the same list outside the harness.
+        fs_err::copy(&list, &keep).map_err(|e| e.to_string())?;
+    }
     println!(
         "kpt fn source:    {:.2} s, peak RSS {:.1} MB   (list: {:.1} MB)",
         source.seconds,

@@ -90,6 +90,9 @@ pub struct Outcome {
     pub list_edits: Vec<Edit>,
     /// The policies fetched from registries.
     pub fetched: Vec<Resolved>,
+    /// Results an earlier run fetched, given again as values (the config's
+    /// `carried`): what the supply-chain gate found about them then.
+    pub carried: Vec<Resolved>,
     /// The rendered commit message, when one was asked for and a field
     /// changed.
     pub commit_message: Option<String>,

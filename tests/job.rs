@@ -100,6 +100,7 @@ fn main() {
             NONE,
             git_timeout_ends_a_stalled_clone,
         ),
+        registry_trial(&env, "supply_chain_gate_before_the_push", supply_chain_gate),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     drop(env);
@@ -1130,4 +1131,97 @@ fn sigterm_during_a_stalled_clone(env: &Env) -> TestResult {
         format!("exit {status:?}, expected 143; stderr:\n{said}")
     })?;
     empty_dir(&parent)
+}
+
+/// A trial that needs the HTTP git server and Debian's `docker-registry`.
+fn registry_trial(
+    env: &std::sync::Arc<Env>,
+    name: &str,
+    test: fn(&Env) -> TestResult,
+) -> libtest_mimic::Trial {
+    if image_update_testkit::missing(&["docker-registry"]).is_empty() {
+        env.trial(name, HTTP, test)
+    } else {
+        image_update_testkit::trial_with(name, &["docker-registry"], || Ok(()))
+    }
+}
+
+/// `job --fetch` with the supply-chain flags: the newer unsigned tag is
+/// skipped, the signed one is committed and pushed; the status and the
+/// commit message (`.SupplyChain`) say who signed it; with another key
+/// nothing is pushed and the Job fails.
+fn supply_chain_gate(env: &Env) -> TestResult {
+    use image_update_testkit::registry::{Auth, ImageSpec, Registry};
+    use image_update_testkit::sigstore::{TestKey, legacy_key_layer};
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let key = TestKey::p256();
+    let spec = |created: &str| ImageSpec::new("linux", "amd64", None, created);
+    let (_, signed) = reg.push_image("example/app", "1.5.0", &spec("2026-01-01T00:00:00Z"));
+    reg.push_image("example/app", "2.0.0", &spec("2026-02-01T00:00:00Z"));
+    reg.push_sig_tag("example/app", &signed, &[legacy_key_layer(&signed, &key)]);
+    let fixture = env.fixture("job-gate")?;
+    let files = env.root.join("job-gate-files");
+    fs::create_dir_all(&files)?;
+    let policies = files.join("policies.yaml");
+    fs::write(
+        &policies,
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: flux-system}}\nspec: {{image: {host}/example/app}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: flux-system}}\nspec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n"
+        ),
+    )?;
+    let template = files.join("message.tmpl");
+    fs::write(
+        &template,
+        "Update images\n{{ range .SupplyChain }}\n{{ .Policy }}: {{ .Tag }} signed by {{ range .SignedBy }}{{ .Name }}{{ end }}{{ range .Skipped }}, skipped {{ .Tag }} ({{ .Kind }}){{ end }}{{ end }}\n",
+    )?;
+    fs::write(files.join("cosign.pub"), key.public_pem())?;
+    fs::write(files.join("other.pub"), TestKey::p256().public_pem())?;
+    let before = rev(env, &fixture, "main")?;
+    let run_with = |key_file: &str| -> Result<Ran, libtest_mimic::Failed> {
+        let (mut command, _) = http_job(env, &fixture);
+        let ran = parse(&output(
+            command
+                .args(["--branch", "main", "--fetch", "--policies"])
+                .arg(&policies)
+                .arg("--verify-key")
+                .arg(files.join(key_file))
+                .arg("--commit-template")
+                .arg(&template),
+        ))?;
+        Ok(ran)
+    };
+    let ran = run_with("other.pub")?;
+    expect_code(&ran, 1)?;
+    ensure(rev(env, &fixture, "main")? == before, || {
+        "pushed without an acceptable signature".to_owned()
+    })?;
+    ensure(
+        ran.status["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no candidate passed the supply-chain gate")),
+        || format!("{:#}", ran.status),
+    )?;
+
+    let ran = run_with("cosign.pub")?;
+    expect_result(&ran, 0, "pushed")?;
+    let app = show(env, &fixture, "main:deploy/app.yaml")?;
+    ensure(
+        app.contains(&format!("image: {host}/example/app:1.5.0@{signed} #")),
+        || app.clone(),
+    )?;
+    let entry = &ran.status["supplyChain"]["flux-system:app"];
+    ensure(
+        entry["signedBy"][0]["name"] == "cosign.pub"
+            && entry["skipped"][0]["tag"] == "2.0.0"
+            && ran.status["changes"]["supplyChain"]["flux-system:app"] == *entry,
+        || format!("{:#}", ran.status),
+    )?;
+    let message = env.git_out(&fixture.bare, &["log", "-1", "--format=%B", "main"])?;
+    ensure(
+        message.trim()
+            == "Update images\n\nflux-system:app: 1.5.0 signed by cosign.pub, skipped 2.0.0 (unsigned)",
+        || message.clone(),
+    )?;
+    Ok(())
 }

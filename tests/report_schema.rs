@@ -404,6 +404,41 @@ fn cli_fetch_report() {
         "deploy.yaml",
         &format!("image: {host}/team/app:1.0.0 # {{\"$imagepolicy\": \"apps:app\"}}\n"),
     );
+    // A second policy the supply-chain gate checks (a settings rule for its
+    // repository): signed by a key, old enough by the builder's time; the
+    // newer 1.3.0 is unsigned.
+    let key = testkit::sigstore::TestKey::p256();
+    let (_, signed) = reg.push_image("team/gated", "1.2.0", &image);
+    reg.push_image(
+        "team/gated",
+        "1.3.0",
+        &ImageSpec::new("linux", "amd64", None, "2024-02-01T00:00:00Z"),
+    );
+    reg.push_sig_tag(
+        "team/gated",
+        &signed,
+        &[testkit::sigstore::legacy_key_layer(&signed, &key)],
+    );
+    write(dir.path(), "cosign.pub", &key.public_pem());
+    let settings = write(
+        dir.path(),
+        "registries.yaml",
+        &format!(
+            "supply_chain:\n  rules:\n  - repositories: ['{host}/team/gated']\n    verify:\n      keys: [{{path: cosign.pub}}]\n"
+        ),
+    );
+    write(
+        &root,
+        "flux/gated.yaml",
+        &format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: gated, namespace: apps}}\nspec: {{image: {host}/team/gated}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata:\n  name: gated\n  namespace: apps\n  annotations: {{image-update.dev/min-age: 1d, image-update.dev/age-source: builder}}\nspec:\n  imageRepositoryRef: {{name: gated}}\n  policy: {{semver: {{range: '>=1.0'}}}}\n"
+        ),
+    );
+    write(
+        &root,
+        "gated.yaml",
+        &format!("image: {host}/team/gated:1.0.0 # {{\"$imagepolicy\": \"apps:gated\"}}\n"),
+    );
     for yaml in [false, true] {
         let mut args = vec![
             "update".to_owned(),
@@ -412,6 +447,8 @@ fn cli_fetch_report() {
             "--dry-run".into(),
             "--report".into(),
             "-".into(),
+            "--registry-config".into(),
+            settings.display().to_string(),
         ];
         if yaml {
             args.extend(["--report-format".into(), "yaml".into()]);
@@ -431,6 +468,23 @@ fn cli_fetch_report() {
             observed["digest"].as_str().unwrap().starts_with("sha256:"),
             "{report}"
         );
+        let gated = &report["supplyChain"]["apps:gated"];
+        assert_eq!(gated["image"], format!("{host}/team/gated:1.2.0@{signed}"));
+        assert_eq!(gated["signedBy"][0]["name"], "cosign.pub", "{report}");
+        assert_eq!(gated["released"]["builderControlled"], true, "{report}");
+        assert_eq!(gated["skipped"][0]["tag"], "1.3.0", "{report}");
+        assert_eq!(gated["skipped"][0]["kind"], "unsigned", "{report}");
+        // The gate's findings are warnings too, at the policy's definition.
+        let warnings = report["warnings"].as_array().unwrap();
+        assert!(
+            warnings.iter().any(|w| w["message"]
+                .as_str()
+                .unwrap()
+                .contains("policy apps:gated: skipped")
+                && w["file"].as_str().unwrap().ends_with("gated.yaml")
+                && w["line"].is_u64()),
+            "{report}"
+        );
     }
 }
 
@@ -446,7 +500,18 @@ fn schema_rejects_malformed_reports() {
             }]
         },
         "observedPolicies": {"apps:web": {"name": "a", "tag": "2", "digest": ""}},
-        "warnings": [{"file": "apps/web.yaml", "line": 4, "column": 1, "message": "no policy apps:db was supplied"}]
+        "warnings": [{"file": "apps/web.yaml", "line": 4, "column": 1, "message": "no policy apps:db was supplied"}],
+        "supplyChain": {"apps:web": {
+            "image": "a:2@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+            "signedBy": [
+                {"kind": "key", "name": "cosign.pub", "fingerprint": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
+                {"kind": "identity", "subject": "https://github.com/acme/web/.github/workflows/r.yml@refs/heads/main", "issuer": "https://token.actions.githubusercontent.com", "logIndex": 7, "integratedTime": "2026-01-01T00:00:00Z"}
+            ],
+            "released": {"at": "2026-01-01T00:00:00Z", "source": "registry push", "builderControlled": false},
+            "alias": "latest",
+            "aliasDigest": "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+            "skipped": [{"tag": "3", "kind": "unsigned", "reason": "no signature found"}]
+        }}
     });
     assert!(violations(&valid).is_empty(), "{:?}", violations(&valid));
     let broken: Vec<(&str, &str, Value)> = vec![
@@ -492,6 +557,41 @@ fn schema_rejects_malformed_reports() {
         (
             "a missing object field",
             "/fileChanges/apps~1web.yaml/0/object/kind",
+            json!(null),
+        ),
+        (
+            "a supply-chain entry without its image",
+            "/supplyChain/apps:web/image",
+            json!(null),
+        ),
+        (
+            "a key without its fingerprint",
+            "/supplyChain/apps:web/signedBy/0/fingerprint",
+            json!(null),
+        ),
+        (
+            "an identity without its log entry",
+            "/supplyChain/apps:web/signedBy/1/logIndex",
+            json!(null),
+        ),
+        (
+            "an unknown signer kind",
+            "/supplyChain/apps:web/signedBy/0/kind",
+            json!("gpg"),
+        ),
+        (
+            "an unknown skip",
+            "/supplyChain/apps:web/skipped/0/kind",
+            json!("ugly"),
+        ),
+        (
+            "an alias without its digest",
+            "/supplyChain/apps:web/aliasDigest",
+            json!(null),
+        ),
+        (
+            "a release time without its source",
+            "/supplyChain/apps:web/released/source",
             json!(null),
         ),
     ];

@@ -9,8 +9,11 @@
 //! invariant, with the input's relevant parts in the message. Everything
 //! else (an input the library rejects with an error) is an ordinary run.
 
+pub mod bundle;
+pub mod certificate;
 pub mod krm;
 pub mod marker;
+pub mod note;
 pub mod plan;
 pub mod policies;
 pub mod report;
@@ -23,7 +26,7 @@ pub mod tree;
 pub type Run = fn(&[u8]);
 
 /// The targets, by name, as `fuzz_targets/` and `corpus/` name them.
-pub const TARGETS: [(&str, Run); 8] = [
+pub const TARGETS: [(&str, Run); 11] = [
     ("marker", marker::run),
     ("plan", plan::run),
     ("krm", krm::run),
@@ -32,4 +35,7 @@ pub const TARGETS: [(&str, Run); 8] = [
     ("semver", semver::run),
     ("template", template::run),
     ("report", report::run),
+    ("bundle", bundle::run),
+    ("certificate", certificate::run),
+    ("note", note::run),
 ];

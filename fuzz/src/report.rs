@@ -1,6 +1,6 @@
 //! Target `report`: the report inputs of commit messages.
 //!
-//! Input: a saved report, JSON or YAML. Checks that neither reader panics
+//! Input: a saved report, JSON or YAML (with its optional `supplyChain`). Checks that neither reader panics
 //! and that what they accept renders:
 //! * [`TemplateData::from_report_json`] over the input as JSON, then the
 //!   commit message of [`TEMPLATE`] over the data;
@@ -26,7 +26,9 @@ pub const TEMPLATE: &str = "{{ .AutomationObject }} {{ .AutomationObject.Namespa
 {{ $object }} {{ range $changes }}{{ .OldValue }} -> {{ .NewValue }} ({{ .Setter }}){{ end }}
 {{ end -}}
 {{ range .Changed.Changes }}{{ .NewValue | quote }} {{ end }}
-{{ range $k, $v := .Values }}{{ $k }}={{ $v }} {{ end }}";
+{{ range $k, $v := .Values }}{{ $k }}={{ $v }} {{ end }}
+{{ range .SupplyChain }}{{ .Policy }} {{ .Tag }} {{ .Digest }} {{ range .SignedBy }}{{ . }} {{ .LogIndex }}{{ end }} {{ .Released }} {{ .BuilderControlled }} {{ .Alias }}{{ range .Skipped }} {{ .Tag }} {{ .Kind }}{{ end }}
+{{ end }}";
 
 /// Run the target on one input.
 pub fn run(data: &[u8]) {

@@ -70,3 +70,18 @@ fn template() {
 fn report() {
     replay("report");
 }
+
+#[test]
+fn bundle() {
+    replay("bundle");
+}
+
+#[test]
+fn certificate() {
+    replay("certificate");
+}
+
+#[test]
+fn note() {
+    replay("note");
+}

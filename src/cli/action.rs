@@ -37,6 +37,29 @@ pub const INPUTS: &[&str] = &[
     "commit-values",
     "report-file",
     "fail-on-warnings",
+    "registry-config",
+    "verify-key",
+    "verify-identity",
+    "verify-identity-regexp",
+    "verify-issuer",
+    "verify-issuer-regexp",
+    "trusted-root",
+    "verify-require",
+    "min-age",
+    "age-source",
+];
+
+/// The inputs of the supply-chain gate (they need `fetch`).
+const SUPPLY_CHAIN_INPUTS: &[&str] = &[
+    "verify-key",
+    "verify-identity",
+    "verify-identity-regexp",
+    "verify-issuer",
+    "verify-issuer-regexp",
+    "trusted-root",
+    "verify-require",
+    "min-age",
+    "age-source",
 ];
 
 /// For tests only: when this variable is set, multi-line outputs use its
@@ -62,6 +85,17 @@ not set); paths are relative to GITHUB_WORKSPACE (default: the current directory
   commit-values     .Values for the template, one KEY=VALUE per line
   report-file       also write the ResultV2 report (JSON) to this file
   fail-on-warnings  true: when the run raises a warning, write nothing and exit 1
+  registry-config   with fetch: the registry settings file (docs/registry.md)
+The supply-chain gate, with fetch (for every fetched policy; see docs/security.md):
+  verify-key        public keys (PEM files) that must have signed, one per line
+  verify-identity   keyless signer identities (certificate subjects), one per line
+  verify-identity-regexp   the same as regular expressions matching the whole identity
+  verify-issuer     the OIDC issuer of the keyless identities
+  verify-issuer-regexp     the same as a regular expression matching the whole issuer
+  trusted-root      Sigstore trusted_root.json for keyless signatures
+  verify-require    any (default) or all of the signers
+  min-age           skip tags released less than this long ago (72h, 7d)
+  age-source        registry (default: the vendor's push time) or builder
 Booleans are true, True, TRUE, false, False or FALSE.
 
 Outputs, appended to GITHUB_OUTPUT:
@@ -188,7 +222,7 @@ pub(crate) fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, 
             .lines("policies")
             .map(|f| workspace.join(f))
             .collect(),
-        fetch: inputs.flag("fetch")?.then(FetchSettings::default),
+        fetch: fetch_settings(inputs, workspace)?,
         mode: if inputs.flag("dry-run")? {
             Mode::DryRun
         } else {
@@ -228,6 +262,90 @@ pub(crate) fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, 
     }
     update.message = Some(message);
     Ok(ActionConfig { update, path })
+}
+
+/// The registry and supply-chain settings of the `fetch` input.
+///
+/// # Errors
+/// Supply-chain inputs without `fetch`; a value that is wrong (named by its
+/// input).
+fn fetch_settings(inputs: &Inputs, workspace: &Path) -> Result<Option<FetchSettings>, Error> {
+    use crate::operation::config;
+    use image_update_verify::{KeySource, Pattern, RootSource, SignerNames, SignerValues};
+    if !inputs.flag("fetch")? {
+        return match SUPPLY_CHAIN_INPUTS
+            .iter()
+            .chain(&["registry-config"])
+            .find(|name| inputs.value(name).is_some())
+        {
+            Some(name) => Err(Error::Usage(format!(
+                "input {name} applies to the policies fetched from registries: set fetch to true"
+            ))),
+            None => Ok(None),
+        };
+    }
+    let usage =
+        |input: &str, e: &dyn std::fmt::Display| Error::Usage(format!("input {input}: {e}"));
+    let signers = SignerValues {
+        keys: inputs
+            .lines("verify-key")
+            .map(|f| KeySource::File(workspace.join(f)))
+            .collect(),
+        identities: inputs
+            .lines("verify-identity")
+            .map(|s| Pattern::Exact(s.to_owned()))
+            .chain(
+                inputs
+                    .lines("verify-identity-regexp")
+                    .map(|s| Pattern::Regexp(s.to_owned())),
+            )
+            .collect(),
+        issuer: match (
+            inputs.value("verify-issuer"),
+            inputs.value("verify-issuer-regexp"),
+        ) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Usage(
+                    "inputs verify-issuer and verify-issuer-regexp: give one".to_owned(),
+                ));
+            }
+            (exact, regexp) => exact
+                .map(|s| Pattern::Exact(s.to_owned()))
+                .or(regexp.map(|s| Pattern::Regexp(s.to_owned()))),
+        },
+        trusted_root: inputs
+            .value("trusted-root")
+            .map(|f| RootSource::File(workspace.join(f))),
+        require: inputs
+            .value("verify-require")
+            .map(|v| config::verify_require(v).map_err(|e| usage("verify-require", &e)))
+            .transpose()?,
+    };
+    let min_age = inputs
+        .value("min-age")
+        .map(|v| config::duration(v).map_err(|e| usage("min-age", &e)))
+        .transpose()?;
+    let age_source = inputs
+        .value("age-source")
+        .map(|v| config::age_source(v).map_err(|e| usage("age-source", &e)))
+        .transpose()?;
+    let names = SignerNames {
+        key: "input verify-key",
+        identity: "input verify-identity",
+        identity_regexp: "input verify-identity-regexp",
+        issuer: "input verify-issuer",
+        issuer_regexp: "input verify-issuer-regexp",
+        trusted_root: "input trusted-root",
+        require: "input verify-require",
+    };
+    let supply_chain =
+        config::supply_chain(signers, &names, min_age, age_source, "the verify-* inputs")
+            .map_err(|e| Error::Usage(e.to_string()))?;
+    Ok(Some(FetchSettings {
+        registry_config: inputs.value("registry-config").map(|f| workspace.join(f)),
+        supply_chain,
+        ..FetchSettings::default()
+    }))
 }
 
 /// Where the runner wants the results.

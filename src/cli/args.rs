@@ -59,6 +59,162 @@ pub(crate) struct RegistryArgs {
     /// `deadline`).
     #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
     pub fetch_timeout: Option<std::time::Duration>,
+
+    #[command(flatten)]
+    pub supply_chain: SupplyChainArgs,
+}
+
+/// The supply-chain gate's options (`update --fetch`, `policy`, `job
+/// --fetch`): required signers and a minimum release age for every
+/// fetched policy. Each one given replaces the same setting of every
+/// `supply_chain` rule of the registry settings file (docs/security.md).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct SupplyChainArgs {
+    /// Require a signature by this public key (PEM: ECDSA P-256/P-384,
+    /// Ed25519, RSA; cosign.pub); repeatable.
+    #[arg(
+        long = "verify-key",
+        value_name = "FILE",
+        help_heading = "Supply chain"
+    )]
+    pub keys: Vec<PathBuf>,
+
+    /// Require a keyless (Fulcio) signature whose certificate identity is
+    /// SUBJECT, e.g. a workflow URL; repeatable (with --verify-issuer).
+    #[arg(
+        long = "verify-identity",
+        value_name = "SUBJECT",
+        help_heading = "Supply chain"
+    )]
+    pub identities: Vec<String>,
+
+    /// As --verify-identity, with a regular expression matching the whole
+    /// identity; repeatable.
+    #[arg(
+        long = "verify-identity-regexp",
+        value_name = "RE",
+        help_heading = "Supply chain"
+    )]
+    pub identity_regexps: Vec<String>,
+
+    /// The OIDC issuer of the keyless identities (GitHub Actions:
+    /// `https://token.actions.githubusercontent.com`).
+    #[arg(long, value_name = "ISSUER", help_heading = "Supply chain")]
+    pub verify_issuer: Option<String>,
+
+    /// As --verify-issuer, with a regular expression matching the whole
+    /// issuer.
+    #[arg(
+        long,
+        value_name = "RE",
+        help_heading = "Supply chain",
+        conflicts_with = "verify_issuer"
+    )]
+    pub verify_issuer_regexp: Option<String>,
+
+    /// Sigstore trusted_root.json for keyless signatures (its Fulcio CAs and
+    /// transparency-log keys); default: the settings file's.
+    #[arg(long, value_name = "FILE", help_heading = "Supply chain")]
+    pub trusted_root: Option<PathBuf>,
+
+    /// Whether any one signer suffices or all must have signed (default
+    /// any).
+    #[arg(long, value_name = "any|all", help_heading = "Supply chain", value_parser = parse_require)]
+    pub verify_require: Option<image_update_registry::settings::Require>,
+
+    /// Skip candidates released less than DURATION ago (e.g. 72h, 7d), by a
+    /// trusted time (--age-source).
+    #[arg(long, value_name = "DURATION", help_heading = "Supply chain", value_parser = parse_duration)]
+    pub min_age: Option<std::time::Duration>,
+
+    /// Where release times come from: registry (the vendor's push-time
+    /// API, see docs/registry.md; default) or builder (the image's own
+    /// creation time, set by whoever built it).
+    #[arg(long, value_name = "registry|builder", help_heading = "Supply chain", value_parser = parse_age_source)]
+    pub age_source: Option<image_update_registry::settings::AgeSource>,
+}
+
+/// A `--verify-require` flag ([`config::verify_require`]), for clap.
+fn parse_require(s: &str) -> Result<image_update_registry::settings::Require, String> {
+    config::verify_require(s).map_err(|e| e.to_string())
+}
+
+/// An `--age-source` flag ([`config::age_source`]), for clap.
+fn parse_age_source(s: &str) -> Result<image_update_registry::settings::AgeSource, String> {
+    config::age_source(s).map_err(|e| e.to_string())
+}
+
+impl SupplyChainArgs {
+    /// The first of these flags given, if any (they act on fetched
+    /// policies only).
+    #[must_use]
+    pub(crate) fn first_given(&self) -> Option<&'static str> {
+        [
+            (!self.keys.is_empty(), "--verify-key"),
+            (!self.identities.is_empty(), "--verify-identity"),
+            (
+                !self.identity_regexps.is_empty(),
+                "--verify-identity-regexp",
+            ),
+            (self.verify_issuer.is_some(), "--verify-issuer"),
+            (
+                self.verify_issuer_regexp.is_some(),
+                "--verify-issuer-regexp",
+            ),
+            (self.trusted_root.is_some(), "--trusted-root"),
+            (self.verify_require.is_some(), "--verify-require"),
+            (self.min_age.is_some(), "--min-age"),
+            (self.age_source.is_some(), "--age-source"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
+    }
+
+    /// The settings these flags give (key files and the trusted root read
+    /// and checked; relative paths from the current directory).
+    ///
+    /// # Errors
+    /// A usage error naming the flag: a key or trusted root that does not
+    /// read, an invalid regular expression, an identity without an issuer.
+    pub(crate) fn overrides(
+        &self,
+    ) -> Result<image_update_registry::settings::SupplyChainOverrides, Error> {
+        use image_update_verify::{KeySource, Pattern, RootSource, SignerNames, SignerValues};
+        let signers = SignerValues {
+            keys: self.keys.iter().cloned().map(KeySource::File).collect(),
+            identities: self
+                .identities
+                .iter()
+                .cloned()
+                .map(Pattern::Exact)
+                .chain(self.identity_regexps.iter().cloned().map(Pattern::Regexp))
+                .collect(),
+            issuer: self
+                .verify_issuer
+                .clone()
+                .map(Pattern::Exact)
+                .or_else(|| self.verify_issuer_regexp.clone().map(Pattern::Regexp)),
+            trusted_root: self.trusted_root.clone().map(RootSource::File),
+            require: self.verify_require,
+        };
+        let names = SignerNames {
+            key: "--verify-key",
+            identity: "--verify-identity",
+            identity_regexp: "--verify-identity-regexp",
+            issuer: "--verify-issuer",
+            issuer_regexp: "--verify-issuer-regexp",
+            trusted_root: "--trusted-root",
+            require: "--verify-require",
+        };
+        config::supply_chain(
+            signers,
+            &names,
+            self.min_age,
+            self.age_source,
+            "the --verify-* flags",
+        )
+        .map_err(|e| Error::Usage(e.to_string()))
+    }
 }
 
 /// A duration flag ([`crate::operation::config::duration`]), for clap.
@@ -77,6 +233,22 @@ pub(crate) struct PolicyCommandArgs {
 
     #[command(flatten)]
     pub registry: RegistryArgs,
+
+    /// Follow this alias (latest, stable): choose the tag, among those the
+    /// policy admits, with the alias's digest, and show which candidates
+    /// match it.
+    #[arg(long, value_name = "TAG", help_heading = "Supply chain")]
+    pub alias: Option<String>,
+
+    /// Compare the alias's and the candidates' images for this platform
+    /// (os/arch[/variant]) instead of their indexes.
+    #[arg(
+        long,
+        value_name = "PLATFORM",
+        help_heading = "Supply chain",
+        requires = "alias"
+    )]
+    pub alias_platform: Option<String>,
 
     /// The most bytes read from --tags-file.
     #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
@@ -376,7 +548,7 @@ impl UpdateArgs {
             )));
         }
         let mut config = UpdateConfig {
-            fetch: self.fetch.then(|| self.registry.fetch_settings()),
+            fetch: self.registry.fetch_settings_if(self.fetch)?,
             mode: if self.check {
                 Mode::Check
             } else if self.dry_run {
@@ -448,15 +620,35 @@ impl PolicySourceArgs {
 
 impl RegistryArgs {
     /// The registry settings of `--fetch`.
-    #[must_use]
-    pub(crate) fn fetch_settings(&self) -> FetchSettings {
-        FetchSettings {
+    ///
+    /// # Errors
+    /// Supply-chain flags that are wrong ([`SupplyChainArgs::overrides`]).
+    pub(crate) fn fetch_settings(&self) -> Result<FetchSettings, Error> {
+        self.fetch_settings_if(true).map(Option::unwrap_or_default)
+    }
+
+    /// The registry settings of a run that fetches when `fetch` (`--fetch`).
+    ///
+    /// # Errors
+    /// Supply-chain flags without `--fetch` (they act on fetched policies
+    /// only), or wrong ([`SupplyChainArgs::overrides`]).
+    pub(crate) fn fetch_settings_if(&self, fetch: bool) -> Result<Option<FetchSettings>, Error> {
+        if !fetch {
+            return match self.supply_chain.first_given() {
+                Some(flag) => Err(Error::Usage(format!(
+                    "{flag} applies to the policies fetched from registries: add --fetch"
+                ))),
+                None => Ok(None),
+            };
+        }
+        Ok(Some(FetchSettings {
             registry_config: self.registry_config.clone(),
             cache_dir: self.cache_dir.clone(),
             cache_ttl: self.cache_ttl,
             deadline: self.fetch_timeout,
             observer: None,
-        }
+            supply_chain: self.supply_chain.overrides()?,
+        }))
     }
 }
 

@@ -47,7 +47,8 @@ Credentials come from the environment, never from flags:
 
 Status: one JSON object on stdout: result (pushed | nothingToDo | skipped | failed),
 lastPushCommit, lastPushTime, observedPolicies, observedSourceRevision (BRANCH@sha1:HEX),
-changes (the ResultV2 report), attempts, commitMessage, shortCircuit (with --state), and on
+changes (the ResultV2 report), attempts, commitMessage, supplyChain (who signed each chosen
+image, its release time, alias and skipped candidates), shortCircuit (with --state), and on
 failure error {kind, message, exitCode}.
 The same object, made to fit 4 KiB, is the termination message (--termination-log).
 
@@ -472,7 +473,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         (None, None) => return Err(no_repository(automation.as_ref(), automation_file, args)),
     };
     let mut update = UpdateConfig {
-        fetch: args.fetch.then(|| args.registry.fetch_settings()),
+        fetch: args.registry.fetch_settings_if(args.fetch)?,
         mode: Mode::Apply,
         plan: crate::updater::plan::PlanOptions {
             no_downgrade: args.no_downgrade,

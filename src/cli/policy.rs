@@ -6,6 +6,12 @@
 //! digest strategy and `--digest-reflection if-not-present|always`. The
 //! report goes to stdout; no qualifying tag is an error (exit 1) whose
 //! message is the engine's explanation.
+//!
+//! When the supply-chain gate applies (the registry settings' rules, the
+//! `--verify-*`/`--min-age` flags, `--alias`), the report is followed by
+//! each shown candidate's verdict (signed or unsigned, old enough or too
+//! young, matching the alias or not) and the tag is the gate's choice; when
+//! no candidate passes, the verdicts are printed and the command fails.
 
 use std::io::Write;
 
@@ -16,8 +22,12 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::operation::client_settings;
 use crate::reflector::fetch::choose;
-use crate::reflector::selection::parse_tags_file;
-use crate::reflector::selection::render::{render_json, render_text};
+use crate::reflector::gate::{self, Gates};
+use crate::reflector::selection::render::{render_json_with, render_text};
+use crate::reflector::selection::{
+    AliasConfig, DEFAULT_ALIAS_REQUESTS, GateConfig, parse_tags_file,
+};
+use crate::reflector::verdicts::{self, JsonVerdicts, evaluate};
 use image_update_registry::{RegistryClient, Repository};
 
 /// Run `policy`.
@@ -27,6 +37,16 @@ use image_update_registry::{RegistryClient, Repository};
 /// or no qualifying tag.
 pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
     let rendered = if let Some(file) = &args.policy.tags_file {
+        let gate_flag = args
+            .registry
+            .supply_chain
+            .first_given()
+            .or(args.alias.as_ref().map(|_| "--alias"));
+        if let Some(flag) = gate_flag {
+            return Err(Error::Usage(format!(
+                "{flag} needs the registry: it cannot be checked with --tags-file"
+            )));
+        }
         let text = crate::input::read_text(file, args.max_file_size)?;
         let tags = parse_tags_file(&text).map_err(|e| {
             Error::invalid(vec![
@@ -45,34 +65,101 @@ pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
             .to_spec()
             .map_err(|e| Error::Usage(e.to_string()))?;
         let repo = Repository::parse(&args.image).map_err(|e| Error::Usage(e.to_string()))?;
-        let settings = client_settings(&args.registry.fetch_settings())?;
+        let settings = client_settings(&args.registry.fetch_settings()?)?;
+        let own = GateConfig {
+            alias: args.alias.clone().map(|tag| AliasConfig {
+                tag,
+                platform: args.alias_platform.clone(),
+                max_requests: DEFAULT_ALIAS_REQUESTS,
+            }),
+            ..GateConfig::default()
+        };
+        let chain = gate::chain(&settings, &repo, &own, &args.image, &mut Gates::default())
+            .map_err(Error::Usage)?;
         let client = RegistryClient::new(settings).map_err(|e| Error::Registry(Box::new(e)))?;
         let tags = client
             .list_tags(&repo)
             .map_err(|e| Error::failed(format!("cannot list the tags of {repo}"), e))?;
-        let (selection, latest) = choose(
-            &client,
-            &repo,
-            &args.image,
-            &spec,
-            &tags,
-            None,
-            args.policy.top,
-        )
-        .map_err(|e| Error::Other(Box::new(e)))?;
-        let digest = Some(latest.digest.as_str()).filter(|d| !d.is_empty());
-        match args.policy.output {
-            OutputFormat::Text => render_text(&args.image, &spec, &selection, digest),
-            OutputFormat::Json => render_json(&args.image, &spec, &selection, digest)
-                .map_err(|e| Error::Internal(e.to_string()))?,
+        let top = if chain.is_empty() {
+            args.policy.top
+        } else {
+            args.policy.top.max(chain.candidates_needed())
+        };
+        let (mut selection, latest) = choose(&client, &repo, &args.image, &spec, &tags, None, top)
+            .map_err(|e| Error::Other(Box::new(e)))?;
+        let mut digest = Some(latest.digest).filter(|d| !d.is_empty());
+        if chain.is_empty() {
+            rendered_selection(args, &spec, &selection, digest.as_deref(), None)?
+        } else {
+            // Every candidate shown gets its verdict; the chosen tag is the
+            // gate's (none: the verdicts are shown, then the error).
+            let verdicts = evaluate(
+                &client,
+                &repo,
+                &args.image,
+                &selection,
+                &chain,
+                args.policy.top,
+            )
+            .map_err(|e| Error::Other(Box::new(e)))?;
+            let passed = gate::pass(&client, &repo, &args.image, &selection, &chain);
+            let chosen = match &passed {
+                Ok((tag, gated, _)) => {
+                    selection.tag.clone_from(tag);
+                    digest = Some(gated.clone());
+                    Ok(tag.as_str())
+                }
+                Err(e) => Err(crate::diagnostic::one_line(e)),
+            };
+            selection.candidates.truncate(args.policy.top);
+            let mut text = match args.policy.output {
+                OutputFormat::Text => {
+                    let mut text =
+                        rendered_selection(args, &spec, &selection, digest.as_deref(), None)?;
+                    text.push_str(&verdicts::render_text(&chain, &verdicts, chosen.clone()));
+                    text
+                }
+                OutputFormat::Json => {
+                    let view =
+                        serde_json::to_value(JsonVerdicts::new(&chain, &verdicts, chosen.clone()))
+                            .map_err(|e| Error::Internal(e.to_string()))?;
+                    rendered_selection(args, &spec, &selection, digest.as_deref(), Some(view))?
+                }
+            };
+            if let Err(e) = passed {
+                // The report is printed, then the run fails as `update`
+                // would.
+                print(&std::mem::take(&mut text))?;
+                return Err(Error::Other(Box::new(e)));
+            }
+            text
         }
     };
+    print(&rendered)?;
+    Ok(Exit::Success)
+}
+
+/// The selection's report in the chosen format.
+fn rendered_selection(
+    args: &PolicyCommandArgs,
+    spec: &crate::reflector::selection::PolicySpec,
+    selection: &crate::reflector::selection::Selection,
+    digest: Option<&str>,
+    supply_chain: Option<serde_json::Value>,
+) -> Result<String, Error> {
+    Ok(match args.policy.output {
+        OutputFormat::Text => render_text(&args.image, spec, selection, digest),
+        OutputFormat::Json => render_json_with(&args.image, spec, selection, digest, supply_chain)
+            .map_err(|e| Error::Internal(e.to_string()))?,
+    })
+}
+
+fn print(rendered: &str) -> Result<(), Error> {
     let mut out = super::stdio::stdout().lock();
     out.write_all(rendered.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {
             what: "the report",
             source,
-        })?;
-    Ok(Exit::Success)
+        })
 }

@@ -139,6 +139,11 @@ pub(crate) struct Status {
     /// The message of the pushed commit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit_message: Option<String>,
+    /// What the supply-chain gate found about each chosen image (who signed
+    /// it, when it was released, the alias, the candidates passed over), by
+    /// policy: the report's `supplyChain`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub supply_chain: BTreeMap<String, crate::render::report::SupplyChainEntry>,
     /// With `--state`: why the run was skipped, or why it was not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub short_circuit: Option<String>,
@@ -182,6 +187,7 @@ impl Status {
             changes: None,
             attempts: 0,
             commit_message: None,
+            supply_chain: BTreeMap::new(),
             short_circuit: None,
             error: None,
         }
@@ -398,6 +404,9 @@ pub(crate) fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<St
         return Err(JobError::Interrupted { signal });
     }
     let mut status = result?;
+    if let Some(report) = &status.changes {
+        status.supply_chain.clone_from(&report.supply_chain);
+    }
     if let Some((path, seen, reason)) = before {
         status.short_circuit = Some(reason);
         remember(config, path, seen, &status, observer.as_ref());
@@ -664,6 +673,12 @@ fn reapply_config(config: &UpdateConfig, outcome: &crate::outcome::Outcome) -> U
     let mut again = config.clone();
     again.fetch = None;
     again.policy_files.clear();
+    again.carried = outcome
+        .fetched
+        .iter()
+        .chain(&outcome.carried)
+        .cloned()
+        .collect();
     again.values = outcome
         .observed_policies
         .iter()

@@ -10,7 +10,15 @@
 //!   `noDowngrade` (leave a change that moves a tag backwards alone) and
 //!   `fetch` (compute policy results from the ImageRepository/ImagePolicy
 //!   and ImageUpdater items, see docs/fetch.md; the ConfigMap takes
-//!   `fetch: "true"` too).
+//!   `fetch: "true"` too). With `fetch`, the supply-chain gate's settings
+//!   for every fetched policy: `verify` (`keys`: PEM texts; `identities`
+//!   and `identityRegexps` with one `issuer` or `issuerRegexp`;
+//!   `trustedRoot`: the `trusted_root.json`, as a JSON string or as YAML;
+//!   `require`: `any` or `all`), `minAge` and `ageSource` (`registry` or
+//!   `builder`). The ConfigMap takes them as `verifyKey`,
+//!   `verifyIdentity`, `verifyIdentityRegexp`, `verifyIssuer`,
+//!   `verifyIssuerRegexp`, `trustedRoot` (JSON text), `verifyRequire`,
+//!   `minAge` and `ageSource`.
 //! * Flux `ImageUpdateAutomation` (`image.toolkit.fluxcd.io`), read by
 //!   [`crate::automation`] as in every mode: only the ImagePolicies among
 //!   the items that live in the automation's namespace and match
@@ -34,6 +42,7 @@ use crate::outcome::Mode;
 use crate::policies::PolicyDocument;
 use crate::policies::image_policy::{FLUX_IMAGE_GROUP, is_flux_kind};
 use crate::policies::selector::Selector;
+use image_update_verify::SignerNames;
 
 /// apiVersion of the project's own functionConfig kind.
 pub(crate) const IMAGE_UPDATE_API_VERSION: &str = "fn.image-update.dev/v1alpha1";
@@ -66,6 +75,7 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
     let mut reader = Reader {
         config: UpdateConfig::default(),
         errors: Vec::new(),
+        supply_chain: SupplyChainValues::default(),
     };
     match (api_version, kind) {
         ("v1", "ConfigMap") => reader.config_map(value, &format!("ConfigMap {name}")),
@@ -126,6 +136,7 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
     if is_flux_kind(value, "ImageUpdateAutomation") || crate::kubesphere::is_image_updater(value) {
         reader.fetch_annotation(value, &format!("{kind} {name}"));
     }
+    reader.supply_chain(kind);
     if reader.errors.is_empty() {
         Ok(reader.config)
     } else {
@@ -136,6 +147,17 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
 struct Reader {
     config: UpdateConfig,
     errors: Vec<Diagnostic>,
+    supply_chain: SupplyChainValues,
+}
+
+/// The supply-chain settings of a functionConfig, as read.
+#[derive(Default)]
+struct SupplyChainValues {
+    signers: image_update_verify::SignerValues,
+    min_age: Option<std::time::Duration>,
+    age_source: Option<image_update_registry::settings::AgeSource>,
+    /// Where the first one was given (they need `fetch`).
+    first: Option<String>,
 }
 
 impl Reader {
@@ -165,6 +187,13 @@ impl Reader {
                     Err(e) => self.fail(format!("{field}: {e}")),
                 },
                 "path" => self.config.update_path = normalise_path(&text),
+                "verifyKey" | "verifyIdentity" | "verifyIdentityRegexp" | "verifyIssuer"
+                | "verifyIssuerRegexp" | "trustedRoot" | "verifyRequire" | "minAge"
+                | "ageSource" => {
+                    if !text.trim().is_empty() {
+                        self.supply_chain_value(key, &text, &field);
+                    }
+                }
                 "check" | "dryRun" | "fetch" | "noDowngrade" => match text.as_str() {
                     "true" => self.set(key),
                     "false" | "" => {}
@@ -173,7 +202,7 @@ impl Reader {
                     )),
                 },
                 _ => self.fail(format!(
-                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade"
+                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade, verifyKey, verifyIdentity, verifyIdentityRegexp, verifyIssuer, verifyIssuerRegexp, trustedRoot, verifyRequire, minAge, ageSource"
                 )),
             }
         }
@@ -223,8 +252,14 @@ impl Reader {
                     Value::Bool(false) | Value::Null => {}
                     _ => self.fail(format!("{field}: expected true or false")),
                 },
+                "verify" => self.verify(v, &field),
+                "minAge" | "ageSource" => match v {
+                    Value::Null => {}
+                    Value::String(text) => self.supply_chain_value(key, text, &field),
+                    _ => self.fail(format!("{field}: expected a string")),
+                },
                 _ => self.fail(format!(
-                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch and noDowngrade"
+                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch, noDowngrade, verify, minAge and ageSource"
                 )),
             }
         }
@@ -245,6 +280,181 @@ impl Reader {
                     "{what} annotation {FETCH_ANNOTATION}: expected \"true\" or \"false\", got {other:?}"
                 )),
             },
+        }
+    }
+
+    /// `verify` of an ImageUpdate: `keys`, `identities`, `identityRegexps`,
+    /// `issuer`, `issuerRegexp`, `trustedRoot`, `require`.
+    fn verify(&mut self, v: &Value, what: &str) {
+        let map = match v {
+            Value::Null => return,
+            Value::Object(map) => map,
+            _ => {
+                self.fail(format!("{what}: expected a mapping"));
+                return;
+            }
+        };
+        for (key, v) in map {
+            let field = format!("{what}.{key}");
+            let list = |v: &Value| -> Option<Vec<String>> {
+                match v {
+                    Value::Null => Some(Vec::new()),
+                    Value::String(s) => Some(vec![s.clone()]),
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|i| i.as_str().map(str::to_owned))
+                        .collect(),
+                    _ => None,
+                }
+            };
+            let name = match key.as_str() {
+                "keys" => "verifyKey",
+                "identities" => "verifyIdentity",
+                "identityRegexps" => "verifyIdentityRegexp",
+                "issuer" => "verifyIssuer",
+                "issuerRegexp" => "verifyIssuerRegexp",
+                "require" => "verifyRequire",
+                "trustedRoot" => {
+                    match v {
+                        Value::Null => {}
+                        Value::String(json) => self.supply_chain_value("trustedRoot", json, &field),
+                        Value::Object(_) => {
+                            // trusted_root.json written as YAML.
+                            self.supply_chain_value("trustedRoot", &v.to_string(), &field);
+                        }
+                        _ => self.fail(format!(
+                            "{field}: expected the trusted_root.json, as a string or a mapping"
+                        )),
+                    }
+                    continue;
+                }
+                _ => {
+                    self.fail(format!(
+                        "{field}: unknown field; verify has keys, identities, identityRegexps, issuer, issuerRegexp, trustedRoot and require"
+                    ));
+                    continue;
+                }
+            };
+            match list(v) {
+                Some(values)
+                    if values.len() > 1
+                        && !matches!(key.as_str(), "keys" | "identities" | "identityRegexps") =>
+                {
+                    self.fail(format!("{field}: expected one string"));
+                }
+                Some(values) => {
+                    for value in values {
+                        self.supply_chain_value(name, &value, &field);
+                    }
+                }
+                None => self.fail(format!("{field}: expected a string or a list of strings")),
+            }
+        }
+    }
+
+    /// One supply-chain value (by its ConfigMap key), parsed by the
+    /// operation's parser of its kind; `what` names it.
+    fn supply_chain_value(&mut self, key: &str, text: &str, what: &str) {
+        use crate::operation::config;
+        use image_update_verify::{KeySource, Pattern, RootSource};
+        let s = &mut self.supply_chain;
+        s.first.get_or_insert_with(|| what.to_owned());
+        let signers = &mut s.signers;
+        let one = |slot: &Option<Pattern>| {
+            if slot.is_some() {
+                Err(format!(
+                    "{what}: give verifyIssuer or verifyIssuerRegexp, once"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let result = match key {
+            "verifyKey" => {
+                signers.keys.push(KeySource::Pem(text.to_owned()));
+                Ok(())
+            }
+            "verifyIdentity" => {
+                signers.identities.push(Pattern::Exact(text.to_owned()));
+                Ok(())
+            }
+            "verifyIdentityRegexp" => {
+                signers.identities.push(Pattern::Regexp(text.to_owned()));
+                Ok(())
+            }
+            "verifyIssuer" => one(&signers.issuer).map(|()| {
+                signers.issuer = Some(Pattern::Exact(text.to_owned()));
+            }),
+            "verifyIssuerRegexp" => one(&signers.issuer).map(|()| {
+                signers.issuer = Some(Pattern::Regexp(text.to_owned()));
+            }),
+            "trustedRoot" => {
+                signers.trusted_root = Some(RootSource::Json(text.to_owned()));
+                Ok(())
+            }
+            "verifyRequire" => config::verify_require(text)
+                .map(|r| signers.require = Some(r))
+                .map_err(|e| format!("{what}: {e}")),
+            "minAge" => config::duration(text)
+                .map(|d| s.min_age = Some(d))
+                .map_err(|e| format!("{what}: {e}")),
+            "ageSource" => config::age_source(text)
+                .map(|a| s.age_source = Some(a))
+                .map_err(|e| format!("{what}: {e}")),
+            _ => Err(format!("{what}: not a supply-chain setting")),
+        };
+        if let Err(e) = result {
+            self.fail(e);
+        }
+    }
+
+    /// The supply-chain values read, checked together and set on the
+    /// fetch settings (`kind` names the functionConfig in messages).
+    fn supply_chain(&mut self, kind: &str) {
+        let values = std::mem::take(&mut self.supply_chain);
+        let Some(first) = values.first else {
+            return;
+        };
+        let Some(fetch) = self.config.fetch.as_mut() else {
+            self.fail(format!(
+                "{first}: the supply-chain settings apply to fetched policies: set fetch"
+            ));
+            return;
+        };
+        let configmap = kind == "ConfigMap";
+        let names = if configmap {
+            SignerNames {
+                key: "verifyKey",
+                identity: "verifyIdentity",
+                identity_regexp: "verifyIdentityRegexp",
+                issuer: "verifyIssuer",
+                issuer_regexp: "verifyIssuerRegexp",
+                trusted_root: "trustedRoot",
+                require: "verifyRequire",
+            }
+        } else {
+            SignerNames {
+                key: "verify.keys",
+                identity: "verify.identities",
+                identity_regexp: "verify.identityRegexps",
+                issuer: "verify.issuer",
+                issuer_regexp: "verify.issuerRegexp",
+                trusted_root: "verify.trustedRoot",
+                require: "verify.require",
+            }
+        };
+        match crate::operation::config::supply_chain(
+            values.signers,
+            &names,
+            values.min_age,
+            values.age_source,
+            &format!(
+                "the functionConfig's {}",
+                if configmap { "verify* keys" } else { "verify" }
+            ),
+        ) {
+            Ok(overrides) => fetch.supply_chain = overrides,
+            Err(e) => self.fail(format!("functionConfig: {e}")),
         }
     }
 
@@ -350,6 +560,73 @@ mod tests {
                 "ImageUpdater u annotation fn.image-update.dev/fetch: expected \"true\" or \"false\", got \"maybe\""
             ]
         );
+    }
+
+    #[test]
+    fn supply_chain_settings() {
+        let c = read(&value(&format!(
+            "apiVersion: {IMAGE_UPDATE_API_VERSION}\nkind: ImageUpdate\nfetch: true\nverify:\n  identities: [a, b]\n  identityRegexps: 'c.*'\n  issuer: https://i\n  require: all\n  trustedRoot: {{mediaType: x}}\nminAge: 3d\nageSource: builder\n"
+        )));
+        // The trusted root is checked: this one is not a Sigstore root.
+        let errors = c.unwrap_err();
+        assert!(
+            messages(&errors)[0].starts_with("functionConfig: verify.trustedRoot: "),
+            "{errors:?}"
+        );
+        let c = read(&value(&format!(
+            "apiVersion: {IMAGE_UPDATE_API_VERSION}\nkind: ImageUpdate\nfetch: true\nverify:\n  identities: [a, b]\n  identityRegexps: 'c.*'\n  issuer: https://i\n  require: all\nminAge: 3d\nageSource: builder\n"
+        )))
+        .unwrap();
+        let over = &c.fetch.unwrap().supply_chain;
+        let verify = over.verify.as_ref().unwrap();
+        assert_eq!(verify.identities.len(), 3);
+        assert_eq!(
+            verify.require,
+            image_update_registry::settings::Require::All
+        );
+        assert_eq!(
+            over.min_age,
+            Some(std::time::Duration::from_secs(3 * 86_400))
+        );
+        assert_eq!(
+            over.age_source,
+            Some(image_update_registry::settings::AgeSource::Builder)
+        );
+        for (yaml, message) in [
+            (
+                "fetch: true\nverify: {identities: [a]}\n",
+                "functionConfig: verify.identities needs verify.issuer or verify.issuerRegexp",
+            ),
+            (
+                "fetch: true\nverify: {issuer: [a, b]}\n",
+                "ImageUpdate  verify.issuer: expected one string",
+            ),
+            (
+                "fetch: true\nverify: {key: x}\n",
+                "ImageUpdate  verify.key: unknown field",
+            ),
+            (
+                "fetch: true\nverify: {keys: [x]}\n",
+                "functionConfig: verify.keys key 1: ",
+            ),
+            (
+                "fetch: true\nminAge: soon\n",
+                "ImageUpdate  minAge: \"soon\" is not a duration",
+            ),
+            (
+                "minAge: 1d\n",
+                "ImageUpdate  minAge: the supply-chain settings apply to fetched policies: set fetch",
+            ),
+        ] {
+            let errors = read(&value(&format!(
+                "apiVersion: {IMAGE_UPDATE_API_VERSION}\nkind: ImageUpdate\n{yaml}"
+            )))
+            .unwrap_err();
+            assert!(
+                messages(&errors)[0].starts_with(message),
+                "{yaml}: {errors:?}"
+            );
+        }
     }
 
     #[test]

@@ -13,6 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use image_update_registry::settings::{AgeSource, Require, SupplyChainOverrides};
+use image_update_verify::{SignerNames, SignerValues};
+
 use crate::automation::Automation;
 pub(crate) use crate::outcome::Mode;
 use crate::policies::{ImageRef, PolicyKey, Scope, ScopeNamespace};
@@ -55,6 +58,10 @@ pub struct UpdateConfig {
     /// The most bytes one input file may have (tree files, policy files,
     /// stdin as a file).
     pub max_file_size: crate::input::SizeLimit,
+    /// Results fetched by an earlier run and given again as `values` (the
+    /// Job's retry after a lost push race), with what the supply-chain gate
+    /// found then: the report and the commit message still say it.
+    pub carried: Vec<crate::reflector::Resolved>,
 }
 
 impl UpdateConfig {
@@ -153,6 +160,8 @@ pub enum ValueError {
     NotNamespacedName,
     #[error("{0:?} is not a duration like 30s, 5m or 1h")]
     NotDuration(String),
+    #[error("{0}")]
+    Setting(String),
 }
 
 /// A commit message value, `KEY=VALUE` (the value may hold `=`).
@@ -186,6 +195,52 @@ pub(crate) fn duration(text: &str) -> Result<Duration, ValueError> {
         .ok_or_else(|| ValueError::NotDuration(text.to_owned()))
 }
 
+/// Where a minimum release age is measured: `registry` (the vendor's push
+/// time) or `builder` (the image's own, builder-controlled, creation time).
+///
+/// # Errors
+/// Anything else.
+pub(crate) fn age_source(text: &str) -> Result<AgeSource, ValueError> {
+    text.parse().map_err(ValueError::Setting)
+}
+
+/// Whether `any` required signer suffices or `all` must have signed.
+///
+/// # Errors
+/// Anything else.
+pub(crate) fn verify_require(text: &str) -> Result<Require, ValueError> {
+    text.parse().map_err(ValueError::Setting)
+}
+
+/// The supply-chain settings of a front end (flags, function config keys,
+/// Action inputs), which apply to every fetched policy over the registry
+/// settings file's rules: `signers` (named as the front end calls them),
+/// a minimum release age and where it is measured. `origin` says where
+/// they were given, in later messages.
+///
+/// # Errors
+/// A signer value that is wrong ([`SignerValues::into_config`]).
+pub(crate) fn supply_chain(
+    signers: SignerValues,
+    names: &SignerNames<'_>,
+    min_age: Option<Duration>,
+    age_source: Option<AgeSource>,
+    origin: &str,
+) -> Result<SupplyChainOverrides, ValueError> {
+    let verify = signers
+        .into_config(names)
+        .map_err(ValueError::Setting)?
+        .map(|mut v| {
+            v.origin = Some(origin.to_owned());
+            v
+        });
+    Ok(SupplyChainOverrides {
+        verify,
+        min_age,
+        age_source,
+    })
+}
+
 /// Registry settings of a fetching run.
 #[derive(Debug, Clone, Default)]
 pub struct FetchSettings {
@@ -198,6 +253,8 @@ pub struct FetchSettings {
     pub deadline: Option<Duration>,
     /// Told what the registry client does (a front end's progress display).
     pub observer: Option<Observer>,
+    /// The front end's supply-chain settings, over the settings file's.
+    pub supply_chain: SupplyChainOverrides,
 }
 
 /// An observer of the registry client, shared.

@@ -23,6 +23,8 @@ use crate::updater::source::resource_list::{ListLayout, ShapeError, parse_node};
 use crate::yaml::YamlError;
 
 /// How a run over a ResourceList ended.
+// One per run, moved once: boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum ListRun {
     /// The input is not a ResourceList (nor a `v1` `List`): there is no
@@ -44,6 +46,8 @@ pub(crate) enum ListRun {
 }
 
 /// What a front end's reader makes of a functionConfig.
+// One per run, moved once: boxing the configuration would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Reading {
     /// An update, with this configuration.

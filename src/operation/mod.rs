@@ -124,6 +124,7 @@ pub(crate) fn run_then(
     let mut outcome = Outcome {
         mode: config.mode,
         fetched: gathered.fetched,
+        carried: config.carried.clone(),
         diagnostics,
         ..Outcome::default()
     };

@@ -126,6 +126,12 @@ pub(super) fn gather(
             return Err(Error::invalid(errors));
         }
     }
+    let gate_warnings: Vec<Diagnostic> = g
+        .fetched
+        .iter()
+        .zip(&g.definitions)
+        .flat_map(|(r, d)| r.warnings(Some(&d.location)))
+        .collect();
     g.notes
         .extend(g.table.without_latest().map(|(key, source)| {
             Diagnostic::note(format!(
@@ -145,6 +151,8 @@ pub(super) fn gather(
             ),
         );
     }
+    // What the supply-chain gate passed over, at each policy's definition.
+    g.notes.extend(gate_warnings);
     Ok(g)
 }
 
@@ -190,6 +198,7 @@ pub(crate) fn client_settings(
         settings.deadline = (!deadline.is_zero()).then_some(deadline);
     }
     settings.observer = fetch.observer.as_ref().map(|o| std::sync::Arc::clone(&o.0));
+    settings.supply_chain.apply_overrides(&fetch.supply_chain);
     Ok(settings)
 }
 

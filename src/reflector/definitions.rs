@@ -20,7 +20,8 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::image_policy::{Role, is_flux_kind, role};
 use crate::policies::{ImageRef, PolicyDocument, PolicyKey};
 use crate::reflector::selection::{
-    DigestReflection, FilterTagsConfig, Order, PolicyConfig, Strategy,
+    AliasConfig, DEFAULT_ALIAS_REQUESTS, DigestReflection, FilterTagsConfig, GateConfig, Order,
+    PolicyConfig, Strategy,
 };
 use crate::yaml::{self, Object, labels, namespace_name};
 
@@ -145,6 +146,157 @@ pub struct Definition {
     /// Labels of the defining object (for `--selector`).
     pub labels: BTreeMap<String, String>,
     pub kind: Kind,
+    /// The supply-chain gate settings of the definition (minimum age, alias).
+    pub gate: GateConfig,
+}
+
+/// The prefix of a Flux ImagePolicy's annotations for the supply-chain
+/// gate (Flux's schema has no field for them, and its API server would drop
+/// unknown spec fields): `image-update.dev/min-age` and the other
+/// [`GATE_SETTINGS`].
+pub(crate) const GATE_ANNOTATION_PREFIX: &str = "image-update.dev/";
+
+/// The gate settings a definition may carry, by name: as
+/// `image-update.dev/NAME` annotations of an ImagePolicy, and as
+/// `spec.argocd.NAME.ALIAS` maps of a KubeSphere ImageUpdater.
+pub(crate) const GATE_SETTINGS: &[&str] = &[
+    "min-age",
+    "age-source",
+    "alias",
+    "alias-platform",
+    "verify-key",
+    "verify-identity",
+    "verify-identity-regexp",
+    "verify-issuer",
+    "verify-issuer-regexp",
+    "verify-require",
+];
+
+/// The gate settings of a definition: `get` gives a setting's value by its
+/// name (one of [`GATE_SETTINGS`]), `what` how messages call it.
+pub(super) fn gate_config(
+    get: &dyn Fn(&str) -> Result<Option<String>, String>,
+    what: &dyn Fn(&str) -> String,
+) -> Result<GateConfig, String> {
+    use image_update_verify::{KeySource, Pattern, SignerNames, SignerValues};
+    let text = |name: &str| -> Result<Option<String>, String> {
+        Ok(get(name)?.filter(|v| !v.trim().is_empty()))
+    };
+    let min_age = text("min-age")?
+        .map(|v| {
+            image_update_registry::settings::parse_duration(&v).ok_or_else(|| {
+                format!(
+                    "{} {v:?} is not a duration such as 72h or 7d",
+                    what("min-age")
+                )
+            })
+        })
+        .transpose()?;
+    let age_source = text("age-source")?
+        .map(|v| v.parse().map_err(|e| format!("{} {e}", what("age-source"))))
+        .transpose()?;
+    let alias_platform = text("alias-platform")?;
+    let alias = text("alias")?.map(|tag| AliasConfig {
+        tag,
+        platform: alias_platform.clone(),
+        max_requests: DEFAULT_ALIAS_REQUESTS,
+    });
+    if alias.is_none() && alias_platform.is_some() {
+        return Err(format!(
+            "{} needs {}",
+            what("alias-platform"),
+            what("alias")
+        ));
+    }
+    let require = text("verify-require")?
+        .map(|v| {
+            v.parse()
+                .map_err(|e| format!("{} {e}", what("verify-require")))
+        })
+        .transpose()?;
+    let identities = [
+        text("verify-identity")?.map(Pattern::Exact),
+        text("verify-identity-regexp")?.map(Pattern::Regexp),
+    ];
+    let issuer = match (text("verify-issuer")?, text("verify-issuer-regexp")?) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "give {} or {}, not both",
+                what("verify-issuer"),
+                what("verify-issuer-regexp")
+            ));
+        }
+        (exact, regexp) => exact.map(Pattern::Exact).or(regexp.map(Pattern::Regexp)),
+    };
+    let names = [
+        "verify-key",
+        "verify-identity",
+        "verify-identity-regexp",
+        "verify-issuer",
+        "verify-issuer-regexp",
+        "trusted-root",
+        "verify-require",
+    ]
+    .map(what);
+    let mut verify = SignerValues {
+        keys: text("verify-key")?
+            .map(KeySource::Pem)
+            .into_iter()
+            .collect(),
+        identities: identities.into_iter().flatten().collect(),
+        issuer,
+        trusted_root: None,
+        require,
+    }
+    .into_config(&SignerNames {
+        key: &names[0],
+        identity: &names[1],
+        identity_regexp: &names[2],
+        issuer: &names[3],
+        issuer_regexp: &names[4],
+        trusted_root: &names[5],
+        require: &names[6],
+    })?;
+    // Reports name the key after where it was given.
+    for key in verify.iter_mut().flat_map(|v| &mut v.keys) {
+        key.name = Some(names[0].clone());
+    }
+    Ok(GateConfig {
+        min_age,
+        age_source,
+        alias,
+        verify,
+    })
+}
+
+fn flux_gate(value: &Value) -> Result<GateConfig, Problem> {
+    let annotations = value.pointer("/metadata/annotations");
+    let get = |name: &str| -> Result<Option<String>, String> {
+        let key = format!("{GATE_ANNOTATION_PREFIX}{name}");
+        match annotations.and_then(|a| a.get(&key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("annotation {key} is not a string")),
+        }
+    };
+    // A misspelt security setting must not be ignored.
+    if let Some(unknown) = annotations
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|a| a.keys())
+        .filter_map(|k| k.strip_prefix(GATE_ANNOTATION_PREFIX))
+        .find(|name| !GATE_SETTINGS.contains(name))
+    {
+        return Err(Problem::at(
+            format!(
+                "unknown annotation {GATE_ANNOTATION_PREFIX}{unknown}; the known ones are {GATE_ANNOTATION_PREFIX}{}",
+                GATE_SETTINGS.join(", ")
+            ),
+            "/metadata/annotations",
+        ));
+    }
+    let what = |name: &str| format!("{GATE_ANNOTATION_PREFIX}{name}");
+    gate_config(&get, &what).map_err(|m| Problem::at(m, "/metadata/annotations"))
 }
 
 /// Read every definition in `documents` (List objects are opened).
@@ -402,7 +554,9 @@ fn flux_policy(
             }
         }
     };
+    let gate = flux_gate(value).map_err(fail)?;
     Ok(Definition {
+        gate,
         key: PolicyKey { namespace, name },
         source: format!("{} ({what})", doc.origin),
         location,
@@ -820,5 +974,127 @@ spec:
                 .any(|e| e.contains("policy flux-system:app is defined twice")),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn gate_settings_from_annotations_and_argocd_maps() {
+        let annotated = FLUX.replace(
+            "metadata: {name: app, namespace: flux-system, labels: {env: prod}}",
+            "metadata: {name: app, namespace: flux-system, labels: {env: prod}, annotations: {image-update.dev/min-age: 7d, image-update.dev/age-source: builder, image-update.dev/alias: latest, image-update.dev/alias-platform: linux/arm64}}",
+        );
+        let defs = collect(&docs(&annotated)).unwrap();
+        let g = &defs[0].gate;
+        assert_eq!(g.min_age, Some(std::time::Duration::from_secs(7 * 86_400)));
+        assert_eq!(
+            g.age_source,
+            Some(image_update_registry::settings::AgeSource::Builder)
+        );
+        let alias = g.alias.as_ref().unwrap();
+        assert_eq!(
+            (alias.tag.as_str(), alias.platform.as_deref()),
+            ("latest", Some("linux/arm64"))
+        );
+        assert!(g.verify.is_none());
+        assert!(collect(&docs(FLUX)).unwrap()[0].gate.is_empty());
+
+        let signers = FLUX.replace(
+            "labels: {env: prod}}",
+            "labels: {env: prod}, annotations: {image-update.dev/verify-identity-regexp: 'https://github.com/acme/.*', image-update.dev/verify-issuer: 'https://token.actions.githubusercontent.com', image-update.dev/verify-require: all}}",
+        );
+        let v = collect(&docs(&signers)).unwrap()[0]
+            .gate
+            .verify
+            .clone()
+            .unwrap();
+        assert_eq!(v.require, image_update_registry::settings::Require::All);
+        assert_eq!(
+            v.identities[0].subject_regexp.as_deref(),
+            Some("https://github.com/acme/.*")
+        );
+        assert_eq!(
+            v.identities[0].issuer.as_deref(),
+            Some("https://token.actions.githubusercontent.com")
+        );
+        for (annotations, message) in [
+            (
+                "image-update.dev/verify-identity: x",
+                "image-update.dev/verify-identity needs image-update.dev/verify-issuer or image-update.dev/verify-issuer-regexp",
+            ),
+            (
+                "image-update.dev/verify-key: not-a-key",
+                "image-update.dev/verify-key key 1: ",
+            ),
+            (
+                "image-update.dev/verify-issuer: a, image-update.dev/verify-issuer-regexp: b, image-update.dev/verify-identity: x",
+                "give image-update.dev/verify-issuer or image-update.dev/verify-issuer-regexp, not both",
+            ),
+            (
+                "image-update.dev/minage: 1d",
+                "unknown annotation image-update.dev/minage",
+            ),
+            (
+                "image-update.dev/min-age: a week",
+                "image-update.dev/min-age \"a week\" is not a duration",
+            ),
+        ] {
+            let bad = FLUX.replace(
+                "labels: {env: prod}}",
+                &format!("labels: {{env: prod}}, annotations: {{{annotations}}}}}"),
+            );
+            assert!(
+                errors_of(&bad).contains(message),
+                "{annotations}: {}",
+                errors_of(&bad)
+            );
+        }
+
+        let bad = FLUX.replace(
+            "labels: {env: prod}}",
+            "labels: {env: prod}, annotations: {image-update.dev/min-age: soon}}",
+        );
+        let errors = errors(&bad);
+        assert!(
+            errors[0].contains("image-update.dev/min-age \"soon\" is not a duration"),
+            "{errors:?}"
+        );
+        let orphan = FLUX.replace(
+            "labels: {env: prod}}",
+            "labels: {env: prod}, annotations: {image-update.dev/alias-platform: linux/amd64}}",
+        );
+        assert!(errors_of(&orphan).contains("needs image-update.dev/alias"));
+
+        let updater = r"
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: u, namespace: demo}
+spec:
+  images: [web=ghcr.io/acme/web, api=ghcr.io/acme/api]
+  argocd:
+    min-age: {web: 72h}
+    age-source: {api: registry}
+    alias: {api: stable}
+    verify-identity: {web: 'https://github.com/acme/web/.github/workflows/release.yml@refs/heads/main'}
+    verify-issuer: {web: 'https://token.actions.githubusercontent.com'}
+";
+        let defs = collect(&docs(updater)).unwrap();
+        let web = defs.iter().find(|d| d.key.name == "web").unwrap();
+        let api = defs.iter().find(|d| d.key.name == "api").unwrap();
+        assert_eq!(
+            web.gate.min_age,
+            Some(std::time::Duration::from_secs(72 * 3600))
+        );
+        assert!(web.gate.alias.is_none());
+        assert_eq!(web.gate.verify.as_ref().unwrap().identities.len(), 1);
+        assert!(api.gate.verify.is_none());
+        assert_eq!(api.gate.alias.as_ref().unwrap().tag, "stable");
+        let bad = updater.replace("age-source: {api: registry}", "age-source: {api: sundial}");
+        assert!(
+            errors_of(&bad)
+                .contains("spec.argocd.age-source.api \"sundial\" is neither registry nor builder")
+        );
+    }
+
+    fn errors_of(yaml: &str) -> String {
+        errors(yaml).join("\n")
     }
 }

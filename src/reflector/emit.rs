@@ -160,6 +160,7 @@ spec:
                     previous: d.previous.clone(),
                     latest,
                     selection: selection.clone(),
+                    gate: None,
                 }
             })
             .collect();

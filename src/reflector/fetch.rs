@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::definitions::{Definition, RegistryCredential};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::{ImageRef, PolicyKey};
+use crate::reflector::gate::{self, GateOutcome, SupplyChain};
 use crate::reflector::selection::{
     Created, DigestAction, LookupError, PolicySpec, Selection, Strategy, digest_action,
     next_observed_previous,
@@ -40,9 +41,51 @@ pub struct Resolved {
     /// The new `status.observedPreviousRef`.
     pub observed_previous: Option<ImageRef>,
     pub selection: Selection,
+    /// What the supply-chain gate found (who signed the chosen image, when
+    /// it was released, the alias it follows, the candidates passed over);
+    /// `None` when no gate applies to the policy.
+    pub gate: Option<GateOutcome>,
 }
 
 impl Resolved {
+    /// One warning per candidate the gate passed over, naming why, and one
+    /// when the release time used is builder-controlled; `at` is the
+    /// policy's definition. The caller adds them to the run's diagnostics,
+    /// so every output shows them.
+    #[must_use]
+    pub(crate) fn warnings(&self, at: Option<&Location>) -> Vec<Diagnostic> {
+        let Some(g) = &self.gate else {
+            return Vec::new();
+        };
+        let mut out: Vec<Diagnostic> = g
+            .skipped
+            .iter()
+            .map(|k| {
+                Diagnostic::warning(format!(
+                    "policy {}: skipped {}:{} ({}): {}",
+                    self.key, self.latest.name, k.tag, k.kind, k.reason
+                ))
+            })
+            .collect();
+        if let Some(r) = g.released.as_ref().filter(|r| r.builder_controlled) {
+            out.push(
+                Diagnostic::warning(format!(
+                    "policy {}: the release time of {} is builder-controlled ({}), not set by the registry",
+                    self.key, self.latest, r.source
+                ))
+                .with_hint(
+                    "whoever builds the image sets this time; use age-source registry where the registry reports push times",
+                ),
+            );
+        }
+        if let Some(at) = at {
+            for d in &mut out {
+                d.location = Some(at.clone());
+            }
+        }
+        out
+    }
+
     /// The new `status.latestRef` as an [`ImageRef`].
     #[must_use]
     pub fn latest_ref(&self) -> ImageRef {
@@ -77,6 +120,8 @@ pub(crate) fn resolve(
     }
     let mut errors = Vec::new();
     let mut out: Vec<Option<Resolved>> = definitions.iter().map(|_| None).collect();
+    // Each supply-chain rule's signers are read once (keys, trusted root).
+    let mut gates = gate::Gates::default();
     // One deadline for the whole run, however many clients it takes.
     let start = std::time::Instant::now();
     for ((credentials, insecure), members) in &groups {
@@ -172,7 +217,14 @@ pub(crate) fn resolve(
                     continue;
                 }
             };
-            match choose(
+            let chain = match gate::chain(base, &d.repository, &d.gate, &d.key, &mut gates) {
+                Ok(c) => c,
+                Err(e) => {
+                    errors.push(fail(i, &e));
+                    continue;
+                }
+            };
+            match choose_gated(
                 &client,
                 &d.repository,
                 &d.image,
@@ -180,8 +232,9 @@ pub(crate) fn resolve(
                 tags,
                 d.previous.as_ref(),
                 TOP,
+                &chain,
             ) {
-                Ok((selection, latest)) => {
+                Ok((selection, latest, gate)) => {
                     let new = ImageRef::new(&latest.name, &latest.tag).with_digest(&latest.digest);
                     let observed_previous = next_observed_previous(
                         d.previous.as_ref(),
@@ -195,6 +248,7 @@ pub(crate) fn resolve(
                         previous: d.previous.clone(),
                         observed_previous,
                         selection,
+                        gate,
                     });
                 }
                 Err(e) => errors.push(policy_error(i).caused_by(e)),
@@ -253,6 +307,8 @@ pub(crate) enum ChooseError {
     NoPlatform { tag: String, platforms: String },
     #[error(transparent)]
     Reference(#[from] crate::policies::RefError),
+    #[error(transparent)]
+    Gate(#[from] gate::GateError),
 }
 
 /// Select a tag of `repo` from `tags` with `spec`, then settle its digest:
@@ -274,6 +330,41 @@ pub(crate) fn choose(
     previous: Option<&ImageRef>,
     top: usize,
 ) -> Result<(Selection, ImageRef), ChooseError> {
+    choose_gated(
+        client,
+        repo,
+        image,
+        spec,
+        tags,
+        previous,
+        top,
+        &SupplyChain::default(),
+    )
+    .map(|(selection, latest, _)| (selection, latest))
+}
+
+/// [`choose`], then the supply-chain gate ([`gate::pass`]) when `chain`
+/// requires anything: the result is the best candidate that passes, with
+/// the digest that was checked, and what the gate found.
+///
+/// # Errors
+/// As [`choose`], and [`ChooseError::Gate`] when no candidate passes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn choose_gated(
+    client: &RegistryClient,
+    repo: &Repository,
+    image: &str,
+    spec: &PolicySpec,
+    tags: &[String],
+    previous: Option<&ImageRef>,
+    top: usize,
+    chain: &SupplyChain,
+) -> Result<(Selection, ImageRef, Option<GateOutcome>), ChooseError> {
+    let top = if chain.is_empty() {
+        top
+    } else {
+        top.max(chain.candidates_needed())
+    };
     let platforms = spec.platforms();
     let filtered = spec.filter_tags(tags.iter().map(String::as_str))?;
     let selection = if spec.needs_created_time() {
@@ -294,8 +385,22 @@ pub(crate) fn choose(
             top,
         )?
     };
+    let mut selection = selection;
+    let mut outcome = None;
+    let mut gated_digest = None;
+    if !chain.is_empty() {
+        let (tag, digest, found) = gate::pass(client, repo, image, &selection, chain)?;
+        // The chosen candidate heads the list; the better ones passed over
+        // are in the outcome's `skipped`.
+        if let Some(at) = selection.candidates.iter().position(|c| c.tag == tag) {
+            selection.candidates.drain(..at);
+        }
+        selection.tag = tag;
+        gated_digest = Some(digest);
+        outcome = Some(found);
+    }
     let tag = selection.tag.clone();
-    let action = if matches!(spec.strategy(), Strategy::Digest { .. }) {
+    let action = if gated_digest.is_some() || matches!(spec.strategy(), Strategy::Digest { .. }) {
         DigestAction::Fetch
     } else {
         digest_action(spec.digest_reflection(), previous, image, &tag)
@@ -327,7 +432,10 @@ pub(crate) fn choose(
                     });
                 }
             }
-            client.digest(repo, &tag, None).map_err(wrap)?
+            match gated_digest {
+                Some(d) => d,
+                None => client.digest(repo, &tag, None).map_err(wrap)?,
+            }
         }
     };
     let latest = ImageRef {
@@ -336,7 +444,7 @@ pub(crate) fn choose(
         digest,
     };
     latest.validate()?;
-    Ok((selection, latest))
+    Ok((selection, latest, outcome))
 }
 
 /// How many creation times are looked up at once (per policy).

@@ -10,11 +10,11 @@ use serde_json::Value;
 
 use super::definitions::{
     Definition, Found, Kind, Problem, RegistryCredential, credential_source, flux_strategy,
-    str_field,
+    gate_config, str_field,
 };
 use crate::diagnostic::Diagnostic;
 use crate::policies::{PolicyDocument, PolicyKey};
-use crate::reflector::selection::spec::{Order, PolicyConfig, Strategy};
+use crate::reflector::selection::spec::{GateConfig, Order, PolicyConfig, Strategy};
 use crate::yaml::{Object, labels, namespace_name};
 use image_update_registry::Repository;
 
@@ -122,7 +122,8 @@ pub(super) fn definitions(
             continue;
         };
         match kubesphere_entry(text, kind, spec, &namespace, doc, secrets) {
-            Ok((key, image, repository, config, credentials)) => out.push(Definition {
+            Ok((key, image, repository, (config, gate), credentials)) => out.push(Definition {
+                gate,
                 source: format!(
                     "{} (ImageUpdater {namespace}/{name}, image {text:?})",
                     doc.origin
@@ -157,7 +158,7 @@ type Entry = (
     PolicyKey,
     String,
     Repository,
-    PolicyConfig,
+    (PolicyConfig, GateConfig),
     Option<RegistryCredential>,
 );
 
@@ -187,9 +188,10 @@ fn kubesphere_entry(
         };
         let secret =
             str_field(flux, "/spec/fluxcd", "/secret", "spec.fluxcd.secret")?.map(str::to_owned);
-        (PolicyConfig::new(strategy), secret)
+        ((PolicyConfig::new(strategy), GateConfig::default()), secret)
     } else {
-        argocd_config(&entry, spec)?
+        let (config, gate, secret) = argocd_config(&entry, spec)?;
+        ((config, gate), secret)
     };
     let credentials = match secret.filter(|s| !s.is_empty()) {
         Some(secret) => Some(credential_source(&secret, namespace, doc, secrets)?),
@@ -205,11 +207,12 @@ fn semver_from(constraint: Option<&str>) -> Strategy {
 }
 
 /// `spec.argocd`: the per-alias maps `update-strategy`, `allow-tags`,
-/// `ignore-tags`, `platforms` and `secret`.
+/// `ignore-tags`, `platforms`, `secret`, and the supply-chain gate's
+/// settings (`min-age`, `verify-identity`…: `definitions::GATE_SETTINGS`).
 fn argocd_config(
     entry: &ImageEntry,
     spec: &Value,
-) -> Result<(PolicyConfig, Option<String>), String> {
+) -> Result<(PolicyConfig, GateConfig, Option<String>), String> {
     let argo = spec.get("argocd").unwrap_or(&Value::Null);
     let per_alias = |field: &str| -> Result<Option<&Value>, String> {
         match argo.get(field) {
@@ -272,5 +275,9 @@ fn argocd_config(
     config.allow_tags = text("allow-tags")?;
     config.ignore_tags = list("ignore-tags")?;
     config.platforms = list("platforms")?;
-    Ok((config, text("secret")?))
+    let alias = &entry.alias;
+    let gate = gate_config(&|name: &str| text(name), &|name: &str| {
+        format!("spec.argocd.{name}.{alias}")
+    })?;
+    Ok((config, gate, text("secret")?))
 }

@@ -16,8 +16,10 @@
 pub(crate) mod definitions;
 pub(crate) mod emit;
 pub(crate) mod fetch;
+pub(crate) mod gate;
 pub(crate) mod kubesphere;
 pub(crate) mod selection;
+pub(crate) mod verdicts;
 
 pub(crate) use definitions::{Definition, collect, may_define};
 pub(crate) use fetch::{Resolved, resolve};

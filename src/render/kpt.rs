@@ -2,7 +2,9 @@
 //! and their rendering into a ResourceList's `results` entry.
 //!
 //! [`results`] makes them from an [`Outcome`]: a summary first (kpt prints
-//! the first four results), one result per change, one per warning;
+//! the first four results), then, for each fetched policy the supply-chain
+//! gate checked, what it found (`fetched ns:name: …, signed by …`, info,
+//! tagged `policy`), one result per change, one per warning;
 //! [`error_messages`] the messages of the error results of a run that
 //! stopped.
 //!
@@ -165,6 +167,13 @@ pub(crate) fn results(outcome: &Outcome) -> Vec<KptResult> {
         Severity::Info
     };
     let mut out = vec![KptResult::new(change_severity, summary)];
+    // What the supply-chain gate found about each gated policy's image (who
+    // signed it, when it was released, what was skipped).
+    for r in outcome.fetched.iter().filter(|r| r.gate.is_some()) {
+        let mut result = KptResult::new(Severity::Info, super::fetched_line(r));
+        result.tags = vec![("policy".to_owned(), r.key.to_string())];
+        out.push(result);
+    }
     let file = |path: &str, index: Option<&String>| {
         (!path.is_empty() || index.is_some()).then(|| ItemAnnotations {
             path: Some(path.to_owned()).filter(|p| !p.is_empty()),

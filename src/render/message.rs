@@ -4,11 +4,16 @@
 //! The engine (Go `text/template` with Sprig's hermetic functions) and
 //! Flux's `TemplateData` types live in the `image-update-template` crate;
 //! this module builds that data from a [`Report`] and the automation, and is
-//! the one place every front end renders a message through.
+//! the one place every front end renders a message through. Besides Flux's
+//! data, a template can range over `.SupplyChain`: what the supply-chain
+//! gate found about each image the commit writes (who signed it, when it was
+//! released, the alias, the candidates passed over), from the report's
+//! `supplyChain`.
 
 use std::collections::BTreeMap;
 
 use image_update_template::flux::{self, MessageError, ObjectId, TemplateData, UpdateChange};
+use image_update_template::{ImageFindings, Signer, Skipped};
 
 use crate::automation::Automation;
 use crate::diagnostic::Diagnostic;
@@ -86,6 +91,49 @@ impl MessageConfig {
         for (key, image) in &report.observed_policies {
             data.set_policy(key, &image.name, &image.tag, &image.digest);
         }
+        data.supply_chain = report
+            .supply_chain
+            .iter()
+            .map(|(policy, e)| ImageFindings {
+                policy: policy.clone(),
+                image: e.image.clone(),
+                signed_by: e
+                    .signed_by
+                    .iter()
+                    .map(|s| Signer {
+                        kind: s.kind.clone(),
+                        name: s.name.clone(),
+                        fingerprint: s.fingerprint.clone(),
+                        subject: s.subject.clone(),
+                        issuer: s.issuer.clone(),
+                        log_index: s.log_index.unwrap_or_default(),
+                        integrated_time: s.integrated_time.clone(),
+                    })
+                    .collect(),
+                released: e
+                    .released
+                    .as_ref()
+                    .map(|r| r.at.clone())
+                    .unwrap_or_default(),
+                release_source: e
+                    .released
+                    .as_ref()
+                    .map(|r| r.source.clone())
+                    .unwrap_or_default(),
+                builder_controlled: e.released.as_ref().is_some_and(|r| r.builder_controlled),
+                alias: e.alias.clone(),
+                alias_digest: e.alias_digest.clone(),
+                skipped: e
+                    .skipped
+                    .iter()
+                    .map(|k| Skipped {
+                        tag: k.tag.clone(),
+                        kind: k.kind.clone(),
+                        reason: k.reason.clone(),
+                    })
+                    .collect(),
+            })
+            .collect();
         data
     }
 
@@ -165,6 +213,45 @@ mod tests {
         assert_eq!(
             MessageConfig::default().render(&report()).unwrap(),
             DEFAULT_MESSAGE
+        );
+    }
+
+    #[test]
+    fn supply_chain_findings_of_the_changed_policies() {
+        use crate::render::report::{Released, SupplyChainEntry};
+        let mut r = report();
+        for (policy, image) in [
+            ("flux-system:a", "app:2@sha256:ab"),
+            ("flux-system:other", "other:1"),
+        ] {
+            r.supply_chain.insert(
+                policy.to_owned(),
+                SupplyChainEntry {
+                    image: image.to_owned(),
+                    signed_by: vec![crate::render::report::Signer {
+                        kind: "key".into(),
+                        name: "cosign.pub".into(),
+                        fingerprint: "sha256:cd".into(),
+                        ..Default::default()
+                    }],
+                    released: Some(Released {
+                        at: "2026-01-01T00:00:00Z".into(),
+                        source: "registry".into(),
+                        builder_controlled: false,
+                    }),
+                    ..SupplyChainEntry::default()
+                },
+            );
+        }
+        let config = MessageConfig {
+            template: Some(
+                "{{ range .SupplyChain }}{{ .Policy }} {{ .Tag }} {{ .Digest }}: {{ range .SignedBy }}{{ . }}{{ end }}, {{ .Released }}{{ end }}".into(),
+            ),
+            ..MessageConfig::default()
+        };
+        assert_eq!(
+            config.render(&r).unwrap(),
+            "flux-system:a 2 sha256:ab: key cosign.pub (sha256:cd), 2026-01-01T00:00:00Z"
         );
     }
 

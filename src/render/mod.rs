@@ -114,13 +114,37 @@ pub(crate) fn change_text(c: &Change, new: &str) -> String {
 #[must_use]
 pub(crate) fn fetched_line(r: &Resolved) -> String {
     let s = &r.selection;
-    format!(
+    let mut text = format!(
         "fetched {}: {} listed, {} eligible, chose {}",
         r.key,
         plural(s.listed, "tag", "tags"),
         s.eligible,
         r.latest
-    )
+    );
+    if let Some(g) = &r.gate {
+        gate_tail(&mut text, g);
+    }
+    text
+}
+
+/// What the supply-chain gate found, after the fetched line: `, the tag of
+/// latest (sha256:…)`, `, signed by …`, `, released … (source)`, `; skipped
+/// 1.5.0 (unsigned: …)`.
+fn gate_tail(text: &mut String, g: &crate::reflector::gate::GateOutcome) {
+    use std::fmt::Write as _;
+    if let Some(a) = &g.alias {
+        let _ = write!(text, ", the tag of {} ({})", a.alias, a.digest);
+    }
+    if !g.signed_by.is_empty() {
+        let who: Vec<String> = g.signed_by.iter().map(ToString::to_string).collect();
+        let _ = write!(text, ", signed by {}", who.join(" and "));
+    }
+    if let Some(r) = &g.released {
+        let _ = write!(text, ", released {} ({})", r.at, r.source);
+    }
+    for k in &g.skipped {
+        let _ = write!(text, "; skipped {} ({}: {})", k.tag, k.kind, k.reason);
+    }
 }
 
 #[cfg(test)]

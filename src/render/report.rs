@@ -21,7 +21,11 @@
 //!     ]
 //!   },
 //!   "observedPolicies": {"flux-system:podinfo": {"name": "…", "tag": "6.7.0", "digest": ""}},
-//!   "warnings": [{"file": "apps/other.yaml", "line": 3, "column": 12, "message": "…"}]
+//!   "warnings": [{"file": "apps/other.yaml", "line": 3, "column": 12, "message": "…"}],
+//!   "supplyChain": {"flux-system:podinfo": {"image": "…:6.7.0@sha256:…",
+//!     "signedBy": [{"kind": "key", "name": "cosign.pub", "fingerprint": "sha256:…"}],
+//!     "released": {"at": "2026-01-01T00:00:00Z", "source": "…", "builderControlled": false},
+//!     "skipped": [{"tag": "6.8.0", "kind": "unsigned", "reason": "no signature found"}]}}
 //! }
 //! ```
 //!
@@ -40,6 +44,14 @@
 //!   (`column` counts characters) and left out when the warning has no
 //!   position (a whole file, a ResourceList item), `file` when it concerns
 //!   no file; `hint` says what to do, where there is something.
+//! * `supplyChain` (optional, absent when empty): for each fetched policy
+//!   the supply-chain gate checked, keyed like `observedPolicies`: the
+//!   image chosen (`NAME:TAG@DIGEST`, the digest that was verified), who
+//!   signed it (`signedBy`: keys by name and fingerprint, keyless
+//!   identities by subject, issuer and transparency-log entry), when it
+//!   was released and by whose clock (`released`), the alias it follows
+//!   (`alias`, `aliasDigest`), and the better candidates passed over, with
+//!   why (`skipped`).
 
 use std::collections::BTreeMap;
 
@@ -115,6 +127,9 @@ pub struct Report {
     pub file_changes: BTreeMap<String, Vec<ObjectChanges>>,
     pub observed_policies: BTreeMap<String, ImageRef>,
     pub warnings: Vec<ReportWarning>,
+    /// What the supply-chain gate found, by policy (`NAMESPACE:NAME`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub supply_chain: BTreeMap<String, SupplyChainEntry>,
 }
 
 impl Default for Report {
@@ -124,7 +139,142 @@ impl Default for Report {
             file_changes: BTreeMap::new(),
             observed_policies: BTreeMap::new(),
             warnings: Vec::new(),
+            supply_chain: BTreeMap::new(),
         }
+    }
+}
+
+/// What the supply-chain gate found out about one policy's chosen image.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SupplyChainEntry {
+    /// `NAME:TAG@DIGEST`: the image written, with the digest checked.
+    pub image: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signed_by: Vec<Signer>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub released: Option<Released>,
+    /// The alias followed (`latest`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub alias: String,
+    /// The alias's digest, which the chosen tag shares.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub alias_digest: String,
+    /// Better candidates passed over, best first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedCandidate>,
+}
+
+/// One signer of a chosen image: a key, or a keyless identity.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Signer {
+    /// `key` or `identity`.
+    pub kind: String,
+    /// The key's name (its file name, or where it was given).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// `sha256:` of the key's SubjectPublicKeyInfo.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
+    /// The certificate identity (SAN).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+    /// The OIDC issuer.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub issuer: String,
+    /// The transparency-log entry's index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<i64>,
+    /// When the log integrated the entry (RFC 3339).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub integrated_time: String,
+}
+
+impl Signer {
+    /// The report's entry for `who`.
+    #[must_use]
+    pub fn of(who: &image_update_verify::SignedBy) -> Self {
+        match who {
+            image_update_verify::SignedBy::Key { name, fingerprint } => Self {
+                kind: "key".to_owned(),
+                name: name.clone(),
+                fingerprint: fingerprint.clone(),
+                ..Self::default()
+            },
+            image_update_verify::SignedBy::Identity {
+                subject,
+                issuer,
+                log_index,
+                integrated_time,
+            } => Self {
+                kind: "identity".to_owned(),
+                subject: subject.clone(),
+                issuer: issuer.clone(),
+                log_index: Some(*log_index),
+                integrated_time: integrated_time.clone(),
+                ..Self::default()
+            },
+        }
+    }
+}
+
+/// When a chosen image was released, and by whose clock.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Released {
+    /// RFC 3339.
+    pub at: String,
+    /// What said so (`Docker Hub tag_last_pushed`, `builder-controlled
+    /// image config created`).
+    pub source: String,
+    /// Set by whoever built the image, not by the registry.
+    pub builder_controlled: bool,
+}
+
+/// A better candidate the gate passed over.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SkippedCandidate {
+    pub tag: String,
+    /// `unsigned`, `too-young` or `no-trusted-time`.
+    pub kind: String,
+    pub reason: String,
+}
+
+impl SupplyChainEntry {
+    /// The entry of a fetched policy, when the gate checked it.
+    #[must_use]
+    pub fn of(resolved: &crate::reflector::Resolved) -> Option<Self> {
+        let g = resolved.gate.as_ref()?;
+        Some(Self {
+            image: resolved.latest.to_string(),
+            signed_by: g.signed_by.iter().map(Signer::of).collect(),
+            released: g.released.as_ref().map(|r| Released {
+                at: r.at.clone(),
+                source: r.source.clone(),
+                builder_controlled: r.builder_controlled,
+            }),
+            alias: g
+                .alias
+                .as_ref()
+                .map(|a| a.alias.clone())
+                .unwrap_or_default(),
+            alias_digest: g
+                .alias
+                .as_ref()
+                .map(|a| a.digest.clone())
+                .unwrap_or_default(),
+            skipped: g
+                .skipped
+                .iter()
+                .map(|k| SkippedCandidate {
+                    tag: k.tag.clone(),
+                    kind: k.kind.to_owned(),
+                    reason: k.reason.clone(),
+                })
+                .collect(),
+        })
     }
 }
 
@@ -178,6 +328,12 @@ impl Report {
         }
         report.warnings = outcome.warnings().map(ReportWarning::of).collect();
         report.warnings.sort();
+        report.supply_chain = outcome
+            .fetched
+            .iter()
+            .chain(&outcome.carried)
+            .filter_map(|r| Some((r.key.to_string(), SupplyChainEntry::of(r)?)))
+            .collect();
         report
     }
 

@@ -20,7 +20,7 @@ pub(crate) fn json(status: &Status) -> Result<String, serde_json::Error> {
 
 /// The status, compact, in at most [`TERMINATION_MESSAGE_LIMIT`] bytes:
 /// whole when it fits, else without the change report, else without the
-/// observed policies and the message, else with the error's message cut to
+/// observed policies, the supply-chain findings and the message, else with the error's message cut to
 /// 1 KiB.
 #[must_use]
 pub(crate) fn termination_message(status: &Status) -> String {
@@ -32,6 +32,7 @@ pub(crate) fn termination_message(status: &Status) -> String {
     }
     if text.len() > TERMINATION_MESSAGE_LIMIT {
         brief.observed_policies.clear();
+        brief.supply_chain.clear();
         brief.commit_message = None;
         text = serde_json::to_string(&brief).unwrap_or_default();
     }

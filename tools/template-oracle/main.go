@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"oracle/source"
+	"oracle/supplychain"
 	"oracle/types"
 	"oracle/update"
 	v0 "oracle/v0/update"
@@ -45,6 +46,71 @@ type report struct {
 			Setter   string `json:"setter"`
 		} `json:"changes"`
 	} `json:"fileChanges"`
+	SupplyChain map[string]struct {
+		Image    string `json:"image"`
+		SignedBy []struct {
+			Kind           string `json:"kind"`
+			Name           string `json:"name"`
+			Fingerprint    string `json:"fingerprint"`
+			Subject        string `json:"subject"`
+			Issuer         string `json:"issuer"`
+			LogIndex       int64  `json:"logIndex"`
+			IntegratedTime string `json:"integratedTime"`
+		} `json:"signedBy"`
+		Released *struct {
+			At                string `json:"at"`
+			Source            string `json:"source"`
+			BuilderControlled bool   `json:"builderControlled"`
+		} `json:"released"`
+		Alias       string `json:"alias"`
+		AliasDigest string `json:"aliasDigest"`
+		Skipped     []struct {
+			Tag    string `json:"tag"`
+			Kind   string `json:"kind"`
+			Reason string `json:"reason"`
+		} `json:"skipped"`
+	} `json:"supplyChain"`
+}
+
+// imageParts splits NAME:TAG@DIGEST into its tag and digest.
+func imageParts(image string) (string, string) {
+	name, digest := image, ""
+	if i := strings.Index(image, "@"); i >= 0 {
+		name, digest = image[:i], image[i+1:]
+	}
+	slash := strings.LastIndex(name, "/") + 1
+	tag := ""
+	if i := strings.LastIndex(name[slash:], ":"); i >= 0 {
+		tag = name[slash+i+1:]
+	}
+	return tag, digest
+}
+
+// supplyChain gives the report's supplyChain in policy order.
+func supplyChain(r report) []supplychain.Image {
+	policies := make([]string, 0, len(r.SupplyChain))
+	for p := range r.SupplyChain {
+		policies = append(policies, p)
+	}
+	sort.Strings(policies)
+	var out []supplychain.Image
+	for _, p := range policies {
+		e := r.SupplyChain[p]
+		tag, digest := imageParts(e.Image)
+		img := supplychain.Image{Policy: p, Image: e.Image, Tag: tag, Digest: digest, Alias: e.Alias, AliasDigest: e.AliasDigest}
+		for _, s := range e.SignedBy {
+			img.SignedBy = append(img.SignedBy, supplychain.Signer{Kind: s.Kind, Name: s.Name, Fingerprint: s.Fingerprint,
+				Subject: s.Subject, Issuer: s.Issuer, LogIndex: s.LogIndex, IntegratedTime: s.IntegratedTime})
+		}
+		if e.Released != nil {
+			img.Released, img.ReleaseSource, img.BuilderControlled = e.Released.At, e.Released.Source, e.Released.BuilderControlled
+		}
+		for _, k := range e.Skipped {
+			img.Skipped = append(img.Skipped, supplychain.Skipped{Tag: k.Tag, Kind: k.Kind, Reason: k.Reason})
+		}
+		out = append(out, img)
+	}
+	return out
 }
 
 func load(path string) (source.TemplateData, error) {
@@ -70,6 +136,7 @@ func load(path string) (source.TemplateData, error) {
 		}
 		v0.Policies[key] = image
 	}
+	source.SetSupplyChain(supplyChain(r))
 	data := source.TemplateData{
 		AutomationObject: types.NamespacedName{Namespace: r.AutomationObject.Namespace, Name: r.AutomationObject.Name},
 		Values:           r.Values,

@@ -1,4 +1,5 @@
-//! On-disk tag cache with a TTL.
+//! On-disk caches: tag lists with a TTL ([`TagCache`]), and signature
+//! documents by digest ([`DigestCache`]), which never go stale.
 //!
 //! One JSON file per repository under `<cache_dir>/tags/`, named after the
 //! SHA-256 of the canonical repository name. Files are written to a temporary
@@ -95,6 +96,81 @@ impl TagCache {
     }
 }
 
+/// Signature documents (referrer manifests, signature and bundle blobs)
+/// by content digest, under `<cache_dir>/sha256/<hex>`: content-addressed,
+/// so an entry never goes stale, and every read is checked against its
+/// digest (a file that does not match is ignored). As [`TagCache`], the
+/// cache is never a reason to fail.
+#[derive(Debug, Clone)]
+pub(crate) struct DigestCache {
+    dir: PathBuf,
+}
+
+impl DigestCache {
+    pub(crate) fn new(dir: &Path) -> Self {
+        Self {
+            dir: dir.join("sha256"),
+        }
+    }
+
+    fn path_for(&self, digest: &str) -> Option<PathBuf> {
+        let hex = digest.strip_prefix("sha256:")?;
+        (hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+        .then(|| self.dir.join(hex))
+    }
+
+    /// The document with `digest`, when cached (and at most `max` bytes).
+    pub(crate) fn get(&self, digest: &str, max: u64) -> Option<Vec<u8>> {
+        let path = self.path_for(digest)?;
+        let file = match fs_err::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!("ignoring digest cache file: {e}");
+                return None;
+            }
+        };
+        let mut bytes = Vec::new();
+        if let Err(e) =
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, max + 1), &mut bytes)
+        {
+            tracing::warn!("ignoring digest cache file {}: {e}", path.display());
+            return None;
+        }
+        let hex: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if bytes.len() as u64 > max || format!("sha256:{hex}") != digest {
+            tracing::warn!(
+                "ignoring digest cache file {}: not its digest",
+                path.display()
+            );
+            return None;
+        }
+        Some(bytes)
+    }
+
+    /// Store `bytes`, whose digest the caller checked. Failures are
+    /// logged, not returned.
+    pub(crate) fn put(&self, digest: &str, bytes: &[u8]) {
+        let Some(path) = self.path_for(digest) else {
+            return;
+        };
+        let written = fs_err::create_dir_all(&self.dir).and_then(|()| {
+            let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+            std::io::Write::write_all(&mut tmp, bytes)?;
+            tmp.persist(&path).map(drop).map_err(|e| e.error)
+        });
+        if let Err(e) = written {
+            tracing::warn!("cannot write digest cache in {}: {e}", self.dir.display());
+        }
+    }
+}
+
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -138,5 +214,32 @@ mod tests {
         let cache = TagCache::new(&file, Duration::from_secs(60));
         cache.put("r.io/a", &["v1".to_owned()]);
         assert_eq!(cache.get("r.io/a"), None);
+    }
+
+    #[test]
+    fn digests_round_trip_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DigestCache::new(dir.path());
+        let body = b"{\"layers\":[]}";
+        let hex: String = Sha256::digest(body)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let digest = format!("sha256:{hex}");
+        assert_eq!(cache.get(&digest, 1024), None);
+        cache.put(&digest, body);
+        assert_eq!(cache.get(&digest, 1024).as_deref(), Some(&body[..]));
+        // Over the size asked for: not used.
+        assert_eq!(cache.get(&digest, 4), None);
+        // Not a sha256 digest, or not lowercase hex: never a path.
+        cache.put("sha512:ab", body);
+        cache.put(&digest.to_uppercase(), body);
+        assert_eq!(
+            fs_err::read_dir(dir.path().join("sha256")).unwrap().count(),
+            1
+        );
+        // A file that is not its digest's content is ignored.
+        fs_err::write(dir.path().join("sha256").join(&hex), b"other").unwrap();
+        assert_eq!(cache.get(&digest, 1024), None);
     }
 }

@@ -11,7 +11,8 @@
 //! * [`credentials`]: Docker/podman config files, credential helpers and
 //!   environment variables;
 //! * [`settings`]: the per-registry settings file;
-//! * [`observe`]: progress events for a caller that shows progress.
+//! * [`observe`]: progress events for a caller that shows progress;
+//! * [`signatures`]: finding cosign signatures (referrers, tags).
 //!
 //! Security rules: credentials (Basic, Bearer, refresh tokens) are only sent
 //! over HTTPS, or over plain HTTP to hosts marked insecure (loopback hosts are
@@ -50,9 +51,11 @@ pub mod credentials;
 mod error;
 mod manifest;
 pub mod observe;
+pub mod pushtime;
 mod redact;
 pub mod reference;
 pub mod settings;
+pub mod signatures;
 pub mod time;
 mod token;
 mod transport;
@@ -69,7 +72,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use auth::{Challenge, choose_challenge, parse_www_authenticate};
-use cache::TagCache;
+use cache::{DigestCache, TagCache};
 use manifest::{ConfigDoc, MANIFEST_ACCEPT, ManifestDoc, select_child};
 use redact::Redactor;
 use token::CachedToken;
@@ -119,6 +122,8 @@ pub struct RegistryClient {
     secrets: Arc<Redactor>,
     exclusion: Vec<Regex>,
     cache: Option<TagCache>,
+    /// Signature documents by digest (with a cache directory).
+    digests: Option<DigestCache>,
     challenges: Mutex<HashMap<String, Challenge>>,
     tokens: Mutex<HashMap<(String, String), CachedToken>>,
     credentials: Mutex<HashMap<(String, String), (Credential, CredentialSource)>>,
@@ -149,6 +154,7 @@ impl RegistryClient {
             .cache_dir
             .as_deref()
             .map(|d| TagCache::new(d, settings.cache_ttl));
+        let digests = settings.cache_dir.as_deref().map(DigestCache::new);
         let secrets = Arc::new(Redactor::default());
         for credential in settings.credentials.explicit_credentials() {
             secrets.add_credential(credential);
@@ -160,6 +166,7 @@ impl RegistryClient {
             settings,
             exclusion,
             cache,
+            digests,
             challenges: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
             credentials: Mutex::new(HashMap::new()),

@@ -86,6 +86,247 @@ pub struct HostConfig {
     pub max_pages: Option<u32>,
     /// Most tags read for one repository.
     pub max_tags: Option<usize>,
+    /// The vendor API that reports push times (`crate::pushtime`); by
+    /// default chosen by host (Docker Hub, ghcr.io, quay.io,
+    /// registry.gitlab.com).
+    pub push_time: Option<PushTimeConfig>,
+}
+
+/// Which push-time API a registry has, and where.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushTimeConfig {
+    /// `dockerhub`, `ghcr`, `quay`, `harbor` or `gitlab`.
+    pub api: String,
+    /// The API's base URL (default: the vendor's public one; Harbor: the
+    /// registry itself).
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// Where a minimum release age takes its time from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgeSource {
+    /// The registry vendor's API (`push_time`): set by the registry at push.
+    #[default]
+    Registry,
+    /// Opt-in, builder-controlled: the manifest's
+    /// `org.opencontainers.image.created` annotation, else the image
+    /// config's `created`. Whoever builds the image sets it.
+    Builder,
+}
+
+impl std::str::FromStr for AgeSource {
+    type Err = String;
+
+    /// `registry` or `builder`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "registry" => Ok(Self::Registry),
+            "builder" => Ok(Self::Builder),
+            other => Err(format!("{other:?} is neither registry nor builder")),
+        }
+    }
+}
+
+/// Whether one accepted signer suffices, or every signer must have signed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Require {
+    #[default]
+    Any,
+    All,
+}
+
+impl std::str::FromStr for Require {
+    type Err = String;
+
+    /// `any` or `all`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "any" => Ok(Self::Any),
+            "all" => Ok(Self::All),
+            other => Err(format!("{other:?} is neither any nor all")),
+        }
+    }
+}
+
+/// The `verify` section of a supply-chain rule: who must have signed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyConfig {
+    /// `any` (default) or `all`.
+    #[serde(default)]
+    pub require: Require,
+    /// Public keys (PEM).
+    #[serde(default)]
+    pub keys: Vec<KeyConfig>,
+    /// Keyless identities.
+    #[serde(default)]
+    pub identities: Vec<IdentityConfig>,
+    /// `trusted_root.json` for keyless signers and logged keys (default:
+    /// the `supply_chain.trusted_root` of the file).
+    #[serde(default)]
+    pub trusted_root: Option<PathBuf>,
+    /// The trusted root's JSON itself (for front ends without files: the
+    /// KRM function's config, a Job's ConfigMap); wins over `trusted_root`.
+    #[serde(default)]
+    pub trusted_root_json: Option<String>,
+    /// In-toto predicate types accepted from DSSE bundles (default: cosign's
+    /// signature predicate only).
+    #[serde(default)]
+    pub predicate_types: Vec<String>,
+    /// Where these signers were given (`the --verify-* flags`, `policy
+    /// ns:name's annotations`), for messages; `None`: the settings file.
+    #[serde(skip)]
+    pub origin: Option<String>,
+}
+
+/// A key signer as written: `path` or `pem`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyConfig {
+    /// A PEM public key file (`cosign.pub`), relative to the settings file.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// The PEM text itself.
+    #[serde(default)]
+    pub pem: Option<String>,
+    /// How reports name it; default: the file name, else `key N`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Also require a transparency log entry.
+    #[serde(default)]
+    pub tlog: bool,
+}
+
+/// A keyless identity as written: `subject` or `subject_regexp`, and
+/// `issuer` or `issuer_regexp` (regular expressions match the whole value).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentityConfig {
+    #[serde(default)]
+    pub subject: Option<String>,
+    #[serde(default)]
+    pub subject_regexp: Option<String>,
+    #[serde(default)]
+    pub issuer: Option<String>,
+    #[serde(default)]
+    pub issuer_regexp: Option<String>,
+}
+
+/// One supply-chain rule: what the images of matching repositories must
+/// satisfy before a tag of theirs is written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupplyChainRule {
+    /// Repository globs over `REGISTRY/PATH` (`*` matches anything,
+    /// `/` included): `ghcr.io/acme/*`, `index.docker.io/library/nginx`.
+    pub repositories: Vec<String>,
+    /// Required signers.
+    #[serde(default)]
+    pub verify: Option<VerifyConfig>,
+    /// Minimum release age.
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub min_age: Option<Duration>,
+    /// Where the age is taken from (default `registry`).
+    #[serde(default)]
+    pub age_source: AgeSource,
+}
+
+/// The `supply_chain` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupplyChainConfig {
+    /// The default `trusted_root.json` of every rule.
+    #[serde(default)]
+    pub trusted_root: Option<PathBuf>,
+    /// Rules; the first whose `repositories` match applies.
+    #[serde(default)]
+    pub rules: Vec<SupplyChainRule>,
+}
+
+impl SupplyChainConfig {
+    /// The first rule matching `canonical` (`REGISTRY/PATH`).
+    pub fn rule_for(&self, canonical: &str) -> Option<&SupplyChainRule> {
+        self.rule_index(canonical).map(|i| &self.rules[i])
+    }
+
+    /// The index of the first rule matching `canonical`.
+    pub fn rule_index(&self, canonical: &str) -> Option<usize> {
+        self.rules
+            .iter()
+            .position(|r| r.repositories.iter().any(|g| glob_match(g, canonical)))
+    }
+
+    /// Apply a front end's settings (flags, function config, Action
+    /// inputs): each value given replaces the same value of every rule, and
+    /// a last rule for every repository (`*`) carries them where no rule
+    /// matches.
+    pub fn apply_overrides(&mut self, over: &SupplyChainOverrides) {
+        if over.is_empty() {
+            return;
+        }
+        for rule in &mut self.rules {
+            if let Some(v) = &over.verify {
+                rule.verify = Some(v.clone());
+            }
+            if let Some(m) = over.min_age {
+                rule.min_age = Some(m);
+            }
+            if let Some(a) = over.age_source {
+                rule.age_source = a;
+            }
+        }
+        self.rules.push(SupplyChainRule {
+            repositories: vec!["*".to_owned()],
+            verify: over.verify.clone(),
+            min_age: over.min_age,
+            age_source: over.age_source.unwrap_or_default(),
+        });
+    }
+}
+
+/// Supply-chain settings a front end gives for every repository, over the
+/// settings file's rules ([`SupplyChainConfig::apply_overrides`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SupplyChainOverrides {
+    /// Required signers (replace each rule's).
+    pub verify: Option<VerifyConfig>,
+    /// Minimum release age (replaces each rule's).
+    pub min_age: Option<Duration>,
+    /// Where the age comes from (replaces each rule's).
+    pub age_source: Option<AgeSource>,
+}
+
+impl SupplyChainOverrides {
+    /// Whether it sets nothing.
+    pub fn is_empty(&self) -> bool {
+        self.verify.is_none() && self.min_age.is_none() && self.age_source.is_none()
+    }
+}
+
+/// `*` matches any run of characters (`/` included); everything else
+/// itself.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == text;
+    };
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    for m in middle {
+        match rest.find(m) {
+            Some(i) => rest = &rest[i + m.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// Retry settings as written in the file.
@@ -127,6 +368,12 @@ pub struct SettingsFile {
     /// Deadline of one run (one client); `0` means none.
     #[serde(default, deserialize_with = "de_opt_duration")]
     pub deadline: Option<Duration>,
+    /// Signatures and minimum release ages required before writing.
+    #[serde(default)]
+    pub supply_chain: SupplyChainConfig,
+    /// The directory of the file (relative paths in it are relative to it).
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
 }
 
 impl SettingsFile {
@@ -142,10 +389,12 @@ impl SettingsFile {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
-        Self::parse(&text).map_err(|message| Error::Settings {
+        let mut file = Self::parse(&text).map_err(|message| Error::Settings {
             path: path.to_owned(),
             message,
-        })
+        })?;
+        file.base_dir = path.parent().map(Path::to_path_buf);
+        Ok(file)
     }
 }
 
@@ -199,6 +448,10 @@ pub struct ClientSettings {
     pub deadline: Option<Duration>,
     /// Receives progress events ([`crate::observe`]); none by default.
     pub observer: Option<Arc<dyn Observer>>,
+    /// The settings file's `supply_chain` section.
+    pub supply_chain: SupplyChainConfig,
+    /// The directory relative paths of the settings file are read from.
+    pub base_dir: Option<PathBuf>,
 }
 
 impl fmt::Debug for ClientSettings {
@@ -215,7 +468,8 @@ impl fmt::Debug for ClientSettings {
             .field("max_redirects", &self.max_redirects)
             .field("deadline", &self.deadline)
             .field("observer", &self.observer.as_ref().map(|_| "<observer>"))
-            .finish()
+            .field("supply_chain", &self.supply_chain)
+            .finish_non_exhaustive()
     }
 }
 
@@ -233,6 +487,8 @@ impl Default for ClientSettings {
             max_redirects: 5,
             deadline: Some(DEFAULT_DEADLINE),
             observer: None,
+            supply_chain: SupplyChainConfig::default(),
+            base_dir: None,
         }
     }
 }
@@ -255,6 +511,10 @@ impl ClientSettings {
     /// Overlay a settings file on these settings.
     pub fn apply_file(&mut self, file: SettingsFile) {
         self.defaults = file.defaults;
+        self.supply_chain = file.supply_chain;
+        if file.base_dir.is_some() {
+            self.base_dir = file.base_dir;
+        }
         for (host, cfg) in file.registries {
             self.registries.insert(normalise_host_key(&host), cfg);
         }
@@ -288,6 +548,16 @@ impl ClientSettings {
                 list
             };
         }
+    }
+
+    /// The push-time API configured for `host`, if any (see
+    /// [`crate::pushtime`]).
+    pub fn push_time(&self, host: &str) -> Option<PushTimeConfig> {
+        let key = normalise_host_key(host);
+        self.registries
+            .get(&key)
+            .and_then(|h| h.push_time.clone())
+            .or_else(|| self.defaults.push_time.clone())
     }
 
     /// Set or replace the settings of one host.
@@ -373,7 +643,7 @@ pub(crate) fn normalise_host_key(host: &str) -> String {
     }
 }
 
-/// Parse `1h30m`, `30s`, `500ms`, `1.5s`, or a bare number of seconds.
+/// Parse `7d`, `1h30m`, `30s`, `500ms`, `1.5s`, or a bare number of seconds.
 pub fn parse_duration(input: &str) -> Option<Duration> {
     let s = input.trim();
     if s.is_empty() {
@@ -401,6 +671,7 @@ pub fn parse_duration(input: &str) -> Option<Duration> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
+            "d" => 86_400.0,
             _ => return None,
         };
         total += value * factor;

@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use image_update_template::{
-    ObjectId, Template, TemplateData, UpdateChange, Value, render_commit_message,
+    ObjectId, Template, TemplateData, UpdateChange, render_commit_message,
 };
 
 const TEMPLATE: &str = include_str!("../../../testdata/templates/cases/flux-methods.tmpl");

@@ -26,6 +26,7 @@ use std::rc::Rc;
 use crate::error::{ExecError, ParseError};
 use crate::exec::{Limits, Template};
 use crate::legacy::{LegacyResult, LegacyTypes};
+use crate::supply_chain::{self, ImageFindings};
 use crate::value::{FieldDef, Method, NamedType, Type, Underlying, Value};
 
 /// Flux's message when `messageTemplate` is empty.
@@ -76,6 +77,9 @@ pub struct TemplateData {
     /// The latest image of each policy in scope, `NAMESPACE:NAME` -> `NAME:TAG[@DIGEST]` (the
     /// report's `observedPolicies`): the image references of `.Updated`.
     pub policies: BTreeMap<String, String>,
+    /// What the supply-chain gate found about the chosen images, by policy (image-update's
+    /// addition, `.SupplyChain`: see [`ImageFindings`]).
+    pub supply_chain: Vec<ImageFindings>,
 }
 
 /// A report that cannot be read as template data.
@@ -257,6 +261,9 @@ impl TemplateData {
                     latest_image(&part("name")?, &part("tag")?, &part("digest")?),
                 );
             }
+        }
+        if let Some(chain) = obj.get("supplyChain") {
+            data.supply_chain = supply_chain_from_json(chain)?;
         }
         let Some(files) = obj.get("fileChanges") else {
             return Ok(data);
@@ -455,10 +462,20 @@ impl TemplateData {
                     .collect(),
             )
         };
+        let changed: std::collections::BTreeSet<&str> = self
+            .file_changes
+            .values()
+            .flatten()
+            .flat_map(|(_, changes)| changes)
+            .map(|c| supply_chain::setter_policy(&c.setter))
+            .collect();
         Ok(Value::structure(
             &t.template_data,
             vec![automation, result, values],
-            vec![legacy_value],
+            vec![
+                legacy_value,
+                t.supply_chain.value(&self.supply_chain, &changed),
+            ],
         ))
     }
 }
@@ -475,6 +492,91 @@ fn latest_image(name: &str, tag: &str, digest: &str) -> String {
         s.push_str(digest);
     }
     s
+}
+
+/// The report's `supplyChain`: `{"NS:NAME": {"image", "signedBy": [{"kind", "name", "fingerprint",
+/// "subject", "issuer", "logIndex", "integratedTime"}], "released": {"at", "source",
+/// "builderControlled"}, "alias", "aliasDigest", "skipped": [{"tag", "kind", "reason"}]}}`, in
+/// policy order.
+fn supply_chain_from_json(v: &serde_json::Value) -> Result<Vec<ImageFindings>, ReportError> {
+    use crate::supply_chain::{Signer, Skipped};
+    let shape = |path: String, expected: &'static str| ReportError::Shape { path, expected };
+    fn object<'a>(
+        v: &'a serde_json::Value,
+        path: &str,
+    ) -> Result<&'a serde_json::Map<String, serde_json::Value>, ReportError> {
+        v.as_object().ok_or_else(|| ReportError::Shape {
+            path: path.to_owned(),
+            expected: "an object",
+        })
+    }
+    let array = |v: Option<&serde_json::Value>, path: &str| match v {
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(serde_json::Value::Array(items)) => Ok(items.clone()),
+        Some(_) => Err(shape(path.to_owned(), "an array")),
+    };
+    let mut out = Vec::new();
+    for (policy, entry) in object(v, "supplyChain")? {
+        let p = format!("supplyChain[{policy:?}]");
+        let e = object(entry, &p)?;
+        let mut findings = ImageFindings {
+            policy: policy.clone(),
+            image: json_str(e.get("image"), &format!("{p}.image"))?,
+            alias: json_str(e.get("alias"), &format!("{p}.alias"))?,
+            alias_digest: json_str(e.get("aliasDigest"), &format!("{p}.aliasDigest"))?,
+            ..ImageFindings::default()
+        };
+        for (i, s) in array(e.get("signedBy"), &format!("{p}.signedBy"))?
+            .iter()
+            .enumerate()
+        {
+            let sp = format!("{p}.signedBy[{i}]");
+            let s = object(s, &sp)?;
+            let text = |k: &str| json_str(s.get(k), &format!("{sp}.{k}"));
+            findings.signed_by.push(Signer {
+                kind: text("kind")?,
+                name: text("name")?,
+                fingerprint: text("fingerprint")?,
+                subject: text("subject")?,
+                issuer: text("issuer")?,
+                log_index: match s.get("logIndex") {
+                    None | Some(serde_json::Value::Null) => 0,
+                    Some(n) => n
+                        .as_i64()
+                        .ok_or_else(|| shape(format!("{sp}.logIndex"), "an integer"))?,
+                },
+                integrated_time: text("integratedTime")?,
+            });
+        }
+        if let Some(r) = e.get("released").filter(|r| !r.is_null()) {
+            let rp = format!("{p}.released");
+            let r = object(r, &rp)?;
+            findings.released = json_str(r.get("at"), &format!("{rp}.at"))?;
+            findings.release_source = json_str(r.get("source"), &format!("{rp}.source"))?;
+            findings.builder_controlled = match r.get("builderControlled") {
+                None | Some(serde_json::Value::Null) => false,
+                Some(b) => b
+                    .as_bool()
+                    .ok_or_else(|| shape(format!("{rp}.builderControlled"), "a boolean"))?,
+            };
+        }
+        for (i, k) in array(e.get("skipped"), &format!("{p}.skipped"))?
+            .iter()
+            .enumerate()
+        {
+            let kp = format!("{p}.skipped[{i}]");
+            let k = object(k, &kp)?;
+            let text = |f: &str| json_str(k.get(f), &format!("{kp}.{f}"));
+            findings.skipped.push(Skipped {
+                tag: text("tag")?,
+                kind: text("kind")?,
+                reason: text("reason")?,
+            });
+        }
+        out.push(findings);
+    }
+    out.sort_by(|a, b| a.policy.cmp(&b.policy));
+    Ok(out)
 }
 
 fn json_str(v: Option<&serde_json::Value>, path: &str) -> Result<String, ReportError> {
@@ -498,6 +600,7 @@ struct FluxTypes {
     object_changes: Rc<NamedType>,
     result: Rc<NamedType>,
     template_data: Rc<NamedType>,
+    supply_chain: supply_chain::Types,
 }
 
 fn tagged(name: &str, json: &str) -> FieldDef {
@@ -628,6 +731,7 @@ impl FluxTypes {
             }),
         ];
         let result = Rc::new(result);
+        let supply_chain = supply_chain::Types::new();
         let mut template_data = NamedType::new(
             "source.TemplateData",
             Underlying::Struct(vec![
@@ -636,9 +740,10 @@ impl FluxTypes {
                 FieldDef::new("Values", Type::map_of(Type::String, Type::String)),
             ]),
         );
-        template_data.methods = vec![Method::niladic("Updated", legacy_result(), |v, _| {
-            v.hidden(0)
-        })];
+        template_data.methods = vec![
+            Method::niladic("Updated", legacy_result(), |v, _| v.hidden(0)),
+            Method::niladic("SupplyChain", supply_chain.slice(), |v, _| v.hidden(1)),
+        ];
         let template_data = Rc::new(template_data);
         FluxTypes {
             namespaced_name,
@@ -650,6 +755,7 @@ impl FluxTypes {
             object_changes,
             result,
             template_data,
+            supply_chain,
         }
     }
 

@@ -99,6 +99,7 @@ mod lex;
 mod parse;
 mod refname;
 mod sprig;
+mod supply_chain;
 mod unicode;
 mod value;
 
@@ -109,6 +110,7 @@ pub use flux::{
     render_commit_message,
 };
 pub use legacy::InvalidImageRef;
+pub use supply_chain::{ImageFindings, Signer, Skipped};
 pub use value::{
     FieldDef, Kind, MapVal, Method, MethodFn, NamedType, SliceVal, StructVal, Type, Underlying,
     Value,

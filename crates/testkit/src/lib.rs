@@ -13,6 +13,8 @@
 //!   works, a small one to fill), as `.ci/run` prepares them.
 //! * [`registry`]: a real Debian `docker-registry` on a free 127.0.0.1 port,
 //!   a token service, an image pusher and a fault-injecting fake HTTP server.
+//! * [`sigstore`]: signing images as cosign does (keys, a test Fulcio and
+//!   transparency log minted per run) and pushing the signatures.
 //! * [`git`]: lighttpd + `git-http-backend` with Basic auth, sshd with keys, GnuPG keys, and
 //!   bare repositories to clone from and push to.
 #![allow(
@@ -28,6 +30,7 @@ pub mod golden;
 pub mod kube;
 pub mod registry;
 pub mod scratch;
+pub mod sigstore;
 
 use std::path::PathBuf;
 

@@ -812,6 +812,26 @@ impl Registry {
         assert_eq!(status, 201, "PUT manifest {repo}:{reference}: {text}");
     }
 
+    /// GET a manifest (any media type), if the registry has it.
+    pub fn get_manifest(&self, repo: &str, reference: &str) -> Option<Vec<u8>> {
+        let mut req = self
+            .agent
+            .get(format!("{}/v2/{repo}/manifests/{reference}", self.base()))
+            .header(
+                "Accept",
+                "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json",
+            );
+        if let Some(a) = self.push_auth(repo) {
+            req = req.header("Authorization", a);
+        }
+        let mut resp = req.call().unwrap();
+        if resp.status() == 404 {
+            return None;
+        }
+        assert_eq!(resp.status(), 200, "GET manifest {repo}:{reference}");
+        Some(resp.body_mut().read_to_vec().unwrap())
+    }
+
     /// Push one single-platform image; returns `(manifest bytes, digest)`.
     pub fn push_image(&self, repo: &str, tag: &str, image: &ImageSpec) -> (Vec<u8>, String) {
         let (config, layer) = image.blobs();
@@ -1267,4 +1287,92 @@ fn rand_u32() -> u32 {
             .as_nanos(),
     );
     h.finish() as u32
+}
+
+// ---------------------------------------------------------------------------
+// A counting proxy in front of the real registry
+
+/// A loopback proxy in front of a real registry (plain HTTP): every request
+/// is recorded (so tests and benchmarks count what a client sent) and
+/// forwarded. With `referrers`, it also answers the OCI referrers API that
+/// docker-registry 2.8 lacks, from the `sha256-<hex>` referrers-tag index
+/// the registry holds (an empty index when there is none), so the client's
+/// first discovery step can be exercised against real stored manifests.
+pub fn registry_proxy(target: &str, referrers: bool) -> FakeServer {
+    let base = format!("http://{target}");
+    let agent = ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build(),
+    );
+    FakeServer::start(move |req| {
+        let path = req.path();
+        if referrers
+            && req.method == "GET"
+            && let Some((repo, digest)) = path
+                .strip_prefix("/v2/")
+                .and_then(|p| p.split_once("/referrers/"))
+        {
+            let index_type = "application/vnd.oci.image.index.v1+json";
+            let mut get = agent
+                .get(format!(
+                    "{base}/v2/{repo}/manifests/{}",
+                    digest.replace(':', "-")
+                ))
+                .header("Accept", index_type);
+            if let Some(a) = req.header("authorization") {
+                get = get.header("Authorization", a);
+            }
+            let mut resp = get.call().unwrap();
+            let body = if resp.status() == 200 {
+                resp.body_mut().read_to_vec().unwrap()
+            } else {
+                format!(r#"{{"schemaVersion":2,"mediaType":"{index_type}","manifests":[]}}"#)
+                    .into_bytes()
+            };
+            return Reply::Respond {
+                status: 200,
+                headers: vec![("Content-Type".to_owned(), index_type.to_owned())],
+                body,
+            };
+        }
+        let url = format!("{base}{}", req.target);
+        let mut builder = ureq::http::Request::builder()
+            .method(req.method.as_str())
+            .uri(&url);
+        for (k, v) in &req.headers {
+            if ["accept", "authorization", "content-type"]
+                .contains(&k.to_ascii_lowercase().as_str())
+            {
+                builder = builder.header(k, v);
+            }
+        }
+        let request = builder.body(req.body.clone()).unwrap();
+        let mut resp = agent.run(request).unwrap();
+        let status = resp.status().as_u16();
+        let mut headers = Vec::new();
+        for name in [
+            "content-type",
+            "docker-content-digest",
+            "www-authenticate",
+            "link",
+            "location",
+        ] {
+            for v in resp.headers().get_all(name) {
+                headers.push((name.to_owned(), v.to_str().unwrap_or_default().to_owned()));
+            }
+        }
+        let body = if req.method == "HEAD" {
+            Vec::new()
+        } else {
+            resp.body_mut().read_to_vec().unwrap_or_default()
+        };
+        Reply::Respond {
+            status,
+            headers,
+            body,
+        }
+    })
 }

@@ -45,6 +45,7 @@ pub(crate) use reflection::{DigestAction, ImageRef, digest_action, next_observed
 #[cfg(test)]
 pub(crate) use select::TagInfo;
 pub(crate) use select::{Created, LookupError, NoCreatedTimes, SelectError, Selection};
+pub(crate) use spec::{AliasConfig, DEFAULT_ALIAS_REQUESTS, GateConfig};
 pub(crate) use spec::{
     DigestReflection, FilterTagsConfig, Order, PolicyConfig, PolicySpec, Strategy,
 };

@@ -18,6 +18,7 @@
 //! | `dropped` | object | counts per filter, see below |
 //! | `platforms` | array of strings | the platform filters carried by the policy |
 //! | `digest_reflection` | string | `Never`, `IfNotPresent` or `Always` |
+//! | `supply_chain` | object | only when the supply-chain gate applies: its verdict on each candidate (`reflector::verdicts`) |
 //!
 //! `dropped` has, in this order: `duplicate_tag`, `excluded` (total),
 //! `excluded_by` (array of `{"pattern", "count"}` in configuration order),
@@ -48,6 +49,10 @@ struct JsonReport<'a> {
     dropped: JsonDrops<'a>,
     platforms: &'a [String],
     digest_reflection: String,
+    /// The supply-chain gate's verdicts (`reflector::verdicts`), when a
+    /// requirement applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    supply_chain: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -95,6 +100,21 @@ pub fn render_json(
     selection: &Selection,
     digest: Option<&str>,
 ) -> Result<String, serde_json::Error> {
+    render_json_with(image, spec, selection, digest, None)
+}
+
+/// [`render_json`] with the supply-chain gate's verdicts as its
+/// `supply_chain` key.
+///
+/// # Errors
+/// As [`render_json`].
+pub(crate) fn render_json_with(
+    image: &str,
+    spec: &PolicySpec,
+    selection: &Selection,
+    digest: Option<&str>,
+    supply_chain: Option<serde_json::Value>,
+) -> Result<String, serde_json::Error> {
     let report = JsonReport {
         image,
         tag: &selection.tag,
@@ -107,6 +127,7 @@ pub fn render_json(
         dropped: JsonDrops::from(&selection.drops),
         platforms: &spec.config().platforms,
         digest_reflection: spec.digest_reflection().to_string(),
+        supply_chain,
     };
     let mut out = serde_json::to_string_pretty(&report)?;
     out.push('\n');

@@ -203,6 +203,48 @@ impl PolicyConfig {
     }
 }
 
+/// Follow a mutable alias (`latest`, `stable`): write the tag, among those
+/// the policy admits, that points at the same digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AliasConfig {
+    /// The alias tag.
+    pub tag: String,
+    /// Compare this platform's image instead of the index (for indexes
+    /// rebuilt per tag around the same images).
+    pub platform: Option<String>,
+    /// Most candidates whose digest is looked up.
+    pub max_requests: usize,
+}
+
+/// Default of [`AliasConfig::max_requests`].
+pub(crate) const DEFAULT_ALIAS_REQUESTS: usize = 50;
+
+/// What a policy definition asks of the supply-chain gate, besides what
+/// the registry settings' `supply_chain` rules (and a front end's flags)
+/// require of every policy: a definition can add requirements, never lift
+/// them (see `reflector::gate::chain`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GateConfig {
+    /// Minimum release age (the longer of this and the rule's applies).
+    pub min_age: Option<std::time::Duration>,
+    /// Where this definition's own minimum age comes from.
+    pub age_source: Option<image_update_registry::settings::AgeSource>,
+    /// Follow an alias.
+    pub alias: Option<AliasConfig>,
+    /// Signers required besides the rule's.
+    pub verify: Option<image_update_registry::settings::VerifyConfig>,
+}
+
+impl GateConfig {
+    /// Whether it asks for nothing.
+    pub fn is_empty(&self) -> bool {
+        self.min_age.is_none()
+            && self.age_source.is_none()
+            && self.alias.is_none()
+            && self.verify.is_none()
+    }
+}
+
 /// A value that failed validation, with the field it came from.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {field} '{value}': {reason}")]

@@ -5,11 +5,13 @@ package source
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"text/template"
 	"text/template/parse"
 
 	sprig "github.com/Masterminds/sprig"
 
+	"oracle/supplychain"
 	"oracle/types"
 	"oracle/update"
 	v0 "oracle/v0/update"
@@ -26,6 +28,37 @@ type TemplateData struct {
 // as a method so that what Flux v1 templates print is unchanged).
 func (d TemplateData) Updated() v0.Result {
 	return d.Changed.ImageResult()
+}
+
+// findings holds what the supply-chain gate found, by policy order, outside TemplateData so that
+// printing the data stays as Flux prints it (image-update keeps it as hidden data of the value).
+var findings []supplychain.Image
+
+// SetSupplyChain sets the findings the next Render sees.
+func SetSupplyChain(images []supplychain.Image) {
+	findings = images
+}
+
+// SupplyChain gives the findings of the policies whose setters made a change (image-update's
+// addition to Flux's data).
+func (d TemplateData) SupplyChain() []supplychain.Image {
+	changed := map[string]bool{}
+	for _, c := range d.Changed.Changes() {
+		policy := c.Setter
+		if i := strings.Index(policy, ":"); i >= 0 {
+			if j := strings.Index(policy[i+1:], ":"); j >= 0 {
+				policy = policy[:i+1+j]
+			}
+		}
+		changed[policy] = true
+	}
+	var out []supplychain.Image
+	for _, f := range findings {
+		if changed[f.Policy] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // usesField says whether a field named name appears anywhere in the parsed templates.
