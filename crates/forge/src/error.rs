@@ -84,7 +84,7 @@ pub(crate) fn human(duration: Duration) -> String {
     let secs = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
     if secs < 60 {
         format!("{secs} s")
-    } else if secs % 60 == 0 {
+    } else if secs.is_multiple_of(60) {
         format!("{} min", secs / 60)
     } else {
         format!("{} min {} s", secs / 60, secs % 60)

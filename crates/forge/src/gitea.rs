@@ -1,9 +1,9 @@
 //! Gitea's and Forgejo's REST API (v1; Forgejo keeps Gitea's).
 //!
 //! Look-up: `GET /repos/{owner}/{repo}/pulls/{base}/{head}` (one call). That call returns one
-//! request for the pair in no stated order, so when it is not open the open ones are listed
-//! (`GET /repos/{owner}/{repo}/pulls?state=open`, 50 a page) to be sure none is; likewise for a
-//! base branch with a `/`, which the call's route cannot hold. Creation: `POST .../pulls` (with
+//! request for the pair in no stated order, so when it is not open all requests are listed
+//! (`GET /repos/{owner}/{repo}/pulls?state=all`, 50 a page) for an open one, else the newest
+//! closed one; likewise for a base branch with a `/`, which the call's route cannot hold. Creation: `POST .../pulls` (with
 //! the assignees). Edit, reopen, close and assignees: `PATCH .../pulls/{index}`. Labels and
 //! comments through the issue (`/issues/{index}/labels`, `/comments`; labels by name must
 //! exist). Reviewers: `POST .../pulls/{index}/requested_reviewers`. Auto-merge: `POST
@@ -71,14 +71,18 @@ impl Gitea {
         self.send(Method::Patch, &url, Some(body), Repeat::Safe, operation)
     }
 
-    /// The open request from `head` into `base`, from the list of open requests.
-    fn list_open(&self, head: &str, base: &str) -> Result<Option<Found>, Error> {
+    /// The request from `head` into `base` in the list of requests in `state` (`open` or
+    /// `all`): an open one, else the newest closed one that was not merged.
+    fn list(&self, head: &str, base: &str, state: &str) -> Result<Option<Found>, Error> {
         let operation = format!(
-            "listing the open pull requests of {} (looking for `{head}` into `{base}`)",
+            "listing the {} pull requests of {} (looking for `{head}` into `{base}`)",
+            if state == "open" { "open" } else { "" },
             self.repo.path
-        );
+        )
+        .replace("the  pull", "the pull");
+        let mut closed: Option<Found> = None;
         for page in 1..=MAX_PAGES {
-            let url = self.url(&format!("/pulls?state=open&page={page}&limit=50"));
+            let url = self.url(&format!("/pulls?state={state}&page={page}&limit=50"));
             let response = self.send(Method::Get, &url, None, Repeat::Safe, &operation)?;
             if !response.ok() {
                 return Err(self.fail(&response, &operation));
@@ -94,16 +98,23 @@ impl Gitea {
                         .map(str::to_owned)
                 };
                 if refs("head").as_deref() == Some(head) && refs("base").as_deref() == Some(base) {
-                    return found(item).map(Some).ok_or_else(|| {
+                    let one = found(item).ok_or_else(|| {
                         invalid(&self.http, &response, &operation, "pull requests")
-                    });
+                    })?;
+                    match one.state {
+                        State::Open => return Ok(Some(one)),
+                        State::Closed if closed.as_ref().is_none_or(|c| c.number < one.number) => {
+                            closed = Some(one);
+                        }
+                        _ => {}
+                    }
                 }
             }
             if items.len() < 50 {
                 break;
             }
         }
-        Ok(None)
+        Ok(closed)
     }
 }
 
@@ -145,7 +156,7 @@ fn found(value: &Value) -> Option<Found> {
 impl Api for Gitea {
     fn find(&self, head: &str, base: &str) -> Result<Option<Found>, Error> {
         if base.contains('/') {
-            return self.list_open(head, base);
+            return self.list(head, base, "all");
         }
         let operation = format!(
             "looking up the pull request from `{head}` into `{base}` of {}",
@@ -164,15 +175,11 @@ impl Api for Gitea {
         if one.state == State::Open {
             return Ok(Some(one));
         }
-        match self.list_open(head, base)? {
-            Some(open) => Ok(Some(open)),
-            None if one.state == State::Closed => Ok(Some(one)),
-            None => Ok(None),
-        }
+        self.list(head, base, "all")
     }
 
     fn find_open(&self, head: &str, base: &str) -> Result<Option<Found>, Error> {
-        self.list_open(head, base)
+        self.list(head, base, "open")
     }
 
     fn create_sets_assignees(&self) -> bool {
@@ -206,7 +213,7 @@ impl Api for Gitea {
         )?;
         match response.status {
             201 => found(&response.json)
-                .map(Created::New)
+                .map(|f| Created::New(Box::new(f)))
                 .ok_or_else(|| invalid(&self.http, &response, &operation, "a pull request")),
             409 | 422 if says_exists(&self.http, &response) => Ok(Created::AlreadyExists),
             404 => Err(Error::new(

@@ -158,7 +158,7 @@ impl Api for GitHub {
         )?;
         match response.status {
             201 => found(&response.json)
-                .map(Created::New)
+                .map(|f| Created::New(Box::new(f)))
                 .ok_or_else(|| invalid(&self.http, &response, &operation, "a pull request")),
             422 if says_exists(&self.http, &response) => Ok(Created::AlreadyExists),
             422 => Err(refused_creation(

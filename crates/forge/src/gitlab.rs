@@ -202,7 +202,7 @@ impl Api for GitLab {
         )?;
         match response.status {
             201 => found(&response.json)
-                .map(Created::New)
+                .map(|f| Created::New(Box::new(f)))
                 .ok_or_else(|| invalid(&self.http, &response, &operation, "a merge request")),
             409 | 422 if says_exists(&self.http, &response) => Ok(Created::AlreadyExists),
             _ => Err(self.fail(&response, &operation)),

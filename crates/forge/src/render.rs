@@ -378,10 +378,10 @@ impl Content {
                 self.data.automation_namespace, self.data.automation_name
             )
         };
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<sub>Opened by image-update{who}. Every run rewrites the branch `{}` from `{}`: \
-             commits pushed to it by hand are lost.</sub>\n",
+             commits pushed to it by hand are lost.</sub>",
             self.head, self.base
         );
         out

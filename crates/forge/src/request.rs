@@ -168,7 +168,7 @@ pub(crate) enum State {
 
 /// The answer to a creation.
 pub(crate) enum Created {
-    New(Found),
+    New(Box<Found>),
     /// The provider says a request for this head and base is already open.
     AlreadyExists,
 }

@@ -17,7 +17,10 @@
     clippy::new_without_default
 )]
 
+pub mod forge;
+pub mod forge_graphql;
 pub mod git;
+pub mod openapi;
 pub mod registry;
 
 use std::path::PathBuf;
@@ -73,6 +76,35 @@ pub fn trial_with(
     }
     Trial::test(name, runner)
         .with_kind(format!("needs {what}"))
+        .with_ignored_flag(true)
+}
+
+/// A trial that needs `files` (data installed by a script, such as the providers' API
+/// descriptions of `scripts/api-descriptions.sh`): ignored with the reason when one is missing,
+/// failed instead when `CI` is set.
+pub fn trial_with_files(
+    name: impl Into<String>,
+    files: &[PathBuf],
+    hint: &str,
+    runner: impl FnOnce() -> Result<(), Failed> + Send + 'static,
+) -> Trial {
+    let name = name.into();
+    let missing: Vec<String> = files
+        .iter()
+        .filter(|f| !f.is_file())
+        .map(|f| f.display().to_string())
+        .collect();
+    if missing.is_empty() {
+        return Trial::test(name, runner);
+    }
+    let what = format!("{} ({hint})", missing.join(", "));
+    if std::env::var_os("CI").is_some() {
+        return Trial::test(name, move || {
+            Err(format!("needs {what}, which is missing, and CI is set").into())
+        });
+    }
+    Trial::test(name, runner)
+        .with_kind("needs API descriptions")
         .with_ignored_flag(true)
 }
 
