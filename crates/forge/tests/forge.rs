@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::{HEAD, options, provider};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,17 +23,7 @@ use image_update_testkit::registry::{FakeServer, Reply};
 use libtest_mimic::{Failed, Trial};
 use serde_json::{Value, json};
 
-const HEAD: &str = "image-update/flux-system-apps";
 const BASE: &str = "main";
-
-fn provider(flavor: Flavor) -> Provider {
-    match flavor {
-        Flavor::GitHub => Provider::GitHub,
-        Flavor::GitLab => Provider::GitLab,
-        Flavor::Gitea => Provider::Gitea,
-        Flavor::Forgejo => Provider::Forgejo,
-    }
-}
 
 fn token(flavor: Flavor) -> String {
     format!("tok-{}-5ecret", flavor.name())
@@ -73,15 +66,6 @@ fn proposal(title: &str, body: &str) -> Proposal {
         base: BASE.into(),
         title: title.into(),
         body: body.into(),
-    }
-}
-
-fn options() -> Options {
-    Options {
-        labels: vec!["dependencies".into(), "images".into()],
-        assignees: vec!["alice".into()],
-        reviewers: vec!["bob".into()],
-        ..Options::default()
     }
 }
 

@@ -320,6 +320,12 @@ impl FakeForge {
         self.state().calls.clone()
     }
 
+    /// Every request received, with headers and body.
+    #[must_use]
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.server.requests()
+    }
+
     pub fn clear_calls(&self) {
         self.state().calls.clear();
     }
