@@ -569,6 +569,25 @@ mod tests {
     }
 
     #[test]
+    fn default_body_in_full() {
+        let body = content().body(None, 65_536).unwrap();
+        let expected_start = "This request updates 1 field in 1 file to the latest images of their policies.\n\n\
+            | File | Object | Field | Change | Policy |\n\
+            | --- | --- | --- | --- | --- |\n\
+            | `apps/web.yaml` | Deployment shop/web | `spec.template.spec.containers[0].image` | `ghcr.io/acme/web:1.2.0` → `ghcr.io/acme/web:1.3.0` | `flux-system:web` |\n\
+            \n<details>\n<summary>Report</summary>\n\n```json\n{\n";
+        assert!(body.starts_with(expected_start), "{body}");
+        assert!(
+            body.ends_with(
+                "```\n\n</details>\n\n---\n\n<sub>Opened by image-update for the automation \
+             `flux-system/apps`. Every run rewrites the branch `image-update/flux-system-apps` \
+             from `main`: commits pushed to it by hand are lost.</sub>\n"
+            ),
+            "{body}"
+        );
+    }
+
+    #[test]
     fn branch_names() {
         assert!(check_branch("image-update/a-b").is_ok());
         for bad in [
