@@ -348,6 +348,9 @@ impl Ctx {
             .unwrap()
             .calls
             .push(format!("{} {}", req.method, req.target));
+        if let Err(e) = self.check_headers(req) {
+            return self.violation(e);
+        }
         let description = &self.description;
         let matched = if self.flavor == Flavor::GitHub && req.path() == "/graphql" {
             None
@@ -403,6 +406,31 @@ impl Ctx {
             return self.violation(format!("the fake's own answer is invalid: {e}"));
         }
         reply(status, &body, &headers)
+    }
+
+    /// Headers every provider documents: a `User-Agent` (GitHub refuses requests without
+    /// one), JSON bodies typed as JSON, and GitHub's media type and API version.
+    fn check_headers(&self, req: &Recorded) -> Result<(), String> {
+        let what = format!("{} {}", req.method, req.path());
+        if req.header("user-agent").is_none_or(str::is_empty) {
+            return Err(format!("{what}: no User-Agent"));
+        }
+        if !req.body.is_empty()
+            && !req
+                .header("content-type")
+                .is_some_and(|t| t.starts_with("application/json"))
+        {
+            return Err(format!("{what}: a body that is not typed application/json"));
+        }
+        if self.flavor == Flavor::GitHub {
+            if req.header("accept") != Some("application/vnd.github+json") {
+                return Err(format!("{what}: Accept is not application/vnd.github+json"));
+            }
+            if req.header("x-github-api-version") != Some("2022-11-28") {
+                return Err(format!("{what}: no X-GitHub-Api-Version: 2022-11-28"));
+            }
+        }
+        Ok(())
     }
 
     fn violation(&self, message: String) -> Reply {
