@@ -11,13 +11,12 @@ use rsa::pkcs8::DecodePrivateKey as _;
 use rsa::signature::{SignatureEncoding as _, Signer as _};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use zeroize::Zeroizing;
 
 use crate::error::{Error, ErrorKind};
 use crate::http::{Http, Method, Repeat};
 use crate::remote::Repository;
-use crate::secret::Secret;
 use crate::status::{enc, fail, invalid};
+use image_update_secret::Secret;
 
 /// The JWT for `app_id` (the App's ID, or its client ID), valid from a minute ago (clock drift)
 /// for nine minutes (GitHub accepts at most ten).
@@ -43,8 +42,10 @@ pub(crate) fn jwt(app_id: &str, private_key: &Secret, now: u64) -> Result<Secret
     let signature = signer
         .try_sign(message.as_bytes())
         .map_err(|_| Error::config("the GitHub App's private key cannot sign"))?;
-    let token = Zeroizing::new(format!("{message}.{}", b64.encode(signature.to_bytes())));
-    Ok(Secret::new(token.as_str()))
+    Ok(Secret::new(format!(
+        "{message}.{}",
+        b64.encode(signature.to_bytes())
+    )))
 }
 
 /// An installation token for `repo`.

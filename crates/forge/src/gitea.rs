@@ -18,8 +18,8 @@ use crate::error::{Error, ErrorKind};
 use crate::http::{Http, Method, Repeat, Response};
 use crate::remote::Repository;
 use crate::request::{Api, Created, Edit, Edited, Found, MergeMethod, Options, Proposal, State};
-use crate::secret::Secret;
 use crate::status::{enc, fail, invalid, says_exists};
+use image_update_secret::Secret;
 
 /// Pages of open requests read when looking for one by head and base.
 const MAX_PAGES: u32 = 20;

@@ -15,8 +15,8 @@ use crate::error::{Error, ErrorKind};
 use crate::http::{Http, Method, Repeat, Response};
 use crate::remote::Repository;
 use crate::request::{Api, Created, Edit, Edited, Found, MergeMethod, Options, Proposal, State};
-use crate::secret::Secret;
 use crate::status::{enc, fail, invalid, says_exists};
+use image_update_secret::Secret;
 
 pub(crate) struct GitHub {
     http: Arc<Http>,

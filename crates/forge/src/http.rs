@@ -1,6 +1,6 @@
-//! One HTTP client for every provider: ureq with rustls and the same trust roots as the git
-//! transports and the registry client (the bundled Mozilla roots, the system's store, and the
-//! caller's PEM CAs), the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
+//! One HTTP client for every provider: ureq with rustls and the git transport's trust roots
+//! (`image_update_git::tls`: the bundled Mozilla roots, the system's store, and the caller's PEM
+//! CAs), the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
 //! `NO_PROXY`), redirects followed only on the same origin (the token must not follow a redirect
 //! to another server), and bounded retries:
 //!
@@ -14,8 +14,8 @@
 //!
 //! Every attempt is counted ([`Http::calls`]): the budget of API calls per run is measured.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -23,7 +23,7 @@ use ureq::http::{HeaderMap, HeaderValue};
 
 use crate::error::{Error, ErrorKind, human};
 use crate::remote::Provider;
-use crate::secret::Secret;
+use image_update_secret::Secret;
 
 /// Redirects followed per call.
 const MAX_REDIRECTS: usize = 3;
@@ -56,8 +56,9 @@ impl Default for RetryPolicy {
 /// Connection settings.
 #[derive(Clone, Debug)]
 pub struct HttpSettings {
-    /// PEM CA certificates trusted besides the bundled roots and the system's store.
-    pub ca_certificates: Vec<Vec<u8>>,
+    /// PEM CA certificates trusted besides the bundled roots and the system's store (the git
+    /// transport's roots: `image_update_git::tls`).
+    pub ca_certificates: Option<String>,
     /// Connect timeout.
     pub connect_timeout: Duration,
     /// The time one request may take in all.
@@ -71,7 +72,7 @@ pub struct HttpSettings {
 impl Default for HttpSettings {
     fn default() -> Self {
         Self {
-            ca_certificates: Vec::new(),
+            ca_certificates: None,
             connect_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
@@ -142,27 +143,15 @@ pub(crate) struct Http {
 
 impl Http {
     pub(crate) fn new(provider: Provider, settings: &HttpSettings) -> Result<Http, Error> {
-        let mut roots = base_roots().to_vec();
-        for pem in &settings.ca_certificates {
-            let before = roots.len();
-            for item in ureq::tls::parse_pem(pem) {
-                match item {
-                    Ok(ureq::tls::PemItem::Certificate(cert)) => roots.push(cert.to_owned()),
-                    Ok(_) => {}
-                    Err(e) => {
-                        return Err(Error::config(format!("invalid PEM CA certificate: {e}")));
-                    }
-                }
-            }
-            if roots.len() == before {
-                return Err(Error::config(
-                    "no certificate in the PEM CA certificates given",
-                ));
-            }
-        }
+        let extra = match &settings.ca_certificates {
+            Some(pem) => image_update_git::tls::parse_ca_certificates(pem)
+                .map_err(|e| Error::config(format!("CA certificates: {e}")))?,
+            None => Arc::from(Vec::new()),
+        };
+        let roots = image_update_git::tls::roots_with(&extra);
         let tls = ureq::tls::TlsConfig::builder()
             .provider(ureq::tls::TlsProvider::Rustls)
-            .root_certs(ureq::tls::RootCerts::Specific(Arc::new(roots)))
+            .root_certs(ureq::tls::RootCerts::Specific(roots))
             .build();
         let agent = ureq::Agent::config_builder()
             .tls_config(tls)
@@ -607,27 +596,6 @@ fn origin(url: &str) -> String {
         let port = if scheme == "http" { 80 } else { 443 };
         format!("{scheme}://{authority}:{port}")
     }
-}
-
-/// The roots every connection trusts: the bundled Mozilla roots (an image with no CA store
-/// works) and the system's store when there is one. Read once per process.
-fn base_roots() -> &'static [ureq::tls::Certificate<'static>] {
-    static ROOTS: OnceLock<Vec<ureq::tls::Certificate<'static>>> = OnceLock::new();
-    ROOTS.get_or_init(|| {
-        let system = rustls_native_certs::load_native_certs();
-        for e in &system.errors {
-            tracing::debug!("system trust store: {e}");
-        }
-        let system = system
-            .certs
-            .iter()
-            .map(|der| ureq::tls::Certificate::from_der(der.as_ref()).to_owned());
-        webpki_root_certs::TLS_SERVER_ROOT_CERTS
-            .iter()
-            .map(|der| ureq::tls::Certificate::from_der(der.as_ref()).to_owned())
-            .chain(system)
-            .collect()
-    })
 }
 
 #[cfg(test)]

@@ -37,20 +37,20 @@ mod http;
 mod remote;
 mod render;
 mod request;
-mod secret;
 mod status;
 
 use std::sync::Arc;
 
 pub use error::{Error, ErrorKind};
 pub use http::{HttpSettings, RetryPolicy};
+/// The workspace's one secret type: zeroised, never shown by `Debug` or `Display`.
+pub use image_update_secret::Secret;
 pub use remote::{Provider, Repository};
 pub use render::{
     CHANGE_SET_BRANCH_TEMPLATE, Content, DEFAULT_BRANCH_TEMPLATE,
     DEFAULT_BRANCH_TEMPLATE_WITHOUT_AUTOMATION, MAX_BRANCH_LEN, Row, check_branch,
 };
 pub use request::{Action, MergeMethod, Options, Proposal, PullRequest, WhenNothingToDo};
-pub use secret::Secret;
 
 /// How the client proves itself.
 #[derive(Clone, Debug)]
