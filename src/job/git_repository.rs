@@ -2,8 +2,8 @@
 //! checkout ref and Secret name, so a Flux user runs the same automation as
 //! a Job with no controller.
 //!
-//! Only what the Job can honour is accepted: a field it cannot (another
-//! `provider`, a proxy, verification, submodules, a sparse checkout...) is
+//! Only what the Job can honour is accepted: a field it cannot (a
+//! `provider` other than `generic` and `github`, a proxy, verification, submodules, a sparse checkout...) is
 //! an error at its line, never silently ignored.
 
 use std::path::Path;
@@ -30,6 +30,10 @@ pub(crate) struct GitRepository {
     pub reference: Option<CheckoutTarget>,
     /// `spec.secretRef.name`.
     pub secret_name: Option<String>,
+    /// `spec.provider: github`: the Secret holds a GitHub App
+    /// (`githubAppID`, `githubAppPrivateKey`, `githubAppInstallationID`,
+    /// `githubAppBaseURL`), whose installation token clones and pushes.
+    pub github_app: bool,
 }
 
 /// The `spec` fields of a GitRepository the Job honours (or that do not
@@ -92,7 +96,9 @@ pub(crate) fn read(file: &Path, limit: SizeLimit) -> Result<GitRepository, Error
             let pointer = format!("/spec/{field}");
             let value = &spec[field];
             let harmless = match field.as_str() {
-                "provider" => value.as_str().is_some_and(|p| p == "generic"),
+                "provider" => value
+                    .as_str()
+                    .is_some_and(|p| p == "generic" || p == "github"),
                 "recurseSubmodules" => value == &Value::Bool(false),
                 _ => false,
             };
@@ -139,5 +145,6 @@ pub(crate) fn read(file: &Path, limit: SizeLimit) -> Result<GitRepository, Error
         url: url.unwrap_or_default(),
         reference: reference.as_ref().and_then(from_git_ref),
         secret_name: string_at(doc, "/spec/secretRef/name"),
+        github_app: string_at(doc, "/spec/provider").as_deref() == Some("github"),
     })
 }

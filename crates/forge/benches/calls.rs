@@ -79,15 +79,14 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
-fn main() {
+fn main() -> Result<(), String> {
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(30);
     for flavor in Flavor::ALL {
         if let Err(e) = flavor.description() {
-            eprintln!("the API descriptions are not installed: {e}");
-            std::process::exit(1);
+            return Err(format!("the API descriptions are not installed: {e}"));
         }
     }
     println!("API calls per run (besides the push):");
@@ -245,4 +244,5 @@ fn main() {
             o.as_secs_f64() / f.as_secs_f64()
         );
     }
+    Ok(())
 }

@@ -176,6 +176,24 @@ impl Fault {
     }
 }
 
+/// The branches of the bare repository `git_dir`, by the git CLI (none when it fails).
+fn branches_of(git_dir: &std::path::Path) -> Vec<String> {
+    std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A GitHub App the fake knows.
 #[derive(Clone, Debug)]
 pub struct App {
@@ -214,12 +232,15 @@ pub struct FakeForge {
     server: FakeServer,
     state: Arc<Mutex<ForgeState>>,
     barrier: Hold,
+    ctx: Arc<Ctx>,
 }
 
 struct Ctx {
     flavor: Flavor,
     owner: String,
     repo: String,
+    /// A bare repository whose branches are the fake's (the git test bed's), read at every call.
+    git_dir: Mutex<Option<PathBuf>>,
     token: String,
     app: Option<App>,
     web: Mutex<String>,
@@ -241,7 +262,23 @@ impl FakeForge {
     /// # Errors
     /// The description is not installed.
     pub fn start(flavor: Flavor, token: &str, app: Option<App>) -> Result<FakeForge, String> {
+        Self::start_for(flavor, "acme/fleet", token, app)
+    }
+
+    /// Starts a fake of `flavor` for the repository `path` (`OWNER/NAME`), as [`FakeForge::start`].
+    ///
+    /// # Errors
+    /// The description is not installed.
+    pub fn start_for(
+        flavor: Flavor,
+        path: &str,
+        token: &str,
+        app: Option<App>,
+    ) -> Result<FakeForge, String> {
         let description = flavor.description()?;
+        let (owner, repo) = path
+            .rsplit_once('/')
+            .ok_or_else(|| format!("`{path}` is not OWNER/NAME"))?;
         let state = Arc::new(Mutex::new(ForgeState {
             branches: vec!["main".into(), "image-update/flux-system-apps".into()],
             users: vec!["fluxbot".into(), "alice".into(), "bob".into()],
@@ -251,8 +288,9 @@ impl FakeForge {
         let barrier = Arc::new(Mutex::new(None));
         let ctx = Arc::new(Ctx {
             flavor,
-            owner: "acme".into(),
-            repo: "fleet".into(),
+            owner: owner.to_owned(),
+            repo: repo.to_owned(),
+            git_dir: Mutex::new(None),
             token: token.to_owned(),
             app,
             web: Mutex::new(String::new()),
@@ -265,12 +303,20 @@ impl FakeForge {
         *ctx.web.lock().unwrap() = format!("http://{}", server.authority());
         Ok(FakeForge {
             flavor,
-            owner: "acme".into(),
-            repo: "fleet".into(),
+            owner: owner.to_owned(),
+            repo: repo.to_owned(),
             server,
             state,
             barrier,
+            ctx,
         })
+    }
+
+    /// From now on the fake's branches are those of the bare repository `git_dir` (a repository
+    /// of the git test bed), read with the git CLI at every call: a request whose head branch
+    /// was not pushed is refused as the provider refuses it.
+    pub fn track_branches(&self, git_dir: &std::path::Path) {
+        *self.ctx.git_dir.lock().unwrap() = Some(git_dir.to_owned());
     }
 
     /// The API's base URL, for the client's API override.
@@ -343,11 +389,15 @@ impl FakeForge {
 
 impl Ctx {
     fn handle(&self, req: &Recorded) -> Reply {
-        self.state
-            .lock()
-            .unwrap()
-            .calls
-            .push(format!("{} {}", req.method, req.target));
+        let tracked = self.git_dir.lock().unwrap().clone();
+        let branches = tracked.map(|git_dir| branches_of(&git_dir));
+        {
+            let mut state = self.state.lock().unwrap();
+            state.calls.push(format!("{} {}", req.method, req.target));
+            if let Some(branches) = branches {
+                state.branches = branches;
+            }
+        }
         if let Err(e) = self.check_headers(req) {
             return self.violation(e);
         }
