@@ -606,15 +606,18 @@ fn remember(
     let last = state::read(path);
     if let Some(pushed) = &status.last_push_commit {
         let to_checkout_branch = match (&config.push.branch, &seen.observed_source_revision) {
-            _ if status.pull_request.is_some() => false,
             (None, _) => true,
             (Some(branch), Some(revision)) => revision.starts_with(&format!("{branch}@")),
             (Some(_), None) => false,
         };
-        if to_checkout_branch {
-            seen.heads.checkout.clone_from(pushed);
-        } else {
-            seen.heads.push = Some(pushed.clone());
+        // A request's head branch is named from the run's report, so the
+        // short-circuit does not read it: only the base's head counts.
+        if status.pull_request.is_none() {
+            if to_checkout_branch {
+                seen.heads.checkout.clone_from(pushed);
+            } else {
+                seen.heads.push = Some(pushed.clone());
+            }
         }
         seen.last_push_commit = Some(pushed.clone());
         seen.last_push_time.clone_from(&status.last_push_time);
