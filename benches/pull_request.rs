@@ -4,10 +4,12 @@
 //! For each provider (the loopback fakes of `image_update_testkit::forge`, which validate every
 //! call against the provider's API description and take their branches from the git bed's bare
 //! repository), on a fresh repository of the git bed (lighttpd + `git-http-backend` on
-//! 127.0.0.1), a run sequence: **create** (a new image: push, open), **unchanged** (the same
-//! image again: the branch already holds it, nothing is pushed), **update** (another image:
-//! force-push, update in place), **nothing to do** (the repository's own image: the open request
-//! is left), **close** (the same with `--pull-request-close-when-nothing-to-do`). Every run's
+//! 127.0.0.1), a run sequence, each run with a label, an assignee and a reviewer: **create** (a
+//! new image: push, open), **unchanged** (the same image again: the branch already holds it,
+//! nothing is pushed), **update** (another image: force-push, update in place), **update + new
+//! label** (another image and a label the request lacks), **nothing to do** (the repository's
+//! own image: the open request is left), **close** (the same with
+//! `--pull-request-close-when-nothing-to-do`). Every run's
 //! `pullRequest.apiCalls` must equal the calls the fake saw, and its action the expected one.
 //! The floor is the same Job pushing the same change to the checkout branch (no request), timed
 //! alternately with the create runs.
@@ -27,11 +29,27 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
 
+/// The options of every run: a label, an assignee and a reviewer the fakes know.
+const OPTIONS: [&str; 6] = [
+    "--pull-request-label",
+    "dependencies",
+    "--pull-request-assignee",
+    "alice",
+    "--pull-request-reviewer",
+    "bob",
+];
+
 /// The steps of a round: name, image tag, extra arguments, expected action.
-const STEPS: [(&str, &str, &[&str], Option<&str>); 5] = [
+const STEPS: [(&str, &str, &[&str], Option<&str>); 6] = [
     ("create", "2.0.0", &[], Some("created")),
     ("unchanged", "2.0.0", &[], Some("unchanged")),
     ("update", "3.0.0", &[], Some("updated")),
+    (
+        "update + new label",
+        "4.0.0",
+        &["--pull-request-label", "images"],
+        Some("updated"),
+    ),
     ("nothing to do", "1.0.0", &[], Some("unchanged")),
     (
         "close",
@@ -100,7 +118,12 @@ fn main() {
                 assert_eq!(calls, round_calls, "the calls differ between rounds");
             }
         }
-        assert!(calls[2] <= 3, "an update took {} calls", calls[2]);
+        assert!(
+            calls[2] <= 3 && calls[3] <= 3,
+            "an update took {} and {} calls",
+            calls[2],
+            calls[3]
+        );
         calls_table.push(format!(
             "| {} | {} |",
             flavor.name(),
@@ -115,16 +138,19 @@ fn main() {
     }
     println!("load after: {}", loadavg());
     println!("\nAPI calls per run of `job --pull-request` (besides the git push):\n");
-    println!("| provider | create | unchanged | update | nothing to do | close |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| provider | create | unchanged | update | update + new label | nothing to do | close |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for row in calls_table {
         println!("{row}");
     }
     println!("\nWall time per run, median (best-worst) of {runs}:\n");
     println!(
-        "| provider | create | unchanged | update | nothing to do | close | floor: job pushing to main |"
+        "| provider | create | unchanged | update | update + new label | nothing to do | close | \
+         floor: job pushing to main |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for row in times_table {
         println!("{row}");
     }
@@ -166,7 +192,8 @@ fn job(
     if let Some(fake) = fake {
         command
             .args(["--pull-request", "--forge", fake.flavor.name()])
-            .args(["--forge-api-url", &fake.api_url()]);
+            .args(["--forge-api-url", &fake.api_url()])
+            .args(OPTIONS);
     }
     let out = command.stdin(Stdio::null()).output().unwrap();
     let status: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
