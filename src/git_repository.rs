@@ -4,8 +4,8 @@
 //! one check, for the Job's `--git-repository` and for `deploy` (whose
 //! workloads run the Job).
 //!
-//! Only what the Job can honour is accepted: a field it cannot (another
-//! `provider`, a proxy, verification, submodules, a sparse checkout...) is
+//! Only what the Job can honour is accepted: a field it cannot (a
+//! `provider` other than `generic` and `github`, a proxy, verification, submodules, a sparse checkout...) is
 //! an error at its line, never silently ignored.
 
 use std::path::Path;
@@ -37,6 +37,12 @@ pub(crate) struct GitRepository {
     pub reference: Option<GitRef>,
     /// `spec.secretRef.name`.
     pub secret_name: Option<String>,
+    /// `spec.provider: github`: the Secret holds a GitHub App
+    /// (`githubAppID`, `githubAppPrivateKey`, `githubAppInstallationID`,
+    /// `githubAppBaseURL`), whose installation token clones and pushes.
+    /// Read by the Job only.
+    #[cfg_attr(not(feature = "job"), allow(dead_code))]
+    pub github_app: bool,
 }
 
 /// The `spec` fields of a GitRepository the Job honours (or that do not
@@ -116,7 +122,9 @@ pub(crate) fn read(doc: &Document, origin: &str) -> Result<GitRepository, Vec<Di
                 continue;
             }
             let harmless = match field.as_str() {
-                "provider" => value.as_str().is_some_and(|p| p == "generic"),
+                "provider" => value
+                    .as_str()
+                    .is_some_and(|p| p == "generic" || p == "github"),
                 "recurseSubmodules" => value == &Value::Bool(false),
                 _ => false,
             };
@@ -176,6 +184,7 @@ pub(crate) fn read(doc: &Document, origin: &str) -> Result<GitRepository, Vec<Di
         url: url.unwrap_or_default(),
         reference,
         secret_name,
+        github_app: doc.value.pointer("/spec/provider").and_then(Value::as_str) == Some("github"),
     })
 }
 

@@ -961,7 +961,7 @@ fn flux_objects_unsupported_fields(env: &Env) -> TestResult {
     let repository = dir.join("repository.yaml");
     fs::write(
         &repository,
-        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  url: https://github.com/acme/fleet\n  provider: github\n  verify:\n    mode: HEAD\n",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  url: https://github.com/acme/fleet\n  provider: azure\n  verify:\n    mode: HEAD\n",
     )?;
     let (mut command, _) = job(env, "unsupported");
     let ran = parse(&output(

@@ -47,6 +47,23 @@ pub const INPUTS: &[&str] = &[
     "verify-require",
     "min-age",
     "age-source",
+    "pull-request",
+    "pull-request-base",
+    "pull-request-branch",
+    "pull-request-title",
+    "pull-request-body",
+    "pull-request-labels",
+    "pull-request-assignees",
+    "pull-request-reviewers",
+    "pull-request-team-reviewers",
+    "pull-request-draft",
+    "pull-request-auto-merge",
+    "pull-request-close-when-nothing-to-do",
+    "token",
+    "github-app-id",
+    "github-app-private-key",
+    "author-name",
+    "author-email",
 ];
 
 /// The inputs of the supply-chain gate (they need `fetch`).
@@ -96,6 +113,27 @@ The supply-chain gate, with fetch (for every fetched policy; see docs/security.m
   verify-require    any (default) or all of the signers
   min-age           skip tags released less than this long ago (72h, 7d)
   age-source        registry (default: the vendor's push time) or builder
+  pull-request      true: instead of editing the workspace, clone the repository
+                    (GITHUB_SERVER_URL/GITHUB_REPOSITORY) at the base branch, update it, commit,
+                    push a head branch and open the pull request, or update the open one
+  pull-request-base the request's base branch (default: the branch the workflow runs on, else
+                    the repository's default branch)
+  pull-request-branch  the head branch: a template, or change-set (default
+                    image-update/NAMESPACE-NAME of the automation, else image-update/BASE)
+  pull-request-title   the title's template (default: the commit message's first line)
+  pull-request-body    the body's template (default: a table of the changes and the report)
+  pull-request-labels  labels to add, one per line or comma-separated
+  pull-request-assignees  users to assign
+  pull-request-reviewers  users asked for a review when the request is created or reopened
+  pull-request-team-reviewers  teams asked for a review (their slugs)
+  pull-request-draft   true: open it as a draft
+  pull-request-auto-merge  merge, squash or rebase: merge it when its checks pass
+  pull-request-close-when-nothing-to-do  true: close the open request when nothing is left to do
+  token             the token that pushes and calls the API (default: the workflow's token)
+  github-app-id     a GitHub App's ID (or client ID), instead of the token
+  github-app-private-key  that App's private key (PEM)
+  author-name       the commit author (default: the automation's, else github-actions[bot])
+  author-email      the author's email
 Booleans are true, True, TRUE, false, False or FALSE.
 
 Outputs, appended to GITHUB_OUTPUT:
@@ -104,11 +142,17 @@ Outputs, appended to GITHUB_OUTPUT:
   changes           the ResultV2 report as compact JSON (its paths are relative to `path`)
   commit-message    the rendered commit message (empty when nothing changed)
   summary           one line, e.g. `updated 3 fields in 2 files (1 warning)`
+  pull-request-url     with pull-request: the request's web page (empty when none is open)
+  pull-request-number  its number
+  pull-request-action  created, updated, unchanged, reopened or closed (empty when none)
+  pull-request-branch  the head branch
+  commit            the commit pushed to it (empty when nothing was pushed)
 A table of the changes and the warnings is appended to GITHUB_STEP_SUMMARY. Every warning is also
 printed as a ::warning workflow command with its file, line and column; errors as ::error.
 
 Exit status: 0 on success (with or without changes); 1 on an error, and with fail-on-warnings when a
-warning was raised.";
+warning was raised; with pull-request, also when the request could not be opened or updated (the
+head branch keeps the change for the next run).";
 
 /// The Action's inputs, as the runner passed them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -150,12 +194,12 @@ impl Inputs {
     }
 
     /// The input without surrounding whitespace; `None` when empty.
-    fn value(&self, name: &str) -> Option<&str> {
+    pub(crate) fn value(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
     }
 
     /// The input as given; `None` when it is only whitespace.
-    fn text(&self, name: &str) -> Option<&str> {
+    pub(crate) fn text(&self, name: &str) -> Option<&str> {
         self.0
             .get(name)
             .map(String::as_str)
@@ -163,7 +207,7 @@ impl Inputs {
     }
 
     /// The input's lines, trimmed, without blank ones.
-    fn lines(&self, name: &str) -> impl Iterator<Item = &str> {
+    pub(crate) fn lines(&self, name: &str) -> impl Iterator<Item = &str> {
         self.0
             .get(name)
             .into_iter()
@@ -172,9 +216,20 @@ impl Inputs {
             .filter(|l| !l.is_empty())
     }
 
+    /// The input's items: one per line, or comma-separated.
+    #[cfg(feature = "job")]
+    pub(crate) fn list(&self, name: &str) -> Vec<String> {
+        self.lines(name)
+            .flat_map(|l| l.split(','))
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// A boolean input (GitHub's YAML 1.2 core schema spellings); unset is
     /// false.
-    fn flag(&self, name: &str) -> Result<bool, Error> {
+    pub(crate) fn flag(&self, name: &str) -> Result<bool, Error> {
         match self.value(name) {
             None | Some("false" | "False" | "FALSE") => Ok(false),
             Some("true" | "True" | "TRUE") => Ok(true),
@@ -191,6 +246,9 @@ pub(crate) struct ActionConfig {
     pub update: UpdateConfig,
     /// The tree to update: the `path` input under the workspace.
     pub path: PathBuf,
+    /// `pull-request: true` (and no `dry-run`): propose the update as a
+    /// pull request instead of editing the workspace.
+    pub pull_request: bool,
 }
 
 /// Validate `inputs` into the run's settings; relative paths are taken
@@ -261,7 +319,17 @@ pub(crate) fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, 
         message.template = Some(template.to_owned());
     }
     update.message = Some(message);
-    Ok(ActionConfig { update, path })
+    let pull_request = inputs.flag("pull-request")? && update.mode == Mode::Apply;
+    if pull_request && !cfg!(feature = "job") {
+        return Err(Error::Usage(
+            "input pull-request: this build has no git support (the `job` feature)".to_owned(),
+        ));
+    }
+    Ok(ActionConfig {
+        update,
+        path,
+        pull_request,
+    })
 }
 
 /// The registry and supply-chain settings of the `fetch` input.
@@ -359,6 +427,20 @@ pub(crate) struct Runner {
     pub step_summary: Option<PathBuf>,
     /// The fixed delimiter of [`TEST_DELIMITER_VARIABLE`], when set.
     pub test_delimiter: Option<String>,
+    /// `GITHUB_SERVER_URL` (`https://github.com`, or a GitHub Enterprise
+    /// server), `GITHUB_REPOSITORY` (`OWNER/NAME`), `GITHUB_API_URL` and
+    /// `GITHUB_REF`, for `pull-request`.
+    pub github: GitHubContext,
+}
+
+/// Where the workflow runs, as the runner's variables say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct GitHubContext {
+    pub server_url: Option<String>,
+    pub repository: Option<String>,
+    pub api_url: Option<String>,
+    /// `refs/heads/main`, `refs/pull/7/merge`, `refs/tags/v1`.
+    pub git_ref: Option<String>,
 }
 
 impl Runner {
@@ -368,6 +450,7 @@ impl Runner {
     /// No `GITHUB_WORKSPACE` and no current directory.
     pub(crate) fn from_env() -> Result<Self, Error> {
         let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let text = |name: &str| set(name).map(|v| v.to_string_lossy().into_owned());
         let workspace = match set("GITHUB_WORKSPACE") {
             Some(ws) => PathBuf::from(ws),
             None => std::env::current_dir()
@@ -378,6 +461,12 @@ impl Runner {
             output: set("GITHUB_OUTPUT").map(PathBuf::from),
             step_summary: set("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             test_delimiter: set(TEST_DELIMITER_VARIABLE).map(|v| v.to_string_lossy().into_owned()),
+            github: GitHubContext {
+                server_url: text("GITHUB_SERVER_URL"),
+                repository: text("GITHUB_REPOSITORY"),
+                api_url: text("GITHUB_API_URL"),
+                git_ref: text("GITHUB_REF"),
+            },
         })
     }
 }
@@ -390,29 +479,48 @@ impl Runner {
 /// are reported as `::error` annotations (and on stderr), with exit status 1.
 pub(crate) fn run(_args: &ActionArgs) -> Result<Exit, Error> {
     let runner = Runner::from_env()?;
-    let result = Inputs::from_env()
-        .and_then(|inputs| config(&inputs, &runner.workspace))
-        .and_then(|config| {
-            let outcome = operation::run(&config.update, Input::Tree(&config.path))?;
-            Ok((config, outcome))
-        });
-    match result {
-        Ok((config, outcome)) => finish(&runner, &config, &outcome),
-        Err(error) => fail(&runner, &error),
+    let (inputs, config) = match Inputs::from_env()
+        .and_then(|inputs| config(&inputs, &runner.workspace).map(|config| (inputs, config)))
+    {
+        Ok(read) => read,
+        Err(error) => return fail(&runner, &error, None),
+    };
+    if config.pull_request {
+        // (`config` refuses `pull-request` in a build without the Job.)
+        #[cfg(feature = "job")]
+        return super::action_pull_request::run(&runner, &inputs, &config);
+    }
+    let _ = &inputs;
+    match operation::run(&config.update, Input::Tree(&config.path)) {
+        Ok(outcome) => finish(&runner, &config, &outcome, None),
+        Err(error) => fail(&runner, &error, None),
     }
 }
 
-/// Render a finished run.
-fn finish(runner: &Runner, config: &ActionConfig, outcome: &Outcome) -> Result<Exit, Error> {
+/// Render a finished run (with `pull-request`, with what it proposed).
+pub(crate) fn finish(
+    runner: &Runner,
+    config: &ActionConfig,
+    outcome: &Outcome,
+    proposed: Option<&github::Proposed>,
+) -> Result<Exit, Error> {
     let ws = &runner.workspace;
-    let outputs = github::outputs(outcome, ws, runner.test_delimiter.as_deref())?;
+    let delimiter = runner.test_delimiter.as_deref();
+    let mut outputs = github::outputs(outcome, ws, delimiter)?;
+    let mut summary = github::step_summary(outcome, ws);
+    let mut log = github::log(outcome, ws);
+    if let Some(proposed) = proposed {
+        outputs.push_str(&github::request_outputs(proposed, delimiter)?);
+        summary.push_str(&github::request_summary(proposed));
+        log.push_str(&github::request_log(proposed, ws));
+    }
     if let Some(file) = &runner.output {
         append(file, &outputs)?;
     }
     if let Some(file) = &runner.step_summary {
-        append(file, &github::step_summary(outcome, ws))?;
+        append(file, &summary)?;
     }
-    print(&github::log(outcome, ws))?;
+    print(&log)?;
     let warned = outcome.warnings().next().is_some();
     if outcome.held_back || (config.update.fail_on_warnings && warned) {
         Ok(Exit::Failed)
@@ -422,14 +530,26 @@ fn finish(runner: &Runner, config: &ActionConfig, outcome: &Outcome) -> Result<E
 }
 
 /// Report a run that stopped: `::error` annotations, the error on stderr,
-/// a line in the step summary; exit status 1.
-fn fail(runner: &Runner, error: &Error) -> Result<Exit, Error> {
-    super::print_error(error);
+/// a line in the step summary; exit status 1. `moved`: the prefix of the
+/// paths the error names (the temporary clone of `pull-request`, with its
+/// `/`) and what to show instead (its place in the workspace).
+pub(crate) fn fail(
+    runner: &Runner,
+    error: &Error,
+    moved: Option<(&str, &str)>,
+) -> Result<Exit, Error> {
     let ws = &runner.workspace;
+    let shown = |text: String| match moved {
+        Some((from, to)) => text.replace(from, to),
+        None => text,
+    };
+    let paint = super::stderr_paint(super::ColorChoice::from_args());
+    let _ = super::stdio::stderr()
+        .write_all(shown(crate::render::terminal::error(error, paint)).as_bytes());
     if let Some(file) = &runner.step_summary {
-        append(file, &github::failure_step_summary(error, ws))?;
+        append(file, &shown(github::failure_step_summary(error, ws)))?;
     }
-    print(&github::failure_commands(error, ws))?;
+    print(&shown(github::failure_commands(error, ws)))?;
     Ok(Exit::Failed)
 }
 
@@ -444,7 +564,7 @@ fn append(path: &Path, text: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn print(text: &str) -> Result<(), Error> {
+pub(crate) fn print(text: &str) -> Result<(), Error> {
     let mut out = super::stdio::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())

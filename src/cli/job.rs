@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use image_update_git::{Author, CheckoutRef, RetryPolicy};
+use image_update_forge::{Credentials, MergeMethod, Options, Provider, WhenNothingToDo};
+use image_update_git::{Auth, Author, CheckoutRef, Remote, RemoteSettings, RetryPolicy};
 
 use super::Exit;
 use super::args::{MessageArgs, PolicySourceArgs, RegistryArgs};
@@ -19,7 +20,8 @@ use crate::git_repository::{self, GitRepository};
 use crate::input::SizeLimit;
 use crate::job::checkout::{self, CheckoutTarget};
 use crate::job::credentials::{self, CredentialFlags, ProcessEnvironment};
-use crate::job::secrets::Secrets;
+use crate::job::pull_request::{self, ForgeConfig, PullRequestSettings};
+use crate::job::secrets::{SecretObject, Secrets};
 use crate::job::{
     EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
 };
@@ -44,18 +46,30 @@ Credentials come from the environment, never from flags:
                                  and the bundled roots (contents; or --ca-file FILE)
   IMAGE_UPDATE_SIGNING_KEY       commit signing key (contents; or --signing-key FILE)
   IMAGE_UPDATE_SIGNING_PASSPHRASE       its passphrase
+  IMAGE_UPDATE_FORGE_TOKEN       the forge API's token for --pull-request (default: the git
+                                 token or password)
+  IMAGE_UPDATE_GITHUB_APP_ID, IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY (PEM),
+  IMAGE_UPDATE_GITHUB_APP_INSTALLATION_ID (default: found from the repository)
+                                 a GitHub App: its installation token calls the API, and clones
+                                 and pushes when no other git credential is given
+A GitRepository with provider: github reads the App from its Secret: githubAppID,
+githubAppPrivateKey, githubAppInstallationID, githubAppBaseURL (the API of GitHub Enterprise).
 
 Status: one JSON object on stdout: result (pushed | nothingToDo | skipped | failed),
 lastPushCommit, lastPushTime, observedPolicies, observedSourceRevision (BRANCH@sha1:HEX),
 changes (the ResultV2 report), attempts, commitMessage, supplyChain (who signed each chosen
-image, its release time, alias and skipped candidates), shortCircuit (with --state), and on
-failure error {kind, message, exitCode}.
+image, its release time, alias and skipped candidates), shortCircuit (with --state),
+pullRequest (with --pull-request: provider, head, base, url, number, action (created | updated |
+unchanged | reopened | closed), warnings, apiCalls), and on failure error {kind, message,
+exitCode}; kind pullRequest: the head branch holds the change, the request failed (the next run
+reuses the branch).
 The same object, made to fit 4 KiB, is the termination message (--termination-log).
 
 Exit status:
   0  pushed, nothing to do, or skipped (--exit-code-unchanged N gives \"nothing pushed\" its
      own code)
-  1  failed: network, registry, git server, credentials, host key, template, repository content
+  1  failed: network, registry, git server, credentials, host key, template, repository content,
+     the forge's API (after a push: error kind pullRequest)
   2  usage or configuration error: retrying will not help (podFailurePolicy: FailJob)
   4  every push lost a race with other writers (--max-attempts): retry later
   128+N  ended by signal N (143 for SIGTERM); the work tree is removed
@@ -66,7 +80,10 @@ Examples:
       --author-name fluxbot --author-email fluxbot@acme.example
   IMAGE_UPDATE_GIT_SSH_KEY=\"$(cat id_ed25519)\" IMAGE_UPDATE_GIT_KNOWN_HOSTS=\"$(cat known_hosts)\" \\
       image-update job --url ssh://git@github.com/acme/fleet --automation automation.yaml \\
-      --policy flux-system:app=ghcr.io/acme/app:1.4.2";
+      --policy flux-system:app=ghcr.io/acme/app:1.4.2
+  IMAGE_UPDATE_GIT_TOKEN=... image-update job --url https://github.com/acme/fleet \\
+      --automation automation.yaml --policies policies.yaml --pull-request \\
+      --pull-request-label dependencies --pull-request-reviewer alice";
 
 /// `image-update job`.
 #[derive(Debug, Args)]
@@ -292,6 +309,175 @@ pub(crate) struct JobArgs {
     /// (default: /dev/termination-log when it exists).
     #[arg(long, value_name = "FILE", help_heading = "Status")]
     pub termination_log: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub pull_request: PullRequestArgs,
+}
+
+/// `job --pull-request` and the forge's API.
+#[derive(Debug, Args)]
+pub(crate) struct PullRequestArgs {
+    /// Push the commit to a head branch and open a pull (merge) request from
+    /// it into the checkout branch, or update the open one, instead of
+    /// pushing to the checkout branch (GitHub, GitLab, Gitea, Forgejo; the
+    /// token comes from the environment, see below).
+    #[arg(long, help_heading = "Pull request")]
+    pub pull_request: bool,
+
+    /// The head branch: a template over the commit message's data and the
+    /// report, or `change-set` for one branch per change set
+    /// (image-update-{{ .TargetKey }}-{{ .SHA256 }}). Default: the push
+    /// branch (--push-branch, the automation's), else
+    /// image-update/NAMESPACE-NAME of the automation, else image-update/BASE.
+    #[arg(
+        long,
+        value_name = "TEMPLATE",
+        requires = "pull_request",
+        help_heading = "Pull request"
+    )]
+    pub pull_request_branch: Option<String>,
+
+    /// The title: a template like the commit message's (default: the commit
+    /// message's first line).
+    #[arg(
+        long,
+        value_name = "TEMPLATE",
+        requires = "pull_request",
+        help_heading = "Pull request"
+    )]
+    pub pull_request_title: Option<String>,
+
+    /// The body: a template (default: a table of the changes, with the
+    /// report in a collapsed block).
+    #[arg(
+        long,
+        value_name = "TEMPLATE",
+        requires = "pull_request",
+        conflicts_with = "pull_request_body_file",
+        help_heading = "Pull request"
+    )]
+    pub pull_request_body: Option<String>,
+
+    /// The body's template, from FILE.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "pull_request",
+        help_heading = "Pull request"
+    )]
+    pub pull_request_body_file: Option<PathBuf>,
+
+    /// A label to add (repeatable; on Gitea and Forgejo it must exist).
+    #[arg(
+        long = "pull-request-label",
+        value_name = "NAME",
+        requires = "pull_request",
+        help_heading = "Pull request"
+    )]
+    pub labels: Vec<String>,
+
+    /// A user to assign (repeatable).
+    #[arg(
+        long = "pull-request-assignee",
+        value_name = "USER",
+        requires = "pull_request",
+        help_heading = "Pull request"
+    )]
+    pub assignees: Vec<String>,
+
+    /// A user asked for a review when the request is created or reopened
+    /// (repeatable).
+    #[arg(
+        long = "pull-request-reviewer",
+        value_name = "USER",
+        requires = "pull_request",
+        help_heading = "Pull request"
+    )]
+    pub reviewers: Vec<String>,
+
+    /// A team asked for a review (GitHub team slug, Gitea/Forgejo team name;
+    /// repeatable).
+    #[arg(
+        long = "pull-request-team-reviewer",
+        value_name = "TEAM",
+        requires = "pull_request",
+        help_heading = "Pull request"
+    )]
+    pub team_reviewers: Vec<String>,
+
+    /// Open it as a draft.
+    #[arg(long, requires = "pull_request", help_heading = "Pull request")]
+    pub pull_request_draft: bool,
+
+    /// Merge it when its checks pass, with this method (asked when it is
+    /// created or reopened).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "METHOD",
+        requires = "pull_request",
+        help_heading = "Pull request"
+    )]
+    pub pull_request_auto_merge: Option<AutoMerge>,
+
+    /// When a run has nothing to do, close the open request with a comment
+    /// (default: leave it).
+    #[arg(long, requires = "pull_request", help_heading = "Pull request")]
+    pub pull_request_close_when_nothing_to_do: bool,
+
+    /// The comment --pull-request-close-when-nothing-to-do writes.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        requires = "pull_request_close_when_nothing_to_do",
+        help_heading = "Pull request"
+    )]
+    pub pull_request_close_comment: Option<String>,
+
+    /// The forge (default: from the URL's host; github for a GitRepository
+    /// with provider: github).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "PROVIDER",
+        help_heading = "Pull request"
+    )]
+    pub forge: Option<ForgeKind>,
+
+    /// The forge's API base URL (default: api.github.com for github.com,
+    /// HOST/api/v3 for GitHub Enterprise, HOST/api/v4 for GitLab, HOST/api/v1
+    /// for Gitea and Forgejo, over HTTPS; or the Secret's githubAppBaseURL).
+    #[arg(long, value_name = "URL", help_heading = "Pull request")]
+    pub forge_api_url: Option<String>,
+
+    /// The longest wait a rate limit may ask for before the call fails
+    /// (default 60s).
+    #[arg(long, value_name = "DURATION", help_heading = "Pull request", value_parser = super::args::parse_duration)]
+    pub forge_max_wait: Option<Duration>,
+}
+
+/// How an auto-merged request is merged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AutoMerge {
+    /// A merge commit.
+    Merge,
+    /// One squashed commit.
+    Squash,
+    /// The commits rebased onto the base (not on GitLab).
+    Rebase,
+}
+
+/// A forge with a pull (merge) request API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ForgeKind {
+    /// github.com, GitHub Enterprise.
+    Github,
+    /// gitlab.com, self-managed GitLab.
+    Gitlab,
+    /// Gitea.
+    Gitea,
+    /// Forgejo, Codeberg.
+    Forgejo,
 }
 
 /// What kind of key signs commits.
@@ -540,8 +726,9 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             args.push_options.clone()
         },
     };
-    let has_branch = reference.has_branch();
-    if !has_branch && push.branch.is_none() {
+    let mut push = push;
+    let pull_request = pull_request_settings(args, &reference, &mut push)?;
+    if !reference.has_branch() && push.branch.is_none() && pull_request.is_none() {
         return Err(Error::Usage(format!(
             "{reference} is not a branch to push back to: give --push-branch"
         )));
@@ -582,8 +769,17 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         allow_local: args.allow_local,
         max_file_size: args.max_file_size,
     };
+    let remote = credentials::remote_settings(&url, &flags, &ProcessEnvironment, git_secret)?;
+    let forge = forge_config(
+        args,
+        &url,
+        &remote,
+        repository.as_ref(),
+        git_secret,
+        pull_request.as_ref(),
+    )?;
     Ok(JobConfig {
-        remote: credentials::remote_settings(&url, &flags, &ProcessEnvironment, git_secret)?,
+        remote,
         url,
         reference,
         depth: (args.depth > 0).then_some(args.depth),
@@ -597,6 +793,8 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         },
         work_parent: args.work_dir.clone(),
         state_file: args.state.clone(),
+        forge,
+        pull_request,
     })
 }
 
@@ -623,6 +821,162 @@ fn no_repository(
         }
         _ => Error::Usage("give --url or --git-repository".to_owned()),
     }
+}
+
+/// `--pull-request`'s settings; the head branch defaults to the push branch
+/// (which the request's head then replaces) when it differs from the
+/// checkout branch.
+fn pull_request_settings(
+    args: &JobArgs,
+    reference: &CheckoutTarget,
+    push: &mut PushSettings,
+) -> Result<Option<PullRequestSettings>, Error> {
+    let pr = &args.pull_request;
+    if !pr.pull_request {
+        return Ok(None);
+    }
+    if !reference.has_branch() {
+        return Err(Error::Usage(format!(
+            "--pull-request proposes a change to the checkout branch, and {reference} is not a \
+             branch: check out a branch (--branch)"
+        )));
+    }
+    let checkout_branch = match reference {
+        CheckoutTarget::Checkout(r) => r.normalized().branch().map(str::to_owned),
+        CheckoutTarget::Semver(_) => None,
+    };
+    let push_branch = push
+        .branch
+        .take()
+        .filter(|branch| Some(branch) != checkout_branch.as_ref());
+    let branch = match &pr.pull_request_branch {
+        Some(template) => Some(pull_request::head_template(template)),
+        None => push_branch,
+    };
+    let body = match &pr.pull_request_body_file {
+        Some(file) => Some(crate::input::read_text(file, args.max_file_size)?),
+        None => pr.pull_request_body.clone(),
+    };
+    for (flag, template) in [
+        ("--pull-request-branch", &branch),
+        ("--pull-request-title", &pr.pull_request_title),
+        ("--pull-request-body", &body),
+    ] {
+        if let Some(template) = template {
+            pull_request::check_template(template)
+                .map_err(|e| Error::Usage(format!("{flag}: the template does not parse: {e}")))?;
+        }
+    }
+    let when_nothing_to_do = if pr.pull_request_close_when_nothing_to_do {
+        WhenNothingToDo::Close {
+            comment: pr
+                .pull_request_close_comment
+                .clone()
+                .unwrap_or_else(|| pull_request::DEFAULT_CLOSE_COMMENT.to_owned()),
+        }
+    } else {
+        WhenNothingToDo::Leave
+    };
+    Ok(Some(PullRequestSettings {
+        branch,
+        title: pr.pull_request_title.clone(),
+        body,
+        options: Options {
+            labels: pr.labels.clone(),
+            assignees: pr.assignees.clone(),
+            reviewers: pr.reviewers.clone(),
+            team_reviewers: pr.team_reviewers.clone(),
+            draft: pr.pull_request_draft,
+            auto_merge: pr.pull_request_auto_merge.map(|m| match m {
+                AutoMerge::Merge => MergeMethod::Merge,
+                AutoMerge::Squash => MergeMethod::Squash,
+                AutoMerge::Rebase => MergeMethod::Rebase,
+            }),
+        },
+        when_nothing_to_do,
+    }))
+}
+
+/// The forge's API, when a request is to be opened or a GitHub App signs
+/// the git transport in: its credentials ([`credentials::forge_credentials`]),
+/// the provider (`--forge`, github for a GitRepository with `provider:
+/// github`, else the URL's host), its API URL (`--forge-api-url`, else the
+/// Secret's `githubAppBaseURL`), the git transport's CAs.
+fn forge_config(
+    args: &JobArgs,
+    url: &str,
+    remote: &RemoteSettings,
+    repository: Option<&GitRepository>,
+    git_secret: Option<&SecretObject>,
+    pull_request: Option<&PullRequestSettings>,
+) -> Result<Option<ForgeConfig>, Error> {
+    let pr = &args.pull_request;
+    let app_in_secret = repository.is_some_and(|r| r.github_app);
+    let found = credentials::forge_credentials(&ProcessEnvironment, git_secret, app_in_secret)?;
+    let is_app = matches!(found, Some((Credentials::GitHubApp { .. }, _)));
+    let https = Remote::new(url, remote.clone())
+        .is_ok_and(|r| r.transport() == image_update_git::Transport::Http);
+    if let Some(repository) = repository.filter(|r| r.github_app) {
+        let who = format!(
+            "GitRepository {}/{} (spec.provider: github)",
+            repository.namespace, repository.name
+        );
+        if !is_app {
+            return Err(Error::Usage(format!(
+                "{who} needs a GitHub App: the Secret's githubAppID and githubAppPrivateKey (or \
+                 IMAGE_UPDATE_GITHUB_APP_ID and IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY)"
+            )));
+        }
+        if !https {
+            return Err(Error::Usage(format!(
+                "{who}: a GitHub App's token works over HTTPS only, and the URL is {url}"
+            )));
+        }
+    }
+    let git_auth = is_app && https && matches!(remote.auth, Auth::None);
+    if pull_request.is_none() && !git_auth {
+        return Ok(None);
+    }
+    let Some((credentials, _)) = found else {
+        return Err(Error::Usage(
+            "--pull-request needs a token for the forge's API: IMAGE_UPDATE_FORGE_TOKEN, a \
+             GitHub App (IMAGE_UPDATE_GITHUB_APP_ID and IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY), or \
+             the git token (IMAGE_UPDATE_GIT_TOKEN, IMAGE_UPDATE_GIT_PASSWORD, the Secret's \
+             password)"
+                .to_owned(),
+        ));
+    };
+    let provider = pr
+        .forge
+        .map(|kind| match kind {
+            ForgeKind::Github => Provider::GitHub,
+            ForgeKind::Gitlab => Provider::GitLab,
+            ForgeKind::Gitea => Provider::Gitea,
+            ForgeKind::Forgejo => Provider::Forgejo,
+        })
+        .or(app_in_secret.then_some(Provider::GitHub));
+    let api_url = pr.forge_api_url.clone().or_else(|| {
+        app_in_secret
+            .then(|| git_secret.and_then(|s| s.get("githubAppBaseURL")))
+            .flatten()
+            .map(|u| u.expose().trim().to_owned())
+            .filter(|u| !u.is_empty())
+    });
+    let (mut forge, located) = ForgeConfig::new(
+        url,
+        provider,
+        api_url,
+        credentials,
+        remote.ca_certificates.clone(),
+        pr.forge_max_wait,
+    )
+    .map_err(|e| Error::Usage(format!("the forge: {e}")))?;
+    if let Some(settings) = pull_request {
+        pull_request::check_options(located.provider, &settings.options)
+            .map_err(|e| Error::Usage(format!("--pull-request: {e}")))?;
+    }
+    forge.git_auth = git_auth;
+    Ok(Some(forge))
 }
 
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,

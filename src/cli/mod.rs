@@ -19,6 +19,8 @@
 //! chooses the exit status.
 
 pub(crate) mod action;
+#[cfg(feature = "job")]
+pub(crate) mod action_pull_request;
 pub(crate) mod args;
 pub(crate) mod completions;
 pub(crate) mod create;

@@ -15,13 +15,22 @@
 //! * the signing key: `--signing-key` or `IMAGE_UPDATE_SIGNING_KEY`
 //!   (passphrase `IMAGE_UPDATE_SIGNING_PASSPHRASE`), else the signing
 //!   Secret's `git.asc` and `passphrase` (OpenPGP) or `identity` and
-//!   `password` (SSH).
+//!   `password` (SSH);
+//! * the forge's API (`--pull-request`, [`forge_credentials`]):
+//!   `IMAGE_UPDATE_FORGE_TOKEN`, else a GitHub App from the environment
+//!   (`IMAGE_UPDATE_GITHUB_APP_ID`, `IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY`,
+//!   `IMAGE_UPDATE_GITHUB_APP_INSTALLATION_ID`), else the git Secret's App
+//!   (`githubAppID`, `githubAppPrivateKey`, `githubAppInstallationID`, as
+//!   Flux reads them for a GitRepository with `provider: github`), else the
+//!   git token: `IMAGE_UPDATE_GIT_BEARER_TOKEN`, `IMAGE_UPDATE_GIT_TOKEN`,
+//!   `IMAGE_UPDATE_GIT_PASSWORD`, the Secret's `bearerToken`, `password`.
 //!
 //! The environment is read through an [`Environment`], so the precedence is
 //! tested without touching the process's. Files are read with a size cap.
 
 use std::path::Path;
 
+use image_update_forge::Credentials;
 use image_update_git::{
     Auth, HostKeyCheck, KnownHosts, Remote, RemoteSettings, Secret, Signer, Transport,
 };
@@ -211,6 +220,122 @@ pub(crate) fn remote_settings(
         ))
     })?;
     Ok(settings)
+}
+
+/// Where the forge's credentials came from, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ForgeCredentialSource {
+    /// `IMAGE_UPDATE_FORGE_TOKEN`.
+    ForgeToken,
+    /// `IMAGE_UPDATE_GITHUB_APP_*`.
+    AppFromEnvironment,
+    /// The git Secret's `githubApp*` keys.
+    AppFromSecret,
+    /// The git credential (a token, or a password that is one).
+    GitToken,
+}
+
+/// The git Secret's keys of a GitHub App (Flux's, for `provider: github`).
+pub(crate) const GITHUB_APP_KEYS: [&str; 3] = [
+    "githubAppID",
+    "githubAppPrivateKey",
+    "githubAppInstallationID",
+];
+
+/// The forge's credentials, in the precedence of the module's
+/// documentation; `None` when none is given. `app_in_secret`: the
+/// GitRepository says `provider: github`, so the Secret's `githubApp*` keys
+/// are read.
+///
+/// # Errors
+/// Half a GitHub App (an ID without a key, or the reverse), an
+/// installation ID that is not a number: naming the variable or key.
+pub(crate) fn forge_credentials(
+    env: &dyn Environment,
+    secret: Option<&SecretObject>,
+    app_in_secret: bool,
+) -> Result<Option<(Credentials, ForgeCredentialSource)>, Error> {
+    if let Some(token) = env.var("IMAGE_UPDATE_FORGE_TOKEN") {
+        return Ok(Some((
+            Credentials::Token(token),
+            ForgeCredentialSource::ForgeToken,
+        )));
+    }
+    let from_env = github_app(
+        env.var("IMAGE_UPDATE_GITHUB_APP_ID"),
+        env.var("IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY"),
+        env.var("IMAGE_UPDATE_GITHUB_APP_INSTALLATION_ID"),
+        [
+            "IMAGE_UPDATE_GITHUB_APP_ID",
+            "IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY",
+            "IMAGE_UPDATE_GITHUB_APP_INSTALLATION_ID",
+        ],
+    )
+    .map_err(Error::Usage)?;
+    if let Some(app) = from_env {
+        return Ok(Some((app, ForgeCredentialSource::AppFromEnvironment)));
+    }
+    let key = |name: &str| secret.and_then(|s| s.get(name)).cloned();
+    if app_in_secret && let Some(secret) = secret {
+        let [id, private_key, installation] = GITHUB_APP_KEYS;
+        let app = github_app(
+            key(id),
+            key(private_key),
+            key(installation),
+            GITHUB_APP_KEYS,
+        )
+        .map_err(|message| {
+            Error::invalid(vec![
+                Diagnostic::error(format!("the git Secret: {message}")).at(secret.location.clone()),
+            ])
+        })?;
+        if let Some(app) = app {
+            return Ok(Some((app, ForgeCredentialSource::AppFromSecret)));
+        }
+    }
+    let token = env
+        .var("IMAGE_UPDATE_GIT_BEARER_TOKEN")
+        .or_else(|| env.var("IMAGE_UPDATE_GIT_TOKEN"))
+        .or_else(|| env.var("IMAGE_UPDATE_GIT_PASSWORD"))
+        .or_else(|| key("bearerToken"))
+        .or_else(|| key("password"));
+    Ok(token.map(|token| (Credentials::Token(token), ForgeCredentialSource::GitToken)))
+}
+
+/// A GitHub App from its ID, key and optional installation ID; `None` when
+/// neither ID nor key is given. `names` name the three, for messages.
+fn github_app(
+    id: Option<Secret>,
+    private_key: Option<Secret>,
+    installation: Option<Secret>,
+    names: [&str; 3],
+) -> Result<Option<Credentials>, String> {
+    let [id_name, key_name, installation_name] = names;
+    let (id, private_key) = match (id, private_key) {
+        (None, None) => {
+            return match installation {
+                Some(_) => Err(format!(
+                    "{installation_name} is given without {id_name} and {key_name}"
+                )),
+                None => Ok(None),
+            };
+        }
+        (Some(_), None) => return Err(format!("{id_name} is given without {key_name}")),
+        (None, Some(_)) => return Err(format!("{key_name} is given without {id_name}")),
+        (Some(id), Some(key)) => (id, key),
+    };
+    let installation_id = installation
+        .map(|text| {
+            text.expose().trim().parse::<u64>().map_err(|_| {
+                format!("{installation_name} is not a number (the installation's numeric ID)")
+            })
+        })
+        .transpose()?;
+    Ok(Some(Credentials::GitHubApp {
+        app_id: id.expose().trim().to_owned(),
+        private_key,
+        installation_id,
+    }))
 }
 
 /// The commit signer, unlocked (a wrong passphrase is a configuration
@@ -505,6 +630,109 @@ mod tests {
             )
             .unwrap()
             .is_none()
+        );
+    }
+
+    fn forge(
+        env: &Vars,
+        secret: Option<&SecretObject>,
+        app: bool,
+    ) -> (String, ForgeCredentialSource) {
+        let (credentials, source) = forge_credentials(env, secret, app).unwrap().unwrap();
+        let shown = match credentials {
+            Credentials::Token(token) => format!("token {}", token.expose()),
+            Credentials::GitHubApp {
+                app_id,
+                private_key,
+                installation_id,
+            } => format!("app {app_id} {} {installation_id:?}", private_key.expose()),
+        };
+        (shown, source)
+    }
+
+    #[test]
+    fn forge_credentials_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let secrets = secret(
+            dir.path(),
+            &[
+                ("password", "git-pw"),
+                ("githubAppID", "42"),
+                ("githubAppPrivateKey", "SECRET KEY"),
+                ("githubAppInstallationID", "7"),
+            ],
+        );
+        let git = secrets.get("flux-system", "git", "test").unwrap();
+        let app_env = [
+            ("IMAGE_UPDATE_GITHUB_APP_ID", "Iv1.abc"),
+            ("IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY", "ENV KEY"),
+        ];
+        // The forge token first.
+        let mut all = app_env.to_vec();
+        all.push(("IMAGE_UPDATE_FORGE_TOKEN", "forge-tok"));
+        all.push(("IMAGE_UPDATE_GIT_TOKEN", "git-tok"));
+        assert_eq!(
+            forge(&vars(&all), Some(git), true),
+            ("token forge-tok".into(), ForgeCredentialSource::ForgeToken)
+        );
+        // Then the App from the environment, over the Secret's.
+        assert_eq!(
+            forge(&vars(&app_env), Some(git), true),
+            (
+                "app Iv1.abc ENV KEY None".into(),
+                ForgeCredentialSource::AppFromEnvironment
+            )
+        );
+        // The Secret's App only for `provider: github`.
+        assert_eq!(
+            forge(&Vars::default(), Some(git), true),
+            (
+                "app 42 SECRET KEY Some(7)".into(),
+                ForgeCredentialSource::AppFromSecret
+            )
+        );
+        // Else the git token, from the environment before the Secret.
+        assert_eq!(
+            forge(
+                &vars(&[("IMAGE_UPDATE_GIT_TOKEN", "git-tok")]),
+                Some(git),
+                false
+            ),
+            ("token git-tok".into(), ForgeCredentialSource::GitToken)
+        );
+        assert_eq!(
+            forge(&Vars::default(), Some(git), false),
+            ("token git-pw".into(), ForgeCredentialSource::GitToken)
+        );
+        assert!(
+            forge_credentials(&Vars::default(), None, false)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn half_a_github_app_is_an_error() {
+        let error = forge_credentials(&vars(&[("IMAGE_UPDATE_GITHUB_APP_ID", "42")]), None, false)
+            .unwrap_err();
+        assert_eq!(
+            one_line(&error),
+            "IMAGE_UPDATE_GITHUB_APP_ID is given without IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let secrets = secret(
+            dir.path(),
+            &[
+                ("githubAppID", "42"),
+                ("githubAppPrivateKey", "K"),
+                ("githubAppInstallationID", "seven"),
+            ],
+        );
+        let git = secrets.get("flux-system", "git", "test").unwrap();
+        let error = forge_credentials(&Vars::default(), Some(git), true).unwrap_err();
+        assert_eq!(
+            error.diagnostics()[0].message,
+            "the git Secret: githubAppInstallationID is not a number (the installation's numeric ID)"
         );
     }
 

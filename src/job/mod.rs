@@ -24,13 +24,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use image_update_forge::Forge;
 use image_update_git::{
-    Author, Checkout, CheckoutRef, CloneOptions, CommitSettings, ForcePush, PushOutcome,
+    Auth, Author, Checkout, CheckoutRef, CloneOptions, CommitSettings, ForcePush, PushOutcome,
     PushRequest, Remote, RemoteSettings, RetryError, RetryPolicy, Signer, push_with_retry,
 };
 use serde::Serialize;
 
 use self::checkout::CheckoutTarget;
+use self::pull_request::ForgeConfig;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
@@ -40,6 +42,7 @@ use crate::sink::interrupt;
 
 pub(crate) mod checkout;
 pub(crate) mod credentials;
+pub(crate) mod pull_request;
 pub(crate) mod secrets;
 pub(crate) mod state;
 
@@ -81,6 +84,12 @@ pub(crate) struct JobConfig {
     pub work_parent: Option<PathBuf>,
     /// The short-circuit's memory between runs ([`state`]).
     pub state_file: Option<PathBuf>,
+    /// The forge's API: for `--pull-request`, and for a GitHub App's
+    /// installation token as the git credential.
+    pub forge: Option<pull_request::ForgeConfig>,
+    /// Push to a head branch and open or update a request into the checkout
+    /// branch, instead of pushing to it (needs `forge`).
+    pub pull_request: Option<pull_request::PullRequestSettings>,
 }
 
 /// Where the commit goes.
@@ -147,6 +156,9 @@ pub(crate) struct Status {
     /// With `--state`: why the run was skipped, or why it was not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub short_circuit: Option<String>,
+    /// With `--pull-request`: the request this run left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<pull_request::RequestStatus>,
     /// Why the run failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<StatusError>,
@@ -168,7 +180,8 @@ pub(crate) struct ObservedImage {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct StatusError {
-    /// `configuration`, `conflict`, `interrupted` or `failed`.
+    /// `configuration`, `conflict`, `interrupted`, `pullRequest` or
+    /// `failed`.
     pub kind: &'static str,
     /// The error with its causes, one line.
     pub message: String,
@@ -189,14 +202,24 @@ impl Status {
             commit_message: None,
             supply_chain: BTreeMap::new(),
             short_circuit: None,
+            pull_request: None,
             error: None,
         }
     }
 
-    /// The status of a run that failed with `error`.
+    /// The status of a run that failed with `error`; after a push, with
+    /// what was pushed.
     #[must_use]
     pub(crate) fn failed(error: &JobError) -> Self {
-        Self::failed_with(error.kind(), error, error.exit_code())
+        let failed = Self::failed_with(error.kind(), error, error.exit_code());
+        match error {
+            JobError::PullRequest { status, .. } => Self {
+                result: JobResult::Failed,
+                error: failed.error,
+                ..(**status).clone()
+            },
+            _ => failed,
+        }
     }
 
     /// The status of a run that failed with `error`, of `kind`, ending the
@@ -257,6 +280,59 @@ pub(crate) enum JobError {
         #[source]
         source: std::io::Error,
     },
+    /// The forge refused or failed before anything was pushed (signing in,
+    /// a template, the look-up of a run with nothing to do).
+    #[error("{step}")]
+    Forge {
+        /// What was being done.
+        step: &'static str,
+        #[source]
+        source: image_update_forge::Error,
+    },
+    /// Pull requests were asked for without the forge's settings.
+    #[error("a pull request needs the forge's settings and credentials")]
+    NoForge,
+    /// A request needs a base branch, and the checkout is not on one.
+    #[error("a {noun} needs a base branch, and {checkout} is not one: check out a branch")]
+    NoBaseBranch {
+        /// What was checked out.
+        checkout: String,
+        /// `pull request` or `merge request`.
+        noun: &'static str,
+    },
+    /// The head branch template named the checkout branch.
+    #[error(
+        "the head branch is `{branch}`, the checkout branch: a {noun} needs another branch \
+         (--pull-request-branch)"
+    )]
+    HeadIsBase {
+        /// The branch.
+        branch: String,
+        /// `pull request` or `merge request`.
+        noun: &'static str,
+    },
+    /// The head branch holds the change (pushed by this run, or an earlier
+    /// one), but the request could not be opened or updated. The branch
+    /// stays; the next run finds the same tree on it and retries only the
+    /// request.
+    #[error(
+        "{} `{branch}`, but the {noun} could not be opened or updated (the next run reuses the \
+         branch)",
+        if *.pushed { "pushed the commit to" } else { "the change is on" }
+    )]
+    PullRequest {
+        /// The head branch.
+        branch: String,
+        /// `pull request` or `merge request`.
+        noun: &'static str,
+        /// Whether this run pushed it.
+        pushed: bool,
+        /// The status so far (what was pushed, the changes, the request's
+        /// head and base).
+        status: Box<Status>,
+        #[source]
+        source: image_update_forge::Error,
+    },
 }
 
 impl JobError {
@@ -279,11 +355,19 @@ impl JobError {
         }
     }
 
-    /// `configuration`, `conflict`, `interrupted` or `failed`.
+    /// `configuration`, `conflict`, `interrupted`, `pullRequest` (the
+    /// head branch holds the change, the request failed) or `failed`.
     #[must_use]
     pub(crate) fn kind(&self) -> &'static str {
         use image_update_git::ErrorKind;
         match self {
+            Self::Forge { source, .. }
+                if source.kind() == image_update_forge::ErrorKind::Config =>
+            {
+                "configuration"
+            }
+            Self::NoForge | Self::NoBaseBranch { .. } | Self::HeadIsBase { .. } => "configuration",
+            Self::PullRequest { .. } => "pullRequest",
             Self::Git { source, .. } => match source.kind() {
                 ErrorKind::Configuration => "configuration",
                 ErrorKind::GaveUp => "conflict",
@@ -294,7 +378,8 @@ impl JobError {
             Self::Update(_)
             | Self::Reapply(_)
             | Self::WorkDir { .. }
-            | Self::NoTagInRange { .. } => "failed",
+            | Self::NoTagInRange { .. }
+            | Self::Forge { .. } => "failed",
         }
     }
 }
@@ -306,8 +391,16 @@ pub(crate) enum Event<'a> {
     Running { reason: &'a str },
     /// Nothing changed since the last run: nothing was cloned.
     Skipped,
-    /// The repository was cloned at this revision (`BRANCH@sha1:HEX`).
-    Cloned { url: &'a str, revision: &'a str },
+    /// The repository was cloned at this revision (`BRANCH@sha1:HEX`) into
+    /// the work tree (removed when the run ends).
+    Cloned {
+        url: &'a str,
+        revision: &'a str,
+        work_tree: &'a Path,
+    },
+    /// The update of the work tree is done (before anything is committed):
+    /// what it found and did, its paths in the work tree.
+    Updated(&'a crate::outcome::Outcome),
     /// The update raised a warning.
     Warning(&'a Diagnostic),
     /// The automation is suspended.
@@ -324,6 +417,21 @@ pub(crate) enum Event<'a> {
     },
     /// After a lost race, the other writer's tip needs no change.
     RaceLeftNothing { tip: &'a str },
+    /// The head branch of the request already holds this change: nothing
+    /// was pushed.
+    HeadUpToDate { branch: &'a str },
+    /// The request this run left.
+    PullRequest {
+        /// `pull request` or `merge request`.
+        noun: &'a str,
+        url: &'a str,
+        number: u64,
+        /// `created`, `updated`, `unchanged`, `reopened` or `closed`.
+        action: &'a str,
+    },
+    /// A call made once the request existed failed (a label, an assignee,
+    /// a reviewer, auto-merge).
+    PullRequestWarning { message: &'a str },
     /// The state file could not be written (the run itself succeeded).
     StateNotWritten {
         path: &'a Path,
@@ -352,8 +460,26 @@ pub(crate) trait Observer: Send + Sync {
 /// # Errors
 /// See [`JobError`]; the work tree is removed in every case.
 pub(crate) fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<Status, JobError> {
-    let remote = Remote::new(&config.url, config.remote.clone())
-        .map_err(JobError::git("checking the URL"))?;
+    if config.pull_request.is_some() && config.forge.is_none() {
+        return Err(JobError::NoForge);
+    }
+    let forge = config
+        .forge
+        .as_ref()
+        .map(|forge| pull_request::connect(forge, &config.url))
+        .transpose()
+        .map_err(|source| JobError::Forge {
+            step: "signing in to the forge",
+            source,
+        })?;
+    let mut settings = config.remote.clone();
+    if let (Some(forge), Some(ForgeConfig { git_auth: true, .. })) = (&forge, &config.forge) {
+        settings.auth = Auth::Basic {
+            username: "x-access-token".to_owned(),
+            password: forge.token().clone(),
+        };
+    }
+    let remote = Remote::new(&config.url, settings).map_err(JobError::git("checking the URL"))?;
     let reference = match &config.reference {
         CheckoutTarget::Checkout(reference) => reference.clone(),
         CheckoutTarget::Semver(range) => newest_tag(&remote, range)?,
@@ -392,6 +518,7 @@ pub(crate) fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<St
         remote,
         reference,
         &temp.path().join("repo"),
+        forge.as_ref(),
         observer.as_ref(),
     );
     if let Err(e) = temp.close() {
@@ -491,10 +618,14 @@ fn remember(
             (Some(branch), Some(revision)) => revision.starts_with(&format!("{branch}@")),
             (Some(_), None) => false,
         };
-        if to_checkout_branch {
-            seen.heads.checkout.clone_from(pushed);
-        } else {
-            seen.heads.push = Some(pushed.clone());
+        // A request's head branch is named from the run's report, so the
+        // short-circuit does not read it: only the base's head counts.
+        if status.pull_request.is_none() {
+            if to_checkout_branch {
+                seen.heads.checkout.clone_from(pushed);
+            } else {
+                seen.heads.push = Some(pushed.clone());
+            }
         }
         seen.last_push_commit = Some(pushed.clone());
         seen.last_push_time.clone_from(&status.last_push_time);
@@ -522,6 +653,7 @@ fn run_in(
     remote: Remote,
     reference: CheckoutRef,
     dir: &Path,
+    forge: Option<&Forge>,
     observer: &dyn Observer,
 ) -> Result<Status, JobError> {
     let url = remote.url().to_owned();
@@ -538,6 +670,7 @@ fn run_in(
     observer.event(&Event::Cloned {
         url: &url,
         revision: &checked_out.to_string(),
+        work_tree: checkout.work_dir(),
     });
     if let Some(branch) = &config.push.branch
         && checkout.checkout_branch() != Some(branch.as_str())
@@ -548,6 +681,7 @@ fn run_in(
     }
     let outcome = operation::run(&config.update, Input::Tree(checkout.work_dir()))
         .map_err(JobError::Update)?;
+    observer.event(&Event::Updated(&outcome));
     for warning in outcome.warnings() {
         observer.event(&Event::Warning(warning));
     }
@@ -558,6 +692,24 @@ fn run_in(
     if let Some(what) = &outcome.suspended {
         observer.event(&Event::Suspended { what });
         return Ok(status);
+    }
+    if outcome.held_back {
+        // Warnings with `fail_on_warnings` (the Action's input): nothing was
+        // written, so nothing is committed, pushed or proposed; the front
+        // end fails the run.
+        return Ok(status);
+    }
+    if let (Some(settings), Some(forge)) = (&config.pull_request, forge) {
+        // (`run` refuses a pull request without a forge.)
+        return pull_request::propose(
+            config,
+            settings,
+            forge,
+            &mut checkout,
+            &outcome,
+            status,
+            observer,
+        );
     }
     let Some(message) = outcome.commit_message.clone() else {
         observer.event(&Event::NothingToChange);
@@ -710,7 +862,7 @@ fn by_name(observed: &BTreeMap<String, ImageRef>) -> BTreeMap<String, ObservedIm
         .collect()
 }
 
-fn now_rfc3339() -> String {
+pub(super) fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .replace_nanosecond(0)
         .ok()

@@ -54,14 +54,14 @@ pub(crate) struct Heads {
 
 /// A SHA-256 over every setting that changes what a run does: URL, ref,
 /// policies as given (values, files, scope, fetching), update path,
-/// automation, message, author, signing key kind, push settings. Not the
-/// credentials, and not the policy files' contents (their results are
+/// automation, message, author, signing key kind, push settings, the
+/// forge and the pull request's settings. Not the credentials, and not the policy files' contents (their results are
 /// compared as observed policies).
 #[must_use]
 pub(crate) fn config_hash(config: &JobConfig) -> String {
     let update = &config.update;
     let described = format!(
-        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
         config.url,
         config.reference,
         update.values,
@@ -75,6 +75,11 @@ pub(crate) fn config_hash(config: &JobConfig) -> String {
         config.author,
         config.signer.as_ref().map(image_update_git::Signer::kind),
         config.push,
+        config
+            .forge
+            .as_ref()
+            .map(|forge| (forge.provider, &forge.api_url)),
+        config.pull_request,
     );
     let digest = Sha256::digest(described.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()

@@ -22,14 +22,124 @@ use crate::diagnostic::{Diagnostic, Location, Severity, one_line};
 use crate::error::{Error, Part};
 use crate::outcome::Outcome;
 
-/// The outputs the Action writes, in the order it writes them.
+/// The outputs the Action writes, in the order it writes them (the last
+/// five only with `pull-request`: [`request_outputs`]).
 pub const OUTPUTS: &[&str] = &[
     "changed",
     "changed-files",
     "changes",
     "commit-message",
     "summary",
+    "pull-request-url",
+    "pull-request-number",
+    "pull-request-action",
+    "pull-request-branch",
+    "commit",
 ];
+
+/// What a run with `pull-request` proposed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Proposed {
+    /// `pull request` or `merge request`.
+    pub noun: String,
+    /// The request's web page; empty when there is none.
+    pub url: String,
+    /// Its number, when there is one.
+    pub number: Option<u64>,
+    /// `created`, `updated`, `unchanged`, `reopened` or `closed`; empty
+    /// when there is no request.
+    pub action: String,
+    /// The head branch.
+    pub branch: String,
+    /// The commit pushed to it; empty when nothing was pushed.
+    pub commit: String,
+    /// What failed once the request existed (labels, reviewers...).
+    pub warnings: Vec<String>,
+}
+
+/// The request's `GITHUB_OUTPUT` lines: `pull-request-url`,
+/// `pull-request-number`, `pull-request-action`, `pull-request-branch`,
+/// `commit` (each empty when there is nothing to say).
+///
+/// # Errors
+/// As [`output_entry`].
+pub(crate) fn request_outputs(
+    proposed: &Proposed,
+    delimiter: Option<&str>,
+) -> Result<String, Error> {
+    let number = proposed.number.map(|n| n.to_string()).unwrap_or_default();
+    let values = [
+        ("pull-request-url", proposed.url.as_str()),
+        ("pull-request-number", number.as_str()),
+        ("pull-request-action", proposed.action.as_str()),
+        ("pull-request-branch", proposed.branch.as_str()),
+        ("commit", proposed.commit.as_str()),
+    ];
+    let mut out = String::new();
+    for (name, value) in values {
+        out.push_str(&output_entry(name, value, delimiter)?);
+    }
+    Ok(out)
+}
+
+/// The request's lines in the log: what became of it, and a `::warning`
+/// per failed call once it existed.
+#[must_use]
+pub(crate) fn request_log(proposed: &Proposed, workspace: &Path) -> String {
+    let mut out = String::new();
+    match proposed.number {
+        Some(number) => {
+            let _ = writeln!(
+                out,
+                "{} #{number} {}: {}",
+                proposed.noun, proposed.action, proposed.url
+            );
+        }
+        None => {
+            let _ = writeln!(out, "no {} is open from {}", proposed.noun, proposed.branch);
+        }
+    }
+    for warning in &proposed.warnings {
+        out.push_str(&command("warning", None, workspace, warning));
+    }
+    out
+}
+
+/// The request's paragraph of the step summary.
+#[must_use]
+pub(crate) fn request_summary(proposed: &Proposed) -> String {
+    let noun = markdown_text(&proposed.noun);
+    let branch = code(&proposed.branch);
+    let mut md = match proposed.number {
+        Some(number) => {
+            let mut md = String::new();
+            let mut chars = noun.chars();
+            if let Some(first) = chars.next() {
+                md.extend(first.to_uppercase());
+                md.push_str(chars.as_str());
+            }
+            let _ = write!(
+                md,
+                " [#{number}]({}) {} (branch {branch}",
+                proposed.url.replace(['(', ')', ' '], ""),
+                markdown_text(&proposed.action)
+            );
+            if !proposed.commit.is_empty() {
+                let _ = write!(md, ", commit {}", code(&proposed.commit));
+            }
+            md.push_str(").\n\n");
+            md
+        }
+        None => format!("No {noun} is open from {branch}.\n\n"),
+    };
+    for warning in &proposed.warnings {
+        let _ = writeln!(md, "- {}", markdown_text(warning));
+    }
+    if !proposed.warnings.is_empty() {
+        md.push('\n');
+    }
+    md
+}
 
 /// The variable the runner passes input `name` in: `INPUT_` and the name in
 /// capitals, spaces as `_`, hyphens kept.

@@ -246,7 +246,8 @@ pub(crate) fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
     match event {
         Event::Running { reason } => format!("running: {reason}\n"),
         Event::Skipped => "nothing changed since the last run: skipped\n".to_owned(),
-        Event::Cloned { url, revision } => format!("cloned {url} at {revision}\n"),
+        Event::Cloned { url, revision, .. } => format!("cloned {url} at {revision}\n"),
+        Event::Updated(_) => String::new(),
         Event::Warning(d) => diagnostic(d, paint),
         Event::Suspended { what } => format!("{what} is suspended: nothing to do\n"),
         Event::NothingToChange => "no marked field needs a change: nothing to do\n".to_owned(),
@@ -259,6 +260,22 @@ pub(crate) fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
         Event::RaceLeftNothing { tip } => {
             format!("after a lost race, the new tip {tip} needs no change: nothing to do\n")
         }
+        Event::HeadUpToDate { branch } => {
+            format!("{branch} already holds this change: nothing pushed\n")
+        }
+        Event::PullRequest {
+            noun,
+            url,
+            number,
+            action,
+        } => {
+            let sign = if *noun == "merge request" { '!' } else { '#' };
+            format!("{noun} {sign}{number} {action}: {url}\n")
+        }
+        Event::PullRequestWarning { message } => format!(
+            "image-update: {}: {message}\n",
+            paint.severity(Severity::Warning)
+        ),
         Event::StateNotWritten { path, error } => format!(
             "image-update: {}: cannot write the state file {}: {error}\n",
             paint.severity(Severity::Warning),

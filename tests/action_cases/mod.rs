@@ -4,7 +4,9 @@
 //!
 //! A case is `testdata/action/cases/<name>/`:
 //! * `case.yaml`: `workspace` (a tree under `testdata/action/workspaces/`),
-//!   `inputs` (the step's `with:`), `description`;
+//!   `inputs` (the step's `with:`), `description`, and for the pull-request
+//!   cases of `testdata/action/pull-request-cases/` (`tests/pull_request.rs`)
+//!   `previous-runs` (how often the same step ran before);
 //! * `stdout`: the exact stdout (log lines and workflow commands);
 //! * `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY`: the runner's files after
 //!   the step, which already held a previous step's lines;
@@ -104,6 +106,8 @@ pub struct Case {
     pub workspace: PathBuf,
     /// The step's `with:`.
     pub inputs: BTreeMap<String, String>,
+    /// How often the same step ran before (pull-request cases).
+    pub previous_runs: u64,
 }
 
 const KNOWN: [&str; 6] = [
@@ -117,7 +121,12 @@ const KNOWN: [&str; 6] = [
 
 /// Every case under `testdata/action/cases/`, by name.
 pub fn cases() -> Vec<Case> {
-    let dir = root().join("testdata/action/cases");
+    cases_in("testdata/action/cases")
+}
+
+/// Every case under `dir` (relative to the repository root), by name.
+pub fn cases_in(dir: &str) -> Vec<Case> {
+    let dir = root().join(dir);
     let mut names: Vec<String> = fs_err::read_dir(&dir)
         .map(|entries| {
             entries
@@ -132,7 +141,7 @@ pub fn cases() -> Vec<Case> {
         .into_iter()
         .map(|name| {
             let dir = dir.join(&name);
-            let (workspace, inputs) = read_case(&dir).unwrap_or_else(|e| {
+            let (workspace, inputs, previous_runs) = read_case(&dir).unwrap_or_else(|e| {
                 panic!("{}: {}", dir.display(), e.message().unwrap_or_default())
             });
             Case {
@@ -140,12 +149,13 @@ pub fn cases() -> Vec<Case> {
                 dir,
                 workspace,
                 inputs,
+                previous_runs,
             }
         })
         .collect()
 }
 
-fn read_case(dir: &Path) -> Result<(PathBuf, BTreeMap<String, String>), Failed> {
+fn read_case(dir: &Path) -> Result<(PathBuf, BTreeMap<String, String>, u64), Failed> {
     for entry in fs_err::read_dir(dir).map_err(|e| e.to_string())? {
         let name = entry.map_err(|e| e.to_string())?.file_name();
         let name = name.to_string_lossy();
@@ -156,7 +166,10 @@ fn read_case(dir: &Path) -> Result<(PathBuf, BTreeMap<String, String>), Failed> 
     let text = fs_err::read_to_string(dir.join("case.yaml")).map_err(|e| e.to_string())?;
     let case = yaml("case.yaml", &text)?;
     for key in case.as_object().ok_or("case.yaml is not a mapping")?.keys() {
-        if !matches!(key.as_str(), "workspace" | "inputs" | "description") {
+        if !matches!(
+            key.as_str(),
+            "workspace" | "inputs" | "description" | "previous-runs"
+        ) {
             return Err(format!("case.yaml: unknown key {key}").into());
         }
     }
@@ -179,7 +192,8 @@ fn read_case(dir: &Path) -> Result<(PathBuf, BTreeMap<String, String>), Failed> 
                 .collect()
         })
         .unwrap_or_default();
-    Ok((workspace, inputs))
+    let previous_runs = case["previous-runs"].as_u64().unwrap_or(0);
+    Ok((workspace, inputs, previous_runs))
 }
 
 /// A step about to run: the workspace copied into a temporary directory,
@@ -307,9 +321,25 @@ pub fn compare(
     workspace_seen: &str,
     may_update: bool,
 ) -> Result<(), Failed> {
-    let stdout = normalise(&observed.stdout, workspace_seen);
-    let output = normalise(&observed.output, workspace_seen);
-    let summary = normalise(&observed.summary, workspace_seen);
+    compare_shown(case, observed, workspace_seen, &|text| text, may_update)
+}
+
+/// [`compare`], with `shown` applied to stdout, `GITHUB_OUTPUT` and
+/// `GITHUB_STEP_SUMMARY` after the workspace's path (for what varies
+/// between runs: ports, commit hashes).
+pub fn compare_shown(
+    case: &Case,
+    observed: &Observed,
+    workspace_seen: &str,
+    shown: &dyn Fn(String) -> String,
+    may_update: bool,
+) -> Result<(), Failed> {
+    let normal = |bytes: &[u8]| {
+        shown(String::from_utf8_lossy(&normalise(bytes, workspace_seen)).into_owned()).into_bytes()
+    };
+    let stdout = normal(&observed.stdout);
+    let output = normal(&observed.output);
+    let summary = normal(&observed.summary);
     if may_update && updating()? {
         use image_update_testkit::golden;
         golden::write(&case.dir.join("stdout"), &stdout)?;

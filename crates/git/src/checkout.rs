@@ -501,17 +501,12 @@ impl Checkout {
         let branch = self.branch.clone().ok_or_else(|| Error::NoPushBranch {
             checkout: self.reference.to_string(),
         })?;
-        let name = format!("refs/heads/{branch}");
-        let fetched = fetch(
-            &self.repo,
-            &self.remote,
-            &[format!("+{name}:refs/remotes/origin/{branch}")],
-            self.depth,
-        )?;
-        let tip = fetched.commit_of(&name).ok_or_else(|| Error::RefNotFound {
-            url: self.remote.url().to_owned(),
-            reference: name.clone(),
-        })?;
+        let tip = self
+            .fetch_branch(&branch)?
+            .ok_or_else(|| Error::RefNotFound {
+                url: self.remote.url().to_owned(),
+                reference: format!("refs/heads/{branch}"),
+            })?;
         let object = self
             .repo
             .find_object(tip, None)
@@ -523,6 +518,43 @@ impl Checkout {
             .map_err(local("resetting to the fetched tip"))?;
         self.checked_out = tip;
         Ok(tip)
+    }
+
+    /// The tree of the remote branch `branch`'s tip, fetched (same depth as the clone) into
+    /// `refs/remotes/origin/BRANCH`; `None` when the remote has no such branch. A pull request's
+    /// head branch that already holds the tree about to be pushed needs no push (a new commit
+    /// would only restart the request's checks).
+    pub fn remote_tree(&mut self, branch: &str) -> Result<Option<Oid>, Error> {
+        let Some(tip) = self.fetch_branch(branch)? else {
+            return Ok(None);
+        };
+        let commit = self
+            .repo
+            .find_commit(tip)
+            .map_err(local("reading the remote branch's tip"))?;
+        Ok(Some(commit.tree_id()))
+    }
+
+    /// Fetches the remote branch `branch` (same depth as the clone) into
+    /// `refs/remotes/origin/BRANCH`; its tip, `None` when the remote has no such branch.
+    fn fetch_branch(&self, branch: &str) -> Result<Option<Oid>, Error> {
+        let name = format!("refs/heads/{branch}");
+        let fetched = fetch(
+            &self.repo,
+            &self.remote,
+            &[format!("+{name}:refs/remotes/origin/{branch}")],
+            self.depth,
+        )?;
+        Ok(fetched.commit_of(&name))
+    }
+
+    /// The tree of HEAD's commit.
+    pub fn head_tree(&self) -> Result<Oid, Error> {
+        self.repo
+            .head()
+            .and_then(|head| head.peel_to_commit())
+            .map(|commit| commit.tree_id())
+            .map_err(local("reading HEAD"))
     }
 }
 

@@ -46,6 +46,7 @@ mod reference;
 mod remote;
 mod retry;
 mod sign;
+pub mod tls;
 mod transport;
 mod url;
 

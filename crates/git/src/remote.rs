@@ -226,7 +226,7 @@ impl Remote {
         };
         let url = RemoteUrl::parse(url, policy)?;
         let ca_certificates = match &settings.ca_certificates {
-            Some(pem) => parse_certificates(pem)?,
+            Some(pem) => crate::tls::parse_ca_certificates(pem)?,
             None => Arc::from(Vec::new()),
         };
         Ok(Self {
@@ -446,23 +446,6 @@ impl Remote {
             },
         }
     }
-}
-
-/// Parses PEM CA certificates; at least one must be there.
-fn parse_certificates(pem: &str) -> Result<Arc<[ureq::tls::Certificate<'static>]>, Error> {
-    let invalid = |reason: String| Error::InvalidCaCertificates { reason };
-    let mut certificates = Vec::new();
-    for item in ureq::tls::parse_pem(pem.as_bytes()) {
-        match item {
-            Ok(ureq::tls::PemItem::Certificate(certificate)) => certificates.push(certificate),
-            Ok(_) => {}
-            Err(e) => return Err(invalid(format!("not valid PEM: {e}"))),
-        }
-    }
-    if certificates.is_empty() {
-        return Err(invalid("no `BEGIN CERTIFICATE` block".to_owned()));
-    }
-    Ok(Arc::from(certificates))
 }
 
 /// What one network operation observed: its transport session, and the push statuses and

@@ -1,7 +1,8 @@
 //! The git test bed: real git servers on 127.0.0.1, started once per test binary, shared by the
 //! git crate's tests, the Job mode's tests and its benchmark.
 //!
-//! * lighttpd running `git-http-backend` as CGI behind `mod_auth` Basic auth (`/git/`; `/moved/`
+//! * lighttpd running `git-http-backend` as CGI behind `mod_auth` Basic auth (the user `alice`,
+//!   and `x-access-token` with a GitHub App's installation token; `/git/`; `/moved/`
 //!   answers with a redirect there; `server.stream-request-body = 0`, because the git CLI pushes
 //!   large packs chunked, which lighttpd answers with 411 in streaming mode), and a second one
 //!   serving the same repositories over HTTPS with a certificate from a private test CA;
@@ -31,8 +32,17 @@ pub const SSH_PASSPHRASE: &str = "ssh-pass-Kk2-never-shown";
 pub const GPG_PASSPHRASE: &str = "gpg-pass-Zr4-never-shown";
 /// A token value tests may hand out (never valid).
 pub const TOKEN: &str = "token-Vb8-never-shown";
+/// The installation token the fake GitHub hands a GitHub App (`crate::forge::App::token`); the
+/// HTTP servers accept it as the password of the user `x-access-token`, as GitHub does.
+pub const INSTALLATION_TOKEN: &str = "ghs_installation-Tk5-never-shown";
 /// Every secret a test hands to the crate; none may appear in an error.
-pub const SECRETS: [&str; 4] = [HTTP_PASSWORD, SSH_PASSPHRASE, GPG_PASSPHRASE, TOKEN];
+pub const SECRETS: [&str; 5] = [
+    HTTP_PASSWORD,
+    SSH_PASSPHRASE,
+    GPG_PASSPHRASE,
+    TOKEN,
+    INSTALLATION_TOKEN,
+];
 
 const HTTP_BACKEND: &str = "/usr/lib/git-core/git-http-backend";
 const MOD_OPENSSL: &str = "/usr/lib/lighttpd/mod_openssl.so";
@@ -516,8 +526,11 @@ fn start_http(
     } else {
         "lighttpd"
     };
-    fs::write(root.join("users"), format!("{HTTP_USER}:{HTTP_PASSWORD}\n"))
-        .map_err(|e| e.to_string())?;
+    fs::write(
+        root.join("users"),
+        format!("{HTTP_USER}:{HTTP_PASSWORD}\nx-access-token:{INSTALLATION_TOKEN}\n"),
+    )
+    .map_err(|e| e.to_string())?;
     let tls_config = match tls {
         Some(ca) => {
             let cert = root.join("https-cert.pem");

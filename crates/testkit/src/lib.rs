@@ -25,9 +25,12 @@
     clippy::new_without_default
 )]
 
+pub mod forge;
+pub mod forge_graphql;
 pub mod git;
 pub mod golden;
 pub mod kube;
+pub mod openapi;
 pub mod registry;
 pub mod scratch;
 pub mod sigstore;
@@ -152,6 +155,35 @@ pub fn trial_with(
         move || Unmet::programs(&needs.iter().map(String::as_str).collect::<Vec<_>>()),
         move |()| runner(),
     )
+}
+
+/// A trial that needs `files` (data installed by a script, such as the providers' API
+/// descriptions of `scripts/api-descriptions.sh`): ignored with the reason when one is missing,
+/// failed instead when `CI` is set.
+pub fn trial_with_files(
+    name: impl Into<String>,
+    files: &[PathBuf],
+    hint: &str,
+    runner: impl FnOnce() -> Result<(), Failed> + Send + 'static,
+) -> Trial {
+    let name = name.into();
+    let missing: Vec<String> = files
+        .iter()
+        .filter(|f| !f.is_file())
+        .map(|f| f.display().to_string())
+        .collect();
+    if missing.is_empty() {
+        return Trial::test(name, runner);
+    }
+    let what = format!("{} ({hint})", missing.join(", "));
+    if std::env::var_os("CI").is_some() {
+        return Trial::test(name, move || {
+            Err(format!("needs {what}, which is missing, and CI is set").into())
+        });
+    }
+    Trial::test(name, runner)
+        .with_kind("needs API descriptions")
+        .with_ignored_flag(true)
 }
 
 /// Run `trials` with the command line's arguments, and exit.

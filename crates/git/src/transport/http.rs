@@ -289,11 +289,10 @@ impl Stream {
 /// The agent of one transport: the trusted roots, timeouts, no automatic redirects and no
 /// status-as-error (both handled here), and git's user agent.
 fn agent(session: &Session) -> ureq::Agent {
-    let mut roots = base_roots().to_vec();
-    roots.extend(session.remote.ca_certificates.iter().cloned());
+    let roots = crate::tls::roots_with(&session.remote.ca_certificates);
     let tls = ureq::tls::TlsConfig::builder()
         .provider(ureq::tls::TlsProvider::Rustls)
-        .root_certs(ureq::tls::RootCerts::Specific(Arc::new(roots)))
+        .root_certs(ureq::tls::RootCerts::Specific(roots))
         .build();
     let body_timeout = session.read_timeout.saturating_mul(10);
     ureq::Agent::config_builder()
@@ -402,29 +401,6 @@ fn classify_tls(error: &rustls::Error) -> Failure {
         | rustls::Error::UnsupportedNameType => Failure::Certificate,
         _ => Failure::Network,
     }
-}
-
-/// The roots every HTTPS connection trusts: the Mozilla roots compiled into the binary (an
-/// image without a CA store works) and the system's trust store when there is one (a CA a
-/// cluster's administrator installed, or `SSL_CERT_FILE`). Read once per process.
-fn base_roots() -> &'static [ureq::tls::Certificate<'static>] {
-    static ROOTS: OnceLock<Vec<ureq::tls::Certificate<'static>>> = OnceLock::new();
-    ROOTS.get_or_init(|| {
-        let system = rustls_native_certs::load_native_certs();
-        for e in &system.errors {
-            tracing::debug!("system trust store: {e}");
-        }
-        webpki_root_certs::TLS_SERVER_ROOT_CERTS
-            .iter()
-            .map(|der| ureq::tls::Certificate::from_der(der.as_ref()).to_owned())
-            .chain(
-                system
-                    .certs
-                    .iter()
-                    .map(|der| ureq::tls::Certificate::from_der(der.as_ref()).to_owned()),
-            )
-            .collect()
-    })
 }
 
 /// `location` resolved against `url` (absolute, scheme-relative `//host/...`, absolute-path
