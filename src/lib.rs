@@ -27,6 +27,7 @@
 //!
 //! `docs/architecture.md` has the file map.
 
+pub mod argocd;
 pub mod automation;
 pub mod cli;
 pub mod diagnostic;
