@@ -49,13 +49,14 @@ pub enum Shape {
 }
 
 impl Shape {
-    /// Go yaml.v3's name for the node kind, as error messages have it.
+    /// `a scalar`, `a mapping`, `a sequence`, `nothing` (for messages).
     #[must_use]
-    pub fn yaml_kind(self) -> &'static str {
+    pub fn described(self) -> &'static str {
         match self {
-            Shape::Scalar | Shape::Null => "ScalarNode",
-            Shape::Map => "MappingNode",
-            Shape::Seq => "SequenceNode",
+            Shape::Scalar => "a scalar",
+            Shape::Null => "nothing",
+            Shape::Map => "a mapping",
+            Shape::Seq => "a sequence",
         }
     }
 }
@@ -63,6 +64,8 @@ impl Shape {
 #[derive(Debug, Clone)]
 enum NewNode {
     Scalar(String),
+    /// A scalar written as is (`true`, a number).
+    Raw(String),
     Map(Vec<(String, Handle)>),
     Seq(Vec<Handle>),
 }
@@ -82,6 +85,8 @@ pub struct Editor<'t, 'a> {
     tree: &'t SpanTree<'a>,
     news: Vec<NewNode>,
     replaced: BTreeMap<NodeId, String>,
+    /// Replaced scalars written as is (`true`), not quoted as strings.
+    raw: BTreeSet<NodeId>,
     /// Real collections: children added at their end.
     appended: BTreeMap<NodeId, Vec<(Option<String>, Handle)>>,
     /// Real sequences: items inserted before the item at an index.
@@ -95,6 +100,10 @@ pub struct Editor<'t, 'a> {
     newline: &'static str,
     /// Scalars whose position in the new text is wanted.
     tracked: Vec<Handle>,
+    /// The document's mapping when the text has none yet (empty, blank, comments only).
+    virtual_root: Option<Handle>,
+    /// Written first when a blank text gets content.
+    header: String,
 }
 
 /// The edits of a file and where the tracked scalars end up in the new text.
@@ -113,6 +122,7 @@ impl<'t, 'a> Editor<'t, 'a> {
             tree,
             news: Vec::new(),
             replaced: BTreeMap::new(),
+            raw: BTreeSet::new(),
             appended: BTreeMap::new(),
             before: BTreeMap::new(),
             removed: BTreeSet::new(),
@@ -121,6 +131,52 @@ impl<'t, 'a> Editor<'t, 'a> {
             compact,
             newline: if tree.crlf() { "\r\n" } else { "\n" },
             tracked: Vec::new(),
+            virtual_root: None,
+            header: String::new(),
+        }
+    }
+
+    /// Text written before the content when a blank file gets some (a comment line).
+    pub fn set_header(&mut self, header: &str) {
+        header.clone_into(&mut self.header);
+    }
+
+    /// The mapping at the top of the file's one document; a file with no content yet (empty,
+    /// blank, comments only, a lone `---`) gets a new one.
+    ///
+    /// # Errors
+    /// Several documents, or a top level that is not a mapping.
+    pub fn root(&mut self) -> Result<Handle, EditProblem> {
+        if let Some(v) = self.virtual_root {
+            return Ok(v);
+        }
+        let docs = self.tree.docs();
+        let with_content: Vec<_> = docs.iter().filter(|d| d.root.is_some()).collect();
+        if docs.len() > 1 && with_content.len() > 1 {
+            return Err(EditProblem {
+                offset: docs[1].start,
+                message: format!("the file holds {} YAML documents; expected one", docs.len()),
+            });
+        }
+        match with_content.first().and_then(|d| d.root) {
+            Some(root) if self.shape(Handle::Real(root)) != Shape::Null => {
+                if self.shape(Handle::Real(root)) == Shape::Map {
+                    Ok(Handle::Real(root))
+                } else {
+                    Err(EditProblem {
+                        offset: self.tree.node(root).range.start,
+                        message: format!(
+                            "the top level is {}, not a mapping",
+                            self.shape(Handle::Real(root)).described()
+                        ),
+                    })
+                }
+            }
+            _ => {
+                let m = self.new_map();
+                self.virtual_root = Some(m);
+                Ok(m)
+            }
         }
     }
 
@@ -138,6 +194,7 @@ impl<'t, 'a> Editor<'t, 'a> {
             && self.before.is_empty()
             && self.removed.is_empty()
             && self.filled.is_empty()
+            && self.virtual_root.is_none_or(|v| self.entries(v).is_empty())
     }
 
     /// An alias's target; the new content of a filled null; the node itself otherwise.
@@ -172,7 +229,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                 }
             }
             Handle::New(i) => match &self.news[i] {
-                NewNode::Scalar(_) => Shape::Scalar,
+                NewNode::Scalar(_) | NewNode::Raw(_) => Shape::Scalar,
                 NewNode::Map(_) => Shape::Map,
                 NewNode::Seq(_) => Shape::Seq,
             },
@@ -188,7 +245,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                 None => self.tree.text_value(id).map(str::to_owned),
             },
             Handle::New(i) => match &self.news[i] {
-                NewNode::Scalar(v) => Some(v.clone()),
+                NewNode::Scalar(v) | NewNode::Raw(v) => Some(v.clone()),
                 _ => None,
             },
         }
@@ -268,6 +325,27 @@ impl<'t, 'a> Editor<'t, 'a> {
         Handle::New(self.news.len() - 1)
     }
 
+    /// A new scalar written as is, unquoted (`true`, `3`): for values that are not strings.
+    pub fn new_raw(&mut self, text: &str) -> Handle {
+        self.news.push(NewNode::Raw(text.to_owned()));
+        Handle::New(self.news.len() - 1)
+    }
+
+    /// Give a scalar a value that is written as is (`true`), not as a string.
+    ///
+    /// # Errors
+    /// As [`Self::set_scalar`].
+    pub fn set_raw(&mut self, h: Handle, text: &str) -> Result<Handle, EditProblem> {
+        let h = self.set_scalar(h, text)?;
+        match h {
+            Handle::Real(id) => {
+                self.raw.insert(id);
+            }
+            Handle::New(i) => self.news[i] = NewNode::Raw(text.to_owned()),
+        }
+        Ok(h)
+    }
+
     /// A new, empty mapping.
     pub fn new_map(&mut self) -> Handle {
         self.news.push(NewNode::Map(Vec::new()));
@@ -313,7 +391,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                 Ok(Handle::Real(id))
             }
             Handle::New(i) => match &mut self.news[i] {
-                NewNode::Scalar(v) => {
+                NewNode::Scalar(v) | NewNode::Raw(v) => {
                     value.clone_into(v);
                     Ok(Handle::New(i))
                 }
@@ -437,8 +515,8 @@ impl<'t, 'a> Editor<'t, 'a> {
             _ => Err(EditProblem {
                 offset: node.range.start,
                 message: format!(
-                    "the value is a {}, not a {}",
-                    self.shape(h).yaml_kind(),
+                    "the value is {}, not a {}",
+                    self.shape(h).described(),
                     if map { "mapping" } else { "sequence" }
                 ),
             }),
@@ -456,6 +534,9 @@ impl<'t, 'a> Editor<'t, 'a> {
         // before its parent's when both end on the same line.
         let mut edits: Vec<(std::ops::Range<usize>, usize, Rendered)> = Vec::new();
         for (id, value) in &self.replaced {
+            if self.tree.text_value(*id) == Some(value.as_str()) {
+                continue;
+            }
             let node = self.tree.node(*id);
             let mut r = Rendered::default();
             let style = match &node.kind {
@@ -477,7 +558,11 @@ impl<'t, 'a> Editor<'t, 'a> {
                 ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
                 _ => Style::Plain,
             };
-            r.push(&quote::render(value, style, node.in_flow));
+            if self.raw.contains(id) && style == Style::Plain {
+                r.push(value);
+            } else {
+                r.push(&quote::render(value, style, node.in_flow));
+            }
             edits.push((node.range.clone(), 0, r));
         }
         for (id, new) in &self.filled {
@@ -635,6 +720,22 @@ impl<'t, 'a> Editor<'t, 'a> {
             });
             edits.push((node.range.clone(), 0, r));
         }
+        if let Some(v) = self.virtual_root
+            && !self.entries(v).is_empty()
+        {
+            let mut r = Rendered::default();
+            if text.trim().is_empty() {
+                r.push(&self.header);
+                self.render_block_body(v, 0, &mut r);
+                edits.push((0..text.len(), 0, r));
+            } else {
+                if !text.ends_with('\n') {
+                    r.push(self.newline);
+                }
+                self.render_block_body(v, 0, &mut r);
+                edits.push((text.len()..text.len(), usize::MAX, r));
+            }
+        }
         // Insertions at one offset are joined, in the order they were planned.
         edits.sort_by_key(|(r, order, _)| (r.start, r.end, *order));
         let mut joined: Vec<(std::ops::Range<usize>, Rendered)> = Vec::new();
@@ -744,6 +845,12 @@ impl<'t, 'a> Editor<'t, 'a> {
                 r.push(&quote::render(&v, Style::Plain, false));
                 r.push(self.newline);
             }
+            Content::Raw(v) => {
+                r.push(" ");
+                r.mark(self.tracked_index(value));
+                r.push(&v);
+                r.push(self.newline);
+            }
             Content::Map(e) if e.is_empty() => {
                 r.push(" {}");
                 r.push(self.newline);
@@ -786,6 +893,11 @@ impl<'t, 'a> Editor<'t, 'a> {
                 r.push(&quote::render(&v, Style::Plain, false));
                 r.push(self.newline);
             }
+            Content::Raw(v) => {
+                r.push(&" ".repeat(indent));
+                r.push(&v);
+                r.push(self.newline);
+            }
         }
     }
 
@@ -816,6 +928,10 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     fn render_flow(&self, h: Handle, r: &mut Rendered) {
         match self.resolve_new(h) {
+            Content::Raw(v) => {
+                r.mark(self.tracked_index(h));
+                r.push(&v);
+            }
             Content::Scalar(v) => {
                 r.mark(self.tracked_index(h));
                 match self.resolve(h) {
@@ -853,6 +969,11 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// The overlay's content of a node, for rendering.
     fn resolve_new(&self, h: Handle) -> Content {
+        if let Handle::New(i) = self.resolve(h)
+            && let NewNode::Raw(v) = &self.news[i]
+        {
+            return Content::Raw(v.clone());
+        }
         match self.shape(h) {
             Shape::Map => Content::Map(self.entries(h)),
             Shape::Seq => Content::Seq(self.items(h)),
@@ -863,6 +984,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
 enum Content {
     Scalar(String),
+    Raw(String),
     Map(Vec<(String, Handle)>),
     Seq(Vec<Handle>),
 }

@@ -1,0 +1,812 @@
+//! Plan every Application's write-back: given the chosen image of each policy key, the edits of
+//! every file (spans of the original bytes, or whole new files) and the changes they make.
+//!
+//! Pure apart from reading the target files through [`Files`]: nothing is written here. The
+//! operation hands [`FilePlan::new_text`] to the all-or-nothing sink, and
+//! [`FilePlan::changes`] to the report.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use image_update_template::argocd::{
+    AppChange, BranchData, BranchImage, CommitData, render_branch,
+};
+use sha2::{Digest, Sha256};
+
+use super::application::{AppId, SourceType};
+use super::catalog::Catalog;
+use super::config::{AppConfig, ConfigOrigin, ImageSpec};
+use super::edit::Editor;
+use super::image::ImageTag;
+use super::settings::{GitCredentials, Located, Method};
+use super::spans::SpanTree;
+use super::target::{self, Exists, KUSTOMIZATION_FILES, Target};
+use super::writers::{self, OverrideKind, Part, Planned, Problem, Record, Writer};
+use crate::diagnostic::{Diagnostic, Location};
+use crate::input::SizeLimit;
+use crate::policies::{ImageRef, PolicyKey};
+use crate::text::{LineIndex, Position};
+use crate::updater::rewrite::{self, Edit};
+use crate::updater::scan::ObjectId;
+
+/// Reads the files of the tree being updated (paths relative to its root, `/` separators).
+pub trait Files: Exists {
+    /// The file's text; `None` when there is no such file.
+    ///
+    /// # Errors
+    /// The file exists but cannot be read (a message naming it).
+    fn read(&self, path: &str) -> Result<Option<String>, String>;
+}
+
+/// Files in memory (tests, benchmarks, a ResourceList).
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFiles(pub BTreeMap<String, String>);
+
+impl Exists for MemoryFiles {
+    fn exists(&self, path: &str) -> bool {
+        self.0.contains_key(path)
+    }
+}
+
+impl Files for MemoryFiles {
+    fn read(&self, path: &str) -> Result<Option<String>, String> {
+        Ok(self.0.get(path).cloned())
+    }
+}
+
+/// Files under a directory; a file that resolves outside it (through a symlink) is refused.
+#[derive(Debug, Clone)]
+pub struct DirFiles {
+    pub root: PathBuf,
+    pub limit: SizeLimit,
+}
+
+impl Exists for DirFiles {
+    fn exists(&self, path: &str) -> bool {
+        self.root.join(path).is_file()
+    }
+}
+
+impl Files for DirFiles {
+    fn read(&self, path: &str) -> Result<Option<String>, String> {
+        let full = self.root.join(path);
+        if !full.exists() {
+            return Ok(None);
+        }
+        let (Ok(real), Ok(root)) = (
+            fs_err::canonicalize(&full),
+            fs_err::canonicalize(&self.root),
+        ) else {
+            return Err(format!("{path}: cannot resolve the path"));
+        };
+        if !real.starts_with(&root) {
+            return Err(format!(
+                "{path} resolves to {}, outside the tree",
+                real.display()
+            ));
+        }
+        crate::input::read_text(&full, self.limit)
+            .map(Some)
+            .map_err(|e| format!("{path}: {e}"))
+    }
+}
+
+/// One changed value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldChange {
+    /// The object edited (the Application for the `argocd` method; the kustomization's identity; an
+    /// empty identity for override and values files).
+    pub object: ObjectId,
+    /// `kustomize.images[0]`, `helm.parameters[2].value`, `images[1].newTag`, `["image.tag"]`,
+    /// `spec.source.kustomize.images[0]`.
+    pub field_path: String,
+    pub old_value: String,
+    pub new_value: String,
+    /// The policy key of the image: `NAMESPACE:APP/ALIAS` (KubeSphere `NAMESPACE:ALIAS`);
+    /// `NAMESPACE:APP` for a value copied from the Application that no image owns.
+    pub setter: String,
+    pub app: AppId,
+    /// The image's alias (`""` for none, or for an unowned value).
+    pub alias: String,
+    /// Where the new value is in the new text.
+    pub position: Position,
+}
+
+/// The planned content of one file.
+#[derive(Debug, Clone)]
+pub struct FilePlan {
+    /// Relative to the tree's root.
+    pub path: String,
+    /// The file does not exist yet.
+    pub created: bool,
+    /// Its edits against the original text (for a new file, one insertion into `""`).
+    pub edits: Vec<Edit>,
+    pub new_text: String,
+    /// In the order of the new text.
+    pub changes: Vec<FieldChange>,
+}
+
+/// One image that changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageUpdate {
+    pub key: PolicyKey,
+    pub alias: String,
+    /// The image's name as written in the Application's configuration (with its registry).
+    pub image: String,
+    pub old: Option<ImageTag>,
+    pub new: ImageTag,
+}
+
+/// Where an Application's git write-back goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitPlan {
+    /// `git-repository` / `gitConfig.repository`, else the source's `repoURL`.
+    pub repository: String,
+    /// The branch to check out; `None` for the remote's default branch.
+    pub checkout: Option<String>,
+    /// The branch to push when it is not the checkout branch (the rendered `base:write` template,
+    /// or the pull-request branch).
+    pub push: Option<String>,
+    pub credentials: GitCredentials,
+    /// 8 hex digits of SHA-256 over `repository|branch|target`.
+    pub target_key: String,
+    /// `gitConfig.pullRequest` is set.
+    pub pull_request: bool,
+}
+
+/// What one Application's write-back does.
+#[derive(Debug, Clone)]
+pub struct AppPlan {
+    pub app: AppId,
+    pub origin: ConfigOrigin,
+    pub method: Method,
+    pub target: Target,
+    /// The images that change (empty: nothing to do).
+    pub images: Vec<ImageUpdate>,
+    /// The commit message's data (`.AppName`, `.AppChanges`).
+    pub commit: CommitData,
+    /// For the git method.
+    pub git: Option<GitPlan>,
+}
+
+/// Every file's plan and every Application's.
+#[derive(Debug, Clone, Default)]
+pub struct WriteBack {
+    /// Files with at least one change, by path.
+    pub files: Vec<FilePlan>,
+    /// Applications with at least one changing image, by id.
+    pub apps: Vec<AppPlan>,
+    /// Warnings and notes.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// An Application's resolved write-back, before its images are planned.
+struct Work<'c> {
+    config: &'c AppConfig,
+    method: Method,
+    target: Target,
+    target_location: Location,
+    source: usize,
+    kind: Option<OverrideKind>,
+    /// The file edited (relative to the tree).
+    path: String,
+    planned: Vec<Planned<'c>>,
+}
+
+/// Where a file's text comes from.
+enum Text {
+    /// An input file already parsed (an Application's own file).
+    Catalog(usize),
+    Owned(String),
+    Missing,
+}
+
+struct FileState<'t, 'a> {
+    editor: Editor<'t, 'a>,
+    created: bool,
+    original: &'a str,
+    object: ObjectId,
+    records: Vec<(ObjectId, AppId, Record)>,
+    origin: String,
+}
+
+/// Plan the write-back of every configured Application in `catalog`: `chosen` gives the image each
+/// policy key moved to (`None`: no result, the image is left alone with a warning), `files` reads
+/// the target files.
+///
+/// # Errors
+/// Every problem found, each at its file, line and column: an unknown method, a target outside the
+/// repository, the `argocd` method for an Application that is not in the tree, a missing
+/// kustomization, a Helm value path through a scalar, a target file that is not valid YAML...
+/// Nothing is planned when there is one.
+pub fn plan(
+    catalog: &Catalog<'_>,
+    chosen: &dyn Fn(&PolicyKey) -> Option<ImageRef>,
+    files: &dyn Files,
+) -> Result<WriteBack, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut works = Vec::new();
+    for config in &catalog.configs {
+        match resolve(catalog, config, chosen, files, &mut warnings) {
+            Ok(Some(w)) => works.push(w),
+            Ok(None) => {}
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    // Every file's text.
+    let mut texts: BTreeMap<String, Text> = BTreeMap::new();
+    for w in &works {
+        if texts.contains_key(&w.path) {
+            continue;
+        }
+        let in_catalog = catalog
+            .files
+            .iter()
+            .position(|f| f.tree_path.as_deref() == Some(w.path.as_str()));
+        let text = match in_catalog {
+            Some(i) => Text::Catalog(i),
+            None => match files.read(&w.path) {
+                Ok(Some(t)) => Text::Owned(t),
+                Ok(None) => Text::Missing,
+                Err(e) => {
+                    errors.push(Diagnostic::error(e).at(w.target_location.clone()));
+                    continue;
+                }
+            },
+        };
+        texts.insert(w.path.clone(), text);
+    }
+    let mut trees: BTreeMap<&str, SpanTree<'_>> = BTreeMap::new();
+    for (path, text) in &texts {
+        let t: &str = match text {
+            Text::Owned(t) => t,
+            Text::Missing => "",
+            Text::Catalog(_) => continue,
+        };
+        match SpanTree::parse(t) {
+            Ok(tree) => {
+                trees.insert(path, tree);
+            }
+            Err(e) => errors.push(
+                Diagnostic::error(format!("not valid YAML: {}", e.message)).at(Location::new(
+                    path.clone(),
+                    Some(crate::text::position_of(t, e.offset)),
+                )),
+            ),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut states: BTreeMap<String, FileState<'_, '_>> = BTreeMap::new();
+    for (path, text) in &texts {
+        let (tree, created, origin): (&SpanTree<'_>, bool, String) = match text {
+            Text::Catalog(i) => (
+                &catalog.files[*i].tree,
+                false,
+                catalog.files[*i].origin.clone(),
+            ),
+            Text::Owned(_) => match trees.get(path.as_str()) {
+                Some(t) => (t, false, path.clone()),
+                None => continue,
+            },
+            Text::Missing => match trees.get(path.as_str()) {
+                Some(t) => (t, true, path.clone()),
+                None => continue,
+            },
+        };
+        states.insert(
+            path.clone(),
+            FileState {
+                object: file_object(tree),
+                editor: Editor::new(tree),
+                created,
+                original: tree.text(),
+                records: Vec::new(),
+                origin,
+            },
+        );
+    }
+    let mut apps = Vec::new();
+    for w in &works {
+        let Some(state) = states.get_mut(&w.path) else {
+            continue;
+        };
+        match write(catalog, w, state) {
+            Ok(Some(plan)) => apps.push(plan),
+            Ok(None) => {}
+            Err(d) => errors.push(d),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut out_files = Vec::new();
+    for (path, state) in states {
+        if state.editor.is_empty() {
+            continue;
+        }
+        let finished = state.editor.finish().map_err(|e| {
+            vec![Diagnostic::error(e.message).at(Location::new(
+                state.origin.clone(),
+                Some(crate::text::position_of(state.original, e.offset)),
+            ))]
+        })?;
+        let mut edits = finished.edits.clone();
+        let new_text = rewrite::apply(state.original, &mut edits).map_err(|e| {
+            vec![Diagnostic::error(format!(
+                "internal error planning {path}: {e}"
+            ))]
+        })?;
+        if new_text == state.original {
+            continue;
+        }
+        let lines = LineIndex::new(&new_text);
+        let mut changes: Vec<FieldChange> = state
+            .records
+            .iter()
+            .map(|(object, app, r)| FieldChange {
+                object: object.clone(),
+                field_path: field_path(&state.editor, &r.path),
+                old_value: r.old.clone(),
+                new_value: r.new.clone(),
+                setter: r.setter.clone(),
+                app: app.clone(),
+                alias: r.alias.clone(),
+                position: finished
+                    .offsets
+                    .get(r.tracked)
+                    .copied()
+                    .flatten()
+                    .map_or_else(Position::default, |o| lines.position(&new_text, o)),
+            })
+            .collect();
+        changes.sort_by_key(|c| c.position);
+        out_files.push(FilePlan {
+            path,
+            created: state.created,
+            edits,
+            new_text,
+            changes,
+        });
+    }
+    apps.sort_by(|a: &AppPlan, b| a.app.cmp(&b.app));
+    Ok(WriteBack {
+        files: out_files,
+        apps,
+        diagnostics: warnings,
+    })
+}
+
+/// Method, target, source and images of one configured Application.
+fn resolve<'c>(
+    catalog: &'c Catalog<'_>,
+    config: &'c AppConfig,
+    chosen: &dyn Fn(&PolicyKey) -> Option<ImageRef>,
+    files: &dyn Files,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Option<Work<'c>>, Vec<Diagnostic>> {
+    let app = &catalog.apps[config.app];
+    let file = catalog.file_of(app);
+    let (method, method_location) = match &config.write_back.method {
+        Some(m) => (
+            Method::parse(&m.value, config.kubesphere)
+                .map_err(|e| vec![Diagnostic::error(e).at(m.location.clone())])?,
+            m.location.clone(),
+        ),
+        None => (Method::Application, config.location.clone()),
+    };
+    // Target paths are relative to the source chosen without a target (Argo reads it so).
+    let (first, _) = target::choose_source(app, &Target::Application, files);
+    let target = target::resolve(
+        &method,
+        config.write_back.target.as_ref(),
+        app,
+        &app.sources[first].path,
+        &catalog.options.controller_namespace,
+    )
+    .map_err(|e| vec![e])?;
+    let target_location = config
+        .write_back
+        .target
+        .as_ref()
+        .map_or_else(|| method_location.clone(), |t| t.location.clone());
+    let (source, stype) = target::choose_source(app, &target, files);
+    let is_git = matches!(method, Method::Git(_));
+    let plugin_targets = config.images.iter().any(|i| i.target.is_plugin());
+    let kind = match stype {
+        SourceType::Kustomize => Some(OverrideKind::Kustomize),
+        SourceType::Helm => Some(OverrideKind::Helm),
+        SourceType::Plugin if plugin_targets => Some(OverrideKind::Plugin),
+        // Argo CD Image Updater writes Helm parameters for a plugin source written back to git.
+        SourceType::Plugin if is_git => Some(OverrideKind::Helm),
+        SourceType::Plugin => Some(OverrideKind::Plugin),
+        SourceType::Directory => None,
+    };
+    if kind.is_none() && matches!(target, Target::Application | Target::OverrideFile(_)) {
+        warnings.push(
+            Diagnostic::warning(format!(
+                "Application {} renders a plain directory, which Argo CD Image Updater does not update; it is left alone",
+                app.id
+            ))
+            .at(config.location.clone())
+            .with_hint("mark the image fields of its manifests with $imagepolicy markers, or set a kustomization: or helmvalues: write-back target"),
+        );
+        return Ok(None);
+    }
+    let path = match &target {
+        Target::Application => {
+            if app.hydrator {
+                return Err(vec![
+                    Diagnostic::error(format!(
+                        "Application {} takes its source from spec.sourceHydrator, which the argocd write-back method cannot patch in git",
+                        app.id
+                    ))
+                    .at(method_location.clone())
+                    .with_hint("use write-back-method: git"),
+                ]);
+            }
+            match &file.tree_path {
+                Some(p) => p.clone(),
+                None => {
+                    return Err(vec![
+                        Diagnostic::error(format!(
+                            "Application {} uses the {} write-back method, which patches the Application itself, but its manifest ({}) is not in the tree being updated",
+                            app.id,
+                            if config.kubesphere { "built-in" } else { "argocd" },
+                            file.origin
+                        ))
+                        .at(method_location.clone())
+                        .with_hint(if config.kubesphere {
+                            "write the change to git instead: set spec.argocd.write: git"
+                        } else {
+                            "write the change to git instead: argocd-image-updater.argoproj.io/write-back-method: git (or writeBackConfig.method: git)"
+                        }),
+                    ]);
+                }
+            }
+        }
+        Target::OverrideFile(p) | Target::HelmValues(p) => p.clone(),
+        Target::Kustomization(dir) => {
+            let at = |f: &str| {
+                if dir == "." {
+                    f.to_owned()
+                } else {
+                    format!("{dir}/{f}")
+                }
+            };
+            match KUSTOMIZATION_FILES
+                .iter()
+                .map(|f| at(f))
+                .find(|p| files.exists(p))
+            {
+                Some(p) => p,
+                None => {
+                    return Err(vec![
+                        Diagnostic::error(format!(
+                            "no kustomization (kustomization.yaml, kustomization.yml or Kustomization) in {dir}, the write-back target of Application {}",
+                            app.id
+                        ))
+                        .at(target_location.clone()),
+                    ]);
+                }
+            }
+        }
+    };
+    let mut planned = Vec::new();
+    for spec in config.images.iter().filter(|i| !i.verify) {
+        let key = catalog.key_of(config, spec);
+        let Some(image) = chosen(&key) else {
+            warnings.push(
+                Diagnostic::warning(format!(
+                    "no policy {key} was supplied, so image {:?} of Application {} is left alone",
+                    spec.key_alias(),
+                    app.id
+                ))
+                .at(spec.location.clone()),
+            );
+            continue;
+        };
+        planned.push(Planned {
+            spec,
+            new: spec.image.with_tag(Some(ImageTag {
+                name: image.tag.clone(),
+                digest: image.digest.clone(),
+            })),
+            key,
+        });
+    }
+    if planned.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Work {
+        config,
+        method,
+        target,
+        target_location,
+        source,
+        kind,
+        path,
+        planned,
+    }))
+}
+
+/// Plan one Application's edits in its file.
+fn write(
+    catalog: &Catalog<'_>,
+    w: &Work<'_>,
+    state: &mut FileState<'_, '_>,
+) -> Result<Option<AppPlan>, Diagnostic> {
+    let app = &catalog.apps[w.config.app];
+    let source = &app.sources[w.source];
+    let all: Vec<&ImageSpec> = w.config.images.iter().collect();
+    let mut records = Vec::new();
+    let mut writer = Writer {
+        editor: &mut state.editor,
+        records: &mut records,
+        app_setter: format!("{}:{}", app.id.namespace, app.id.name),
+    };
+    let kind = w.kind.unwrap_or(OverrideKind::Helm);
+    let result = match &w.target {
+        Target::Application => writers::application(&mut writer, source, kind, &w.planned),
+        Target::OverrideFile(_) => {
+            writers::override_file(&mut writer, kind, source, &all, &w.planned)
+        }
+        Target::Kustomization(_) => writers::kustomization(&mut writer, source, &w.planned),
+        Target::HelmValues(_) => writers::helm_values(&mut writer, &w.planned),
+    };
+    let moved = result.map_err(|p: Problem| {
+        let position = p
+            .offset
+            .map(|o| crate::text::position_of(state.original, o));
+        Diagnostic::error(format!("Application {}: {}", app.id, p.message))
+            .at(Location::new(state.origin.clone(), position))
+    })?;
+    let object = match w.target {
+        Target::Application => application_object(catalog, app),
+        _ => state.object.clone(),
+    };
+    state.records.extend(
+        records
+            .into_iter()
+            .map(|r| (object.clone(), app.id.clone(), r)),
+    );
+    if moved.is_empty() {
+        return Ok(None);
+    }
+    let updates: Vec<ImageUpdate> = moved
+        .iter()
+        .map(|m| {
+            let p = w.planned.iter().find(|p| p.key == m.key);
+            ImageUpdate {
+                key: m.key.clone(),
+                alias: m.alias.clone(),
+                image: p.map(|p| p.spec.image.full_name()).unwrap_or_default(),
+                old: m.old.clone(),
+                new: m.new.clone(),
+            }
+        })
+        .collect();
+    let name_of = |m: &ImageUpdate| {
+        w.planned
+            .iter()
+            .find(|p| p.key == m.key)
+            .map(|p| p.new.name.clone())
+            .unwrap_or_default()
+    };
+    let commit = CommitData {
+        app_name: app.id.name.clone(),
+        changes: updates
+            .iter()
+            .map(|m| AppChange {
+                image: name_of(m),
+                old_tag: m.old.as_ref().map(ToString::to_string).unwrap_or_default(),
+                new_tag: m.new.to_string(),
+                labels: BTreeMap::new(),
+            })
+            .collect(),
+    };
+    let git = match &w.method {
+        Method::Git(credentials) => {
+            Some(git_plan(w, app, source, credentials, &updates, &name_of)?)
+        }
+        Method::Application => None,
+    };
+    Ok(Some(AppPlan {
+        app: app.id.clone(),
+        origin: w.config.origin.clone(),
+        method: w.method.clone(),
+        target: w.target.clone(),
+        images: updates,
+        commit,
+        git,
+    }))
+}
+
+/// Repository, branches and credentials of a git write-back.
+fn git_plan(
+    w: &Work<'_>,
+    app: &super::application::Application,
+    source: &super::application::Source,
+    credentials: &GitCredentials,
+    updates: &[ImageUpdate],
+    name_of: &dyn Fn(&ImageUpdate) -> String,
+) -> Result<GitPlan, Diagnostic> {
+    let wb = &w.config.write_back;
+    let repository = wb
+        .repository
+        .as_ref()
+        .map_or_else(|| source.repo_url.clone(), |r| r.value.clone());
+    let (base, write) = match &wb.branch {
+        Some(Located { value, location }) => {
+            let parts: Vec<&str> = value.trim().split(':').collect();
+            if parts.len() > 2 {
+                return Err(Diagnostic::error(format!(
+                    "git branch {value:?} of Application {} is not BRANCH or BASE:WRITE",
+                    app.id
+                ))
+                .at(location.clone()));
+            }
+            (
+                parts[0].to_owned(),
+                parts.get(1).map(|s| ((*s).to_owned(), location.clone())),
+            )
+        }
+        None => (String::new(), None),
+    };
+    // The checkout branch: the configured base, else the source's revision (with several
+    // sources and a repository given, the revision of the source in that repository).
+    let revision = if app.multi_source && wb.repository.is_some() {
+        app.sources
+            .iter()
+            .find(|s| s.repo_url == repository)
+            .map_or(source.target_revision.as_str(), |s| {
+                s.target_revision.as_str()
+            })
+    } else {
+        source.target_revision.as_str()
+    };
+    let checkout = if base.is_empty() {
+        revision
+    } else {
+        base.as_str()
+    };
+    let checkout = (!checkout.is_empty() && checkout != "HEAD").then(|| checkout.to_owned());
+    let target_text = w.target.path().unwrap_or_default();
+    let target_key = {
+        let digest = Sha256::digest(format!("{repository}|{base}|{target_text}").as_bytes());
+        digest
+            .iter()
+            .take(4)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let images: Vec<BranchImage> = updates
+        .iter()
+        .map(|m| BranchImage {
+            name: name_of(m),
+            alias: m.alias.clone(),
+            old_tag: m.old.as_ref().map(ToString::to_string).unwrap_or_default(),
+            new_tag: m.new.to_string(),
+        })
+        .collect();
+    let data = BranchData {
+        app_namespace: app.id.namespace.clone(),
+        app_name: app.id.name.clone(),
+        target_key: target_key.clone(),
+        images,
+    };
+    let pull_request = wb.pull_request.is_some();
+    let push = if pull_request {
+        if let Some((_, location)) = &write {
+            return Err(Diagnostic::error(format!(
+                "Application {}: a pull request needs a plain base branch, not BASE:WRITE",
+                app.id
+            ))
+            .at(location.clone()));
+        }
+        Some(format!("image-updater-{target_key}-{}", data.sha256()))
+    } else {
+        match &write {
+            Some((template, location)) => Some(render_branch(template, &data).map_err(|e| {
+                Diagnostic::error(format!("Application {}: {e}", app.id)).at(location.clone())
+            })?),
+            None => None,
+        }
+    };
+    Ok(GitPlan {
+        repository,
+        checkout,
+        push,
+        credentials: credentials.clone(),
+        target_key,
+        pull_request,
+    })
+}
+
+fn application_object(catalog: &Catalog<'_>, app: &super::application::Application) -> ObjectId {
+    let tree = &catalog.files[app.object.file].tree;
+    let text = |path: &[&str]| {
+        tree.at(app.object.node, path)
+            .and_then(|n| tree.text_value(n))
+            .unwrap_or("")
+            .to_owned()
+    };
+    ObjectId {
+        api_version: text(&["apiVersion"]),
+        kind: text(&["kind"]),
+        name: text(&["metadata", "name"]),
+        namespace: text(&["metadata", "namespace"]),
+    }
+}
+
+/// The identity of a file's single object (a kustomization has `apiVersion` and `kind`; override
+/// and values files have none).
+fn file_object(tree: &SpanTree<'_>) -> ObjectId {
+    let Some(root) = tree.docs().first().and_then(|d| d.root) else {
+        return ObjectId::default();
+    };
+    if !tree.is_map(root) {
+        return ObjectId::default();
+    }
+    let text = |path: &[&str]| {
+        tree.at(root, path)
+            .and_then(|n| tree.text_value(n))
+            .unwrap_or("")
+            .to_owned()
+    };
+    ObjectId {
+        api_version: text(&["apiVersion"]),
+        kind: text(&["kind"]),
+        name: text(&["metadata", "name"]),
+        namespace: text(&["metadata", "namespace"]),
+    }
+}
+
+/// A field path as the report writes it: keys joined with `.`, `[N]` indexes, keys with `.`, `[`,
+/// `]`, `"` or a space as `["a.b"]`.
+fn field_path(editor: &Editor<'_, '_>, parts: &[Part]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        match part {
+            Part::Raw(raw) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(raw);
+            }
+            Part::Key(k) => {
+                if k.contains(['.', '[', ']', '"', ' ']) || k.is_empty() {
+                    out.push('[');
+                    out.push_str(&serde_json::Value::from(k.as_str()).to_string());
+                    out.push(']');
+                } else {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(k);
+                }
+            }
+            Part::Item { seq, item } => {
+                let index = editor
+                    .items(*seq)
+                    .iter()
+                    .position(|i| editor.resolve(*i) == editor.resolve(*item) || *i == *item);
+                out.push('[');
+                out.push_str(&index.map_or_else(|| "?".to_owned(), |i| i.to_string()));
+                out.push(']');
+            }
+        }
+    }
+    out
+}
+
+/// A directory as [`Files`], for the callers that hold a path.
+#[must_use]
+pub fn dir_files(root: &Path, limit: SizeLimit) -> DirFiles {
+    DirFiles {
+        root: root.to_path_buf(),
+        limit,
+    }
+}

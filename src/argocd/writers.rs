@@ -1,0 +1,1188 @@
+//! The four write-back targets, each planned as edits on one file's [`Editor`]:
+//!
+//! * [`override_file`]: `.argocd-source-APP.yaml` (or any override file): `kustomize.images`,
+//!   `helm.parameters` or `plugin.env`, merged with what the file holds by Argo CD Image Updater's
+//!   rules (kustomize images by name and registry, `docker.io` equal to none, an entry without a
+//!   tag never replacing one with a tag; Helm parameters by name, only the managed ones, new ones
+//!   in name order; plugin variables by name);
+//! * [`kustomization`]: the `images:` entries of a kustomization, set as `kustomize edit set image`
+//!   sets them (by `name`; `newName`, `newTag`, `digest` added, changed or removed);
+//! * [`helm_values`]: Helm value paths in a values file (a literal dotted key first, else the
+//!   nested path with `[N]` indices and through aliases; missing keys created);
+//! * [`application`]: the Application manifest's own source (the `argocd` method).
+//!
+//! A writer first compares what the target holds with what it would write: when no image of the
+//! Application changes, it plans nothing (and nothing is committed). Otherwise it writes every image
+//! of the Application, as Argo CD Image Updater re-sets up-to-date images too, and returns the
+//! images that changed.
+
+use super::application::{HelmParam, Source};
+use super::config::ImageSpec;
+use super::edit::{EditProblem, Editor, Handle, Shape};
+use super::image::{ArgoImage, ImageTag, has_registry_prefix, short_form};
+use super::spec_update::{
+    HelmNames, current_helm, current_kustomize, current_plugin, helm_names, helm_params,
+    kustomize_param, merge_env, merge_helm_params, parse_tag_value, plugin_env, plugin_names,
+    set_kustomize,
+};
+use crate::policies::PolicyKey;
+
+/// One image of an Application, with the image it moves to.
+#[derive(Debug, Clone)]
+pub struct Planned<'c> {
+    pub spec: &'c ImageSpec,
+    pub key: PolicyKey,
+    /// The configured image with the chosen tag and digest.
+    pub new: ArgoImage,
+}
+
+/// A part of a changed field's path.
+#[derive(Debug, Clone)]
+pub enum Part {
+    Key(String),
+    /// A path already written out (`spec.sources[1]`).
+    Raw(String),
+    /// The item's index in the sequence, computed when the file is finished.
+    Item {
+        seq: Handle,
+        item: Handle,
+    },
+}
+
+/// One value written.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub path: Vec<Part>,
+    /// Index of the value in the editor's tracked scalars.
+    pub tracked: usize,
+    pub old: String,
+    pub new: String,
+    pub setter: String,
+    pub alias: String,
+}
+
+/// An image whose value changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moved {
+    pub key: PolicyKey,
+    pub alias: String,
+    pub old: Option<ImageTag>,
+    pub new: ImageTag,
+}
+
+/// A writer's problem: a message and where in the target file (`None`: not about a place).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub offset: Option<usize>,
+    pub message: String,
+}
+
+impl From<EditProblem> for Problem {
+    fn from(e: EditProblem) -> Self {
+        Self {
+            offset: Some(e.offset),
+            message: e.message,
+        }
+    }
+}
+
+type Out = Result<Vec<Moved>, Problem>;
+
+/// Shared by the writers: the editor and the records of one file.
+pub struct Writer<'e, 't, 'a> {
+    pub editor: &'e mut Editor<'t, 'a>,
+    pub records: &'e mut Vec<Record>,
+    /// Setter of values that belong to no image (`NAMESPACE:APP`).
+    pub app_setter: String,
+}
+
+impl Writer<'_, '_, '_> {
+    fn record(
+        &mut self,
+        path: Vec<Part>,
+        value: Handle,
+        old: String,
+        new: &str,
+        setter: &str,
+        alias: &str,
+    ) {
+        let tracked = self.editor.track(value);
+        self.records.push(Record {
+            path,
+            tracked,
+            old,
+            new: new.to_owned(),
+            setter: setter.to_owned(),
+            alias: alias.to_owned(),
+        });
+    }
+
+    /// The mapping at `key` of `map`, created when missing.
+    fn map_at(&mut self, map: Handle, key: &str) -> Result<Handle, Problem> {
+        match self.editor.get(map, key) {
+            Some(h) if matches!(self.editor.shape(h), Shape::Map | Shape::Null) => Ok(h),
+            Some(h) => Err(self.not(h, key, "a mapping")),
+            None => {
+                let m = self.editor.new_map();
+                self.editor.insert(map, key, m)?;
+                Ok(m)
+            }
+        }
+    }
+
+    /// The sequence at `key` of `map`, created when missing.
+    fn seq_at(&mut self, map: Handle, key: &str) -> Result<Handle, Problem> {
+        match self.editor.get(map, key) {
+            Some(h) if matches!(self.editor.shape(h), Shape::Seq | Shape::Null) => Ok(h),
+            Some(h) => Err(self.not(h, key, "a sequence")),
+            None => {
+                let s = self.editor.new_seq();
+                self.editor.insert(map, key, s)?;
+                Ok(s)
+            }
+        }
+    }
+
+    fn not(&self, h: Handle, key: &str, what: &str) -> Problem {
+        Problem {
+            offset: match self.editor.resolve(h) {
+                Handle::Real(id) => Some(self.editor.tree().node(id).range.start),
+                Handle::New(_) => None,
+            },
+            message: format!(
+                "{key} holds {}, not {what}",
+                self.editor.shape(h).described()
+            ),
+        }
+    }
+
+    /// The scalar texts of a sequence's items (`""` for others).
+    fn strings(&self, seq: Handle) -> Vec<(Handle, String)> {
+        self.editor
+            .items(seq)
+            .into_iter()
+            .map(|i| (i, self.editor.scalar(i).unwrap_or_default()))
+            .collect()
+    }
+
+    /// The `name` → (item, `value`) of a sequence of `{name, value}` mappings.
+    fn named(&self, seq: Handle) -> Vec<(Handle, String, Option<Handle>)> {
+        self.editor
+            .items(seq)
+            .into_iter()
+            .filter(|i| self.editor.shape(*i) == Shape::Map)
+            .map(|i| {
+                let name = self
+                    .editor
+                    .get(i, "name")
+                    .and_then(|n| self.editor.scalar(n))
+                    .unwrap_or_default();
+                (i, name, self.editor.get(i, "value"))
+            })
+            .collect()
+    }
+
+    /// Set `key` of mapping `map` to `value`: replace the scalar, or add the entry.
+    fn set_field(
+        &mut self,
+        map: Handle,
+        key: &str,
+        value: &str,
+    ) -> Result<(Handle, String), Problem> {
+        match self.editor.get(map, key) {
+            Some(h) => {
+                let old = self.editor.scalar(h).unwrap_or_default();
+                if old != value {
+                    self.editor.set_scalar(h, value)?;
+                }
+                Ok((h, old))
+            }
+            None => {
+                let v = self.editor.new_scalar(value);
+                self.editor.insert(map, key, v)?;
+                Ok((v, String::new()))
+            }
+        }
+    }
+
+    /// Make a boolean field (`forcestring`, matched in any case) hold `value`.
+    fn set_flag(&mut self, map: Handle, key: &str, value: bool) -> Result<(), Problem> {
+        let text = if value { "true" } else { "false" };
+        let found = self
+            .editor
+            .entries(map)
+            .into_iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key));
+        match found {
+            Some((_, h)) => {
+                let now = self.editor.scalar(h).unwrap_or_default();
+                if !now.eq_ignore_ascii_case(text) {
+                    self.editor.set_raw(h, text)?;
+                }
+            }
+            None => {
+                let v = self.editor.new_raw(text);
+                self.editor.insert(map, key, v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether an image's current value differs from what is written: the tag (by Argo's tag
+/// equality), or, with a kustomize name, the name the entry replaces.
+fn differs(current: Option<&str>, image: &ImageSpec, new: &ArgoImage) -> bool {
+    let Some(current) = current else {
+        return true;
+    };
+    let cur = ArgoImage::parse(current);
+    let tag_differs = match (&cur.tag, &new.tag) {
+        (Some(a), Some(b)) => !a.equals(b),
+        (None, None) => false,
+        _ => true,
+    };
+    let name_differs = match &image.target.kustomize_name {
+        Some(k) => cur.alias != *k || cur.full_name() != new.full_name(),
+        None => false,
+    };
+    tag_differs || name_differs
+}
+
+fn old_tag(current: Option<&str>) -> Option<ImageTag> {
+    current.and_then(|c| ArgoImage::parse(c).tag)
+}
+
+/// Which list an override file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverrideKind {
+    Kustomize,
+    Helm,
+    Plugin,
+}
+
+/// Plan `.argocd-source` (override file) edits for the Application's images.
+///
+/// # Errors
+/// The file's structure is in the way (`kustomize` is a scalar...).
+pub fn override_file(
+    w: &mut Writer<'_, '_, '_>,
+    kind: OverrideKind,
+    source: &Source,
+    all: &[&ImageSpec],
+    planned: &[Planned<'_>],
+) -> Out {
+    let root = w.editor.root()?;
+    match kind {
+        OverrideKind::Kustomize => override_kustomize(w, root, source, planned),
+        OverrideKind::Helm => override_helm(w, root, source, all, planned),
+        OverrideKind::Plugin => override_plugin(w, root, source, all, planned),
+    }
+}
+
+fn override_kustomize(
+    w: &mut Writer<'_, '_, '_>,
+    root: Handle,
+    source: &Source,
+    planned: &[Planned<'_>],
+) -> Out {
+    let existing: Vec<String> = w
+        .editor
+        .get(root, "kustomize")
+        .and_then(|k| w.editor.get(k, "images"))
+        .map(|s| w.strings(s).into_iter().map(|(_, v)| v).collect())
+        .unwrap_or_default();
+    let mut moved = Vec::new();
+    for p in planned {
+        let in_file = existing
+            .iter()
+            .find(|e| ArgoImage::parse(e).same_name_and_registry(&p.new))
+            .map(String::as_str);
+        let current = in_file.or_else(|| current_kustomize(&source.kustomize_images, p.spec));
+        if differs(current, p.spec, &p.new) {
+            moved.push(Moved {
+                key: p.key.clone(),
+                alias: p.spec.alias.clone(),
+                old: old_tag(current),
+                new: p.new.tag.clone().unwrap_or_default(),
+            });
+        }
+    }
+    if moved.is_empty() {
+        return Ok(moved);
+    }
+    let mut list = source.kustomize_images.clone();
+    for p in planned {
+        set_kustomize(&mut list, p.spec, &p.new);
+    }
+    let kustomize = w.map_at(root, "kustomize")?;
+    let images = w.seq_at(kustomize, "images")?;
+    for value in &list {
+        let owner = planned
+            .iter()
+            .find(|p| kustomize_param(p.spec, &p.new) == *value);
+        let (setter, alias) = owner.map_or((w.app_setter.clone(), String::new()), |p| {
+            (p.key.to_string(), p.spec.alias.clone())
+        });
+        let new = ArgoImage::parse(value);
+        let found = w
+            .strings(images)
+            .into_iter()
+            .find(|(_, e)| ArgoImage::parse(e).same_name_and_registry(&new));
+        let path = |item| {
+            vec![
+                Part::Key("kustomize".into()),
+                Part::Key("images".into()),
+                Part::Item { seq: images, item },
+            ]
+        };
+        match found {
+            Some((item, old)) => {
+                let existing = ArgoImage::parse(&old);
+                let replace = match (&existing.tag, &new.tag) {
+                    (None, _) => true,
+                    (Some(a), Some(b)) => !a.equals(b),
+                    (Some(_), None) => false,
+                };
+                if replace && old != *value {
+                    w.editor.set_scalar(item, value)?;
+                    w.record(path(item), item, old, value, &setter, &alias);
+                }
+            }
+            None => {
+                let item = w.editor.new_scalar(value);
+                w.editor.push(images, item)?;
+                w.record(path(item), item, String::new(), value, &setter, &alias);
+            }
+        }
+    }
+    Ok(moved)
+}
+
+fn override_helm(
+    w: &mut Writer<'_, '_, '_>,
+    root: Handle,
+    source: &Source,
+    all: &[&ImageSpec],
+    planned: &[Planned<'_>],
+) -> Out {
+    let in_file: Vec<HelmParam> = w
+        .editor
+        .get(root, "helm")
+        .and_then(|h| w.editor.get(h, "parameters"))
+        .map(|s| {
+            w.named(s)
+                .into_iter()
+                .map(|(_, name, v)| HelmParam {
+                    name,
+                    value: v.and_then(|v| w.editor.scalar(v)).unwrap_or_default(),
+                    force_string: true,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // What Argo CD renders now: the Application's parameters, overridden by the file's.
+    let mut effective = source.helm_parameters.clone();
+    merge_helm_params(&mut effective, in_file);
+    let mut moved = Vec::new();
+    for p in planned {
+        let current = current_helm(&effective, p.spec);
+        let new = match helm_names(p.spec) {
+            HelmNames::Spec(_) => p.new.full_name_with_tag(),
+            HelmNames::NameTag(..) => format!("{}:{}", p.new.full_name(), p.new.tag_with_digest()),
+        };
+        if current.as_deref() != Some(new.as_str()) {
+            moved.push(Moved {
+                key: p.key.clone(),
+                alias: p.spec.alias.clone(),
+                old: current.as_deref().and_then(|c| helm_old_tag(c, p.spec)),
+                new: p.new.tag.clone().unwrap_or_default(),
+            });
+        }
+    }
+    if moved.is_empty() {
+        return Ok(moved);
+    }
+    let mut list = source.helm_parameters.clone();
+    let mut owners: Vec<(String, &Planned<'_>)> = Vec::new();
+    for p in planned {
+        let params = helm_params(p.spec, &p.new);
+        owners.extend(params.iter().map(|q| (q.name.clone(), p)));
+        merge_helm_params(&mut list, params);
+    }
+    let names: Vec<String> = all
+        .iter()
+        .flat_map(|i| {
+            helm_names(i)
+                .all()
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut params: Vec<HelmParam> = list
+        .into_iter()
+        .filter(|q| names.contains(&q.name))
+        .collect();
+    params.sort_by(|a, b| a.name.cmp(&b.name));
+    let helm = w.map_at(root, "helm")?;
+    let seq = w.seq_at(helm, "parameters")?;
+    for param in &params {
+        let (setter, alias) = owners
+            .iter()
+            .find(|(n, _)| *n == param.name)
+            .map_or((w.app_setter.clone(), String::new()), |(_, p)| {
+                (p.key.to_string(), p.spec.alias.clone())
+            });
+        let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == param.name);
+        match existing {
+            Some((item, _, _)) => {
+                let (h, old) = w.set_field(item, "value", &param.value)?;
+                if old != param.value {
+                    w.set_flag(item, "forcestring", param.force_string)?;
+                    let path = vec![
+                        Part::Key("helm".into()),
+                        Part::Key("parameters".into()),
+                        Part::Item { seq, item },
+                        Part::Key("value".into()),
+                    ];
+                    w.record(path, h, old, &param.value, &setter, &alias);
+                }
+            }
+            None => {
+                let item = w.editor.new_map();
+                let n = w.editor.new_scalar(&param.name);
+                w.editor.insert(item, "name", n)?;
+                let v = w.editor.new_scalar(&param.value);
+                w.editor.insert(item, "value", v)?;
+                let f = w
+                    .editor
+                    .new_raw(if param.force_string { "true" } else { "false" });
+                w.editor.insert(item, "forcestring", f)?;
+                // Before the first parameter of the file named after it, so that a sorted list
+                // stays sorted; existing parameters never move.
+                let before = match w.editor.resolve(seq) {
+                    Handle::Real(id) => w.editor.tree().items(id).iter().position(|r| {
+                        w.editor
+                            .get(Handle::Real(*r), "name")
+                            .and_then(|n| w.editor.scalar(n))
+                            .is_some_and(|n| n > param.name)
+                    }),
+                    Handle::New(_) => None,
+                };
+                match before {
+                    Some(index) => w.editor.insert_before(seq, index, item)?,
+                    None => w.editor.push(seq, item)?,
+                }
+                let path = vec![
+                    Part::Key("helm".into()),
+                    Part::Key("parameters".into()),
+                    Part::Item { seq, item },
+                    Part::Key("value".into()),
+                ];
+                w.record(path, v, String::new(), &param.value, &setter, &alias);
+            }
+        }
+    }
+    Ok(moved)
+}
+
+/// The old tag of a Helm image value (`name:tag` or a full reference).
+fn helm_old_tag(current: &str, spec: &ImageSpec) -> Option<ImageTag> {
+    match helm_names(spec) {
+        HelmNames::Spec(_) => ArgoImage::parse(current).tag,
+        HelmNames::NameTag(..) => current
+            .rsplit_once(':')
+            .map(|(_, t)| parse_tag_value(t))
+            .or_else(|| Some(parse_tag_value(""))),
+    }
+}
+
+fn override_plugin(
+    w: &mut Writer<'_, '_, '_>,
+    root: Handle,
+    source: &Source,
+    all: &[&ImageSpec],
+    planned: &[Planned<'_>],
+) -> Out {
+    let in_file: Vec<(String, String)> = w
+        .editor
+        .get(root, "plugin")
+        .and_then(|h| w.editor.get(h, "env"))
+        .map(|s| {
+            w.named(s)
+                .into_iter()
+                .map(|(_, name, v)| (name, v.and_then(|v| w.editor.scalar(v)).unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut effective = source.plugin_env.clone();
+    merge_env(&mut effective, in_file);
+    let mut moved = Vec::new();
+    for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
+        let current = current_plugin(&effective, p.spec);
+        let new = match &p.spec.target.plugin_spec {
+            Some(_) => p.new.full_name_with_tag(),
+            None => format!("{}:{}", p.new.full_name(), p.new.tag_with_digest()),
+        };
+        if current.as_deref() != Some(new.as_str()) {
+            moved.push(Moved {
+                key: p.key.clone(),
+                alias: p.spec.alias.clone(),
+                old: current.and_then(|c| ArgoImage::parse(&c).tag),
+                new: p.new.tag.clone().unwrap_or_default(),
+            });
+        }
+    }
+    if moved.is_empty() {
+        return Ok(moved);
+    }
+    let mut list = source.plugin_env.clone();
+    let mut owners: Vec<(String, &Planned<'_>)> = Vec::new();
+    for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
+        let env = plugin_env(p.spec, &p.new);
+        owners.extend(env.iter().map(|(k, _)| (k.clone(), p)));
+        merge_env(&mut list, env);
+    }
+    let names: Vec<String> = all.iter().flat_map(|i| plugin_names(i)).collect();
+    let plugin = w.map_at(root, "plugin")?;
+    let seq = w.seq_at(plugin, "env")?;
+    for (name, value) in list.into_iter().filter(|(k, _)| names.contains(k)) {
+        let (setter, alias) = owners
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or((w.app_setter.clone(), String::new()), |(_, p)| {
+                (p.key.to_string(), p.spec.alias.clone())
+            });
+        let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == name);
+        let item = match existing {
+            Some((item, _, _)) => item,
+            None => {
+                let item = w.editor.new_map();
+                let n = w.editor.new_scalar(&name);
+                w.editor.insert(item, "name", n)?;
+                w.editor.push(seq, item)?;
+                item
+            }
+        };
+        let (h, old) = w.set_field(item, "value", &value)?;
+        if old != value {
+            let path = vec![
+                Part::Key("plugin".into()),
+                Part::Key("env".into()),
+                Part::Item { seq, item },
+                Part::Key("value".into()),
+            ];
+            w.record(path, h, old, &value, &setter, &alias);
+        }
+    }
+    Ok(moved)
+}
+
+/// One `images:` entry of a kustomization (kustomize's `types.Image`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KustomizeImage {
+    pub name: String,
+    pub new_name: String,
+    pub new_tag: String,
+    pub digest: String,
+}
+
+impl KustomizeImage {
+    /// The fields after `name`, in kustomize's order, with their values (`""`: absent).
+    fn fields(&self) -> [(&'static str, &str); 3] {
+        [
+            ("newName", &self.new_name),
+            ("newTag", &self.new_tag),
+            ("digest", &self.digest),
+        ]
+    }
+}
+
+/// Argo CD Image Updater's `parseImageOverride`: a kustomize image string as an `images:` entry.
+/// Without an alias, the image keeps its name and only the tag and digest are set.
+#[must_use]
+pub fn image_override(value: &str) -> KustomizeImage {
+    let img = ArgoImage::parse(value);
+    let (tag, digest) = img
+        .tag
+        .as_ref()
+        .map_or((String::new(), String::new()), |t| {
+            (t.name.clone(), t.digest.clone())
+        });
+    let full = if img.registry.is_empty() {
+        img.name.clone()
+    } else {
+        format!("{}/{}", img.registry, img.name)
+    };
+    if img.alias.is_empty() {
+        KustomizeImage {
+            name: full,
+            new_name: String::new(),
+            new_tag: tag,
+            digest,
+        }
+    } else {
+        KustomizeImage {
+            name: img.alias,
+            new_name: full,
+            new_tag: tag,
+            digest,
+        }
+    }
+}
+
+/// Plan the `images:` entries of a kustomization.
+///
+/// # Errors
+/// The file's structure is in the way (`images` is a mapping, an entry is not a mapping).
+pub fn kustomization(w: &mut Writer<'_, '_, '_>, source: &Source, planned: &[Planned<'_>]) -> Out {
+    let root = w.editor.root()?;
+    let entry_of = |w: &Writer<'_, '_, '_>, name: &str| -> Option<Handle> {
+        let images = w.editor.get(root, "images")?;
+        w.editor.items(images).into_iter().find(|i| {
+            w.editor
+                .get(*i, "name")
+                .and_then(|n| w.editor.scalar(n))
+                .as_deref()
+                == Some(name)
+        })
+    };
+    let mut moved = Vec::new();
+    for p in planned {
+        let want = image_override(&kustomize_param(p.spec, &p.new));
+        let current = entry_of(w, &want.name).map(|e| {
+            let field = |k: &str| {
+                w.editor
+                    .get(e, k)
+                    .and_then(|n| w.editor.scalar(n))
+                    .unwrap_or_default()
+            };
+            KustomizeImage {
+                name: want.name.clone(),
+                new_name: field("newName"),
+                new_tag: field("newTag"),
+                digest: field("digest"),
+            }
+        });
+        if current.as_ref() != Some(&want) {
+            moved.push(Moved {
+                key: p.key.clone(),
+                alias: p.spec.alias.clone(),
+                old: current.map(|c| ImageTag {
+                    name: c.new_tag,
+                    digest: c.digest,
+                }),
+                new: p.new.tag.clone().unwrap_or_default(),
+            });
+        }
+    }
+    if moved.is_empty() {
+        return Ok(moved);
+    }
+    let mut list = source.kustomize_images.clone();
+    for p in planned {
+        set_kustomize(&mut list, p.spec, &p.new);
+    }
+    let images = w.seq_at(root, "images")?;
+    for value in &list {
+        let want = image_override(value);
+        let owner = planned
+            .iter()
+            .find(|p| kustomize_param(p.spec, &p.new) == *value);
+        let (setter, alias) = owner.map_or((w.app_setter.clone(), String::new()), |p| {
+            (p.key.to_string(), p.spec.alias.clone())
+        });
+        let item = match entry_of(w, &want.name) {
+            Some(item) if w.editor.shape(item) == Shape::Map => item,
+            Some(item) => {
+                return Err(Problem {
+                    offset: match item {
+                        Handle::Real(id) => Some(w.editor.tree().node(id).range.start),
+                        Handle::New(_) => None,
+                    },
+                    message: "an images: entry is not a mapping".to_owned(),
+                });
+            }
+            None => {
+                let item = w.editor.new_map();
+                let n = w.editor.new_scalar(&want.name);
+                w.editor.insert(item, "name", n)?;
+                w.editor.push(images, item)?;
+                item
+            }
+        };
+        for (field, value) in want.fields() {
+            let path = vec![
+                Part::Key("images".into()),
+                Part::Item { seq: images, item },
+                Part::Key(field.to_owned()),
+            ];
+            match (w.editor.get(item, field), value.is_empty()) {
+                (Some(_), true) => w.editor.remove(item, field),
+                (None, true) => {}
+                (_, false) => {
+                    let (h, old) = w.set_field(item, field, value)?;
+                    if old != value {
+                        w.record(path, h, old, value, &setter, &alias);
+                    }
+                }
+            }
+        }
+    }
+    Ok(moved)
+}
+
+/// A Helm value path's problem, in Go yaml.v3's words where Argo CD Image Updater has them.
+fn path_problem(
+    w: &Writer<'_, '_, '_>,
+    at: Option<Handle>,
+    path: &str,
+    message: String,
+) -> Problem {
+    Problem {
+        offset: at.and_then(|h| match w.editor.resolve(h) {
+            Handle::Real(id) => Some(w.editor.tree().node(id).range.start),
+            Handle::New(_) => None,
+        }),
+        message: format!("Helm value path {path:?}: {message}"),
+    }
+}
+
+/// `key[N]`: the key and the index text.
+fn split_index(segment: &str) -> Option<(&str, &str)> {
+    let open = segment.rfind('[')?;
+    segment
+        .strip_suffix(']')
+        .map(|s| (&s[..open], &s[open + 1..]))
+}
+
+/// Find the value at a Helm path for reading (Argo's `getHelmValue`): the nested path first, then
+/// a literal top-level key.
+fn helm_get(w: &Writer<'_, '_, '_>, root: Handle, path: &str) -> Option<String> {
+    let mut node = root;
+    let keys: Vec<&str> = path.split('.').collect();
+    let mut nested = None;
+    for (i, k) in keys.iter().enumerate() {
+        let (key, index) = match split_index(k) {
+            Some((key, idx)) => match idx.parse::<usize>() {
+                Ok(n) => (key, Some(n)),
+                Err(_) => break,
+            },
+            None => (*k, None),
+        };
+        let Some(child) = w.editor.get(node, key) else {
+            break;
+        };
+        let mut child = w.editor.resolve(child);
+        match (index, w.editor.shape(child)) {
+            (Some(n), Shape::Seq) => match w.editor.items(child).get(n) {
+                Some(item) => child = w.editor.resolve(*item),
+                None => break,
+            },
+            (Some(_), _) | (None, Shape::Seq) => break,
+            _ => {}
+        }
+        if i == keys.len() - 1 {
+            if w.editor.shape(child) == Shape::Scalar {
+                nested = w.editor.scalar(child);
+            }
+            break;
+        }
+        if w.editor.shape(child) != Shape::Map {
+            break;
+        }
+        node = child;
+    }
+    nested.or_else(|| {
+        w.editor
+            .get(root, path)
+            .filter(|h| w.editor.shape(*h) == Shape::Scalar)
+            .and_then(|h| w.editor.scalar(h))
+    })
+}
+
+/// The value at the place a Helm path is written (a literal top-level key first, then the nested
+/// path), without creating anything; `None` when the path leads nowhere yet.
+fn helm_locate(w: &Writer<'_, '_, '_>, root: Handle, path: &str) -> Option<String> {
+    if let Some(h) = w.editor.get(root, path) {
+        return w.editor.scalar(h);
+    }
+    let mut node = root;
+    for k in path.split('.') {
+        let (key, index) = match split_index(k) {
+            Some((key, idx)) => (key, Some(idx.parse::<usize>().ok()?)),
+            None => (k, None),
+        };
+        node = w.editor.resolve(w.editor.get(node, key)?);
+        if let Some(n) = index {
+            node = w.editor.resolve(*w.editor.items(node).get(n)?);
+        }
+    }
+    w.editor.scalar(node)
+}
+
+/// Set the value at a Helm path (Argo's `setHelmValue`): a literal top-level key equal to the whole
+/// path first; else the nested path, through one alias per level, `key[N]` selecting sequence
+/// items, missing mappings and the last key created. Returns the written scalar, its field path
+/// and the value it held.
+fn helm_set(
+    w: &mut Writer<'_, '_, '_>,
+    root: Handle,
+    path: &str,
+    value: &str,
+) -> Result<(Handle, Vec<Part>, String), Problem> {
+    if let Some(h) = w.editor.get(root, path) {
+        return match w.editor.shape(h) {
+            Shape::Scalar | Shape::Null => {
+                let old = w.editor.scalar(h).unwrap_or_default();
+                let h = w.editor.set_scalar(h, value)?;
+                Ok((h, vec![Part::Key(path.to_owned())], old))
+            }
+            shape => Err(path_problem(
+                w,
+                Some(h),
+                path,
+                format!("the key {path:?} holds {}, not a value", shape.described()),
+            )),
+        };
+    }
+    let keys: Vec<&str> = path.split('.').collect();
+    let mut current = root;
+    let mut parts = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        let last = i == keys.len() - 1;
+        let (key, index) = match split_index(k) {
+            Some((key, idx)) => match idx.parse::<usize>() {
+                Ok(n) => (key, Some(n)),
+                Err(_) => {
+                    let at = w.editor.get(current, key).or(Some(current));
+                    return Err(path_problem(
+                        w,
+                        at,
+                        path,
+                        format!("the index {idx:?} of {k:?} is not a number (write KEY[N])"),
+                    ));
+                }
+            },
+            None => (*k, None),
+        };
+        let Some(child) = w.editor.get(current, key) else {
+            // Missing: created, the whole segment as the key (as Argo CD Image Updater does).
+            if last {
+                let v = w.editor.new_scalar(value);
+                w.editor.insert(current, k, v)?;
+                parts.push(Part::Key((*k).to_owned()));
+                return Ok((v, parts, String::new()));
+            }
+            let m = w.editor.new_map();
+            w.editor.insert(current, k, m)?;
+            parts.push(Part::Key((*k).to_owned()));
+            current = m;
+            continue;
+        };
+        let mut node = w.editor.resolve(child);
+        parts.push(Part::Key(key.to_owned()));
+        let shape = w.editor.shape(node);
+        if let Some(n) = index {
+            if shape != Shape::Seq {
+                return Err(path_problem(
+                    w,
+                    Some(node),
+                    path,
+                    format!(
+                        "index {n} given, but {key:?} holds {}, not a sequence",
+                        shape.described()
+                    ),
+                ));
+            }
+            let items = w.editor.items(node);
+            let Some(item) = items.get(n).copied() else {
+                return Err(path_problem(
+                    w,
+                    Some(node),
+                    path,
+                    format!("index {n} of {key:?} is out of range [0, {})", items.len()),
+                ));
+            };
+            parts.push(Part::Item { seq: node, item });
+            node = w.editor.resolve(item);
+        } else if shape == Shape::Seq {
+            return Err(path_problem(
+                w,
+                Some(node),
+                path,
+                format!("{key:?} is a sequence: name an item with {key}[N]"),
+            ));
+        }
+        let shape = w.editor.shape(node);
+        if last {
+            return match shape {
+                Shape::Scalar | Shape::Null => {
+                    let old = w.editor.scalar(node).unwrap_or_default();
+                    let h = w.editor.set_scalar(node, value)?;
+                    Ok((h, parts, old))
+                }
+                s => Err(path_problem(
+                    w,
+                    Some(node),
+                    path,
+                    format!("{key:?} holds {}, not a value", s.described()),
+                )),
+            };
+        }
+        match shape {
+            Shape::Map => current = node,
+            // An empty value on the way becomes a mapping.
+            Shape::Null => current = node,
+            s => {
+                return Err(path_problem(
+                    w,
+                    Some(node),
+                    path,
+                    format!(
+                        "{key:?} holds {} ({:?}), so the path cannot go through it",
+                        s.described(),
+                        w.editor.scalar(node).unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+    }
+    Err(path_problem(w, None, path, "the path is empty".to_owned()))
+}
+
+/// The header of a values file created by a write-back.
+pub const VALUES_HEADER: &str = "# auto generated by argocd image updater\n\n";
+
+/// Plan Helm values file edits: per image its tag path (`tag@digest`; never an empty tag), then
+/// its name path (kept in short form when the file holds a short-form name), or its spec path.
+///
+/// # Errors
+/// A path that cannot be written (through a scalar, an index on a mapping, out of range...).
+pub fn helm_values(w: &mut Writer<'_, '_, '_>, planned: &[Planned<'_>]) -> Out {
+    w.editor.set_header(VALUES_HEADER);
+    let root = w.editor.root()?;
+    let mut writes: Vec<(&Planned<'_>, String, String)> = Vec::new();
+    let mut moved = Vec::new();
+    for p in planned {
+        let mut differs = false;
+        let mut old_tag = None;
+        // Argo reads the original name with its getter (the nested path first) to keep a short
+        // form.
+        let name_write = |w: &Writer<'_, '_, '_>, path: String, mut value: String| {
+            let original = helm_get(w, root, &path);
+            if has_registry_prefix(&value)
+                && original.as_deref().is_some_and(|o| !has_registry_prefix(o))
+            {
+                value = short_form(&value).to_owned();
+            }
+            (path, value)
+        };
+        match helm_names(p.spec) {
+            HelmNames::NameTag(n, t) => {
+                let tag = p.new.tag_with_digest();
+                if !tag.is_empty() {
+                    let current = helm_locate(w, root, &t);
+                    differs |= current.as_deref() != Some(tag.as_str());
+                    old_tag = current.map(|o| parse_tag_value(&o));
+                    writes.push((p, t, tag));
+                }
+                let (path, value) = name_write(w, n, p.new.full_name());
+                differs |= helm_locate(w, root, &path).as_deref() != Some(value.as_str());
+                writes.push((p, path, value));
+            }
+            HelmNames::Spec(s) => {
+                let (path, value) = name_write(w, s, p.new.full_name_with_tag());
+                let current = helm_locate(w, root, &path);
+                differs |= current.as_deref() != Some(value.as_str());
+                old_tag = current.and_then(|o| ArgoImage::parse(&o).tag);
+                writes.push((p, path, value));
+            }
+        }
+        if differs {
+            moved.push(Moved {
+                key: p.key.clone(),
+                alias: p.spec.alias.clone(),
+                old: old_tag,
+                new: p.new.tag.clone().unwrap_or_default(),
+            });
+        }
+    }
+    if moved.is_empty() {
+        return Ok(moved);
+    }
+    for (p, path, value) in writes {
+        let (h, parts, old) = helm_set(w, root, &path, &value)?;
+        if old != value {
+            let setter = p.key.to_string();
+            w.record(parts, h, old, &value, &setter, &p.spec.alias);
+        }
+    }
+    Ok(moved)
+}
+
+/// Plan the `argocd` method: the Application's own source gets the images (`kustomize.images`,
+/// `helm.parameters` with `forceString: true`, or `plugin.env`).
+///
+/// # Errors
+/// The source's structure is in the way.
+pub fn application(
+    w: &mut Writer<'_, '_, '_>,
+    source: &Source,
+    kind: OverrideKind,
+    planned: &[Planned<'_>],
+) -> Out {
+    let src = Handle::Real(source.node);
+    let prefix: Vec<Part> = vec![Part::Raw(source.field.clone())];
+    let mut moved = Vec::new();
+    let push_moved = |moved: &mut Vec<Moved>, p: &Planned<'_>, old: Option<ImageTag>| {
+        moved.push(Moved {
+            key: p.key.clone(),
+            alias: p.spec.alias.clone(),
+            old,
+            new: p.new.tag.clone().unwrap_or_default(),
+        });
+    };
+    match kind {
+        OverrideKind::Kustomize => {
+            for p in planned {
+                let current = current_kustomize(&source.kustomize_images, p.spec);
+                if differs(current, p.spec, &p.new) {
+                    push_moved(&mut moved, p, old_tag(current));
+                }
+            }
+            if moved.is_empty() {
+                return Ok(moved);
+            }
+            let mut list = source.kustomize_images.clone();
+            for p in planned {
+                set_kustomize(&mut list, p.spec, &p.new);
+            }
+            let k = w.map_at(src, "kustomize")?;
+            let seq = w.seq_at(k, "images")?;
+            let items = w.strings(seq);
+            for (i, value) in list.iter().enumerate() {
+                let owner = planned
+                    .iter()
+                    .find(|p| kustomize_param(p.spec, &p.new) == *value);
+                let (setter, alias) = owner.map_or((w.app_setter.clone(), String::new()), |p| {
+                    (p.key.to_string(), p.spec.alias.clone())
+                });
+                let mut path = prefix.clone();
+                path.push(Part::Key("kustomize".into()));
+                path.push(Part::Key("images".into()));
+                match items.get(i) {
+                    Some((item, old)) if old == value => {
+                        let _ = item;
+                    }
+                    Some((item, old)) => {
+                        w.editor.set_scalar(*item, value)?;
+                        path.push(Part::Item { seq, item: *item });
+                        w.record(path, *item, old.clone(), value, &setter, &alias);
+                    }
+                    None => {
+                        let item = w.editor.new_scalar(value);
+                        w.editor.push(seq, item)?;
+                        path.push(Part::Item { seq, item });
+                        w.record(path, item, String::new(), value, &setter, &alias);
+                    }
+                }
+            }
+        }
+        OverrideKind::Helm => {
+            for p in planned {
+                let current = current_helm(&source.helm_parameters, p.spec);
+                let new = match helm_names(p.spec) {
+                    HelmNames::Spec(_) => p.new.full_name_with_tag(),
+                    HelmNames::NameTag(..) => {
+                        format!("{}:{}", p.new.full_name(), p.new.tag_with_digest())
+                    }
+                };
+                if current.as_deref() != Some(new.as_str()) {
+                    push_moved(
+                        &mut moved,
+                        p,
+                        current.as_deref().and_then(|c| helm_old_tag(c, p.spec)),
+                    );
+                }
+            }
+            if moved.is_empty() {
+                return Ok(moved);
+            }
+            let h = w.map_at(src, "helm")?;
+            let seq = w.seq_at(h, "parameters")?;
+            for p in planned {
+                for param in helm_params(p.spec, &p.new) {
+                    let setter = p.key.to_string();
+                    let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == param.name);
+                    let item = match existing {
+                        Some((item, _, _)) => item,
+                        None => {
+                            let item = w.editor.new_map();
+                            let n = w.editor.new_scalar(&param.name);
+                            w.editor.insert(item, "name", n)?;
+                            w.editor.push(seq, item)?;
+                            item
+                        }
+                    };
+                    let (v, old) = w.set_field(item, "value", &param.value)?;
+                    if old != param.value {
+                        w.set_flag(item, "forceString", true)?;
+                        let mut path = prefix.clone();
+                        path.push(Part::Key("helm".into()));
+                        path.push(Part::Key("parameters".into()));
+                        path.push(Part::Item { seq, item });
+                        path.push(Part::Key("value".into()));
+                        w.record(path, v, old, &param.value, &setter, &p.spec.alias);
+                    }
+                }
+            }
+        }
+        OverrideKind::Plugin => {
+            for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
+                let current = current_plugin(&source.plugin_env, p.spec);
+                let new = match &p.spec.target.plugin_spec {
+                    Some(_) => p.new.full_name_with_tag(),
+                    None => format!("{}:{}", p.new.full_name(), p.new.tag_with_digest()),
+                };
+                if current.as_deref() != Some(new.as_str()) {
+                    push_moved(
+                        &mut moved,
+                        p,
+                        current.and_then(|c| ArgoImage::parse(&c).tag),
+                    );
+                }
+            }
+            if moved.is_empty() {
+                return Ok(moved);
+            }
+            let pl = w.map_at(src, "plugin")?;
+            let seq = w.seq_at(pl, "env")?;
+            for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
+                for (name, value) in plugin_env(p.spec, &p.new) {
+                    let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == name);
+                    let item = match existing {
+                        Some((item, _, _)) => item,
+                        None => {
+                            let item = w.editor.new_map();
+                            let n = w.editor.new_scalar(&name);
+                            w.editor.insert(item, "name", n)?;
+                            w.editor.push(seq, item)?;
+                            item
+                        }
+                    };
+                    let (v, old) = w.set_field(item, "value", &value)?;
+                    if old != value {
+                        let mut path = prefix.clone();
+                        path.push(Part::Key("plugin".into()));
+                        path.push(Part::Key("env".into()));
+                        path.push(Part::Item { seq, item });
+                        path.push(Part::Key("value".into()));
+                        w.record(path, v, old, &value, &p.key.to_string(), &p.spec.alias);
+                    }
+                }
+            }
+        }
+    }
+    Ok(moved)
+}
