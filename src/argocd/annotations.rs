@@ -17,6 +17,7 @@ use super::config::{ImageSpec, split_entry};
 use super::image::ArgoImage;
 use super::settings::{
     Located, ManifestTarget, PullSecret, UpdateSettings, WriteBackSettings, parse_bool,
+    policy_config,
 };
 use crate::diagnostic::{Diagnostic, Location};
 
@@ -152,6 +153,7 @@ pub fn read(
     };
     let app_settings = r.settings("", &mut errors);
     let mut images: Vec<ImageSpec> = Vec::new();
+    let mut seen_aliases: Vec<String> = Vec::new();
     for entry in list
         .value
         .split(',')
@@ -169,7 +171,12 @@ pub fn read(
         let mut target = ManifestTarget::default();
         if !alias.is_empty() {
             let prefix = format!("{alias}.");
-            settings = settings.merged(&r.settings(&prefix, &mut errors));
+            // An alias listed twice is reported below; its annotations are read once.
+            let mut sink = Vec::new();
+            let first = !seen_aliases.contains(&alias);
+            seen_aliases.push(alias.clone());
+            settings =
+                settings.merged(&r.settings(&prefix, if first { &mut errors } else { &mut sink }));
             let v = |k: &str| r.value(&format!("{prefix}{k}")).map(|l| l.value);
             target.helm_name = v("helm.image-name");
             target.helm_tag = v("helm.image-tag");
@@ -194,6 +201,11 @@ pub fn read(
         let mut image = ArgoImage::parse(&image_text);
         image.alias.clone_from(&alias);
         image.tag = None;
+        if let Err(e) = policy_config(&settings, constraint.as_deref(), &list_location) {
+            if !errors.iter().any(|d| d.to_string() == e.to_string()) {
+                errors.push(e);
+            }
+        }
         let spec = ImageSpec {
             alias,
             entry: entry.to_owned(),

@@ -401,6 +401,7 @@ pub fn collect<'a>(
         }
     }
     if errors.is_empty() {
+        warnings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         Ok(Catalog {
             files: parsed,
             apps,

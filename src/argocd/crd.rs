@@ -26,7 +26,9 @@
 
 use super::application::{Application, ParsedFile, namespace_name};
 use super::config::split_entry;
-use super::settings::{Located, ManifestTarget, PullSecret, UpdateSettings, WriteBackSettings};
+use super::settings::{
+    Located, ManifestTarget, PullSecret, UpdateSettings, WriteBackSettings, policy_config,
+};
 use super::spans::{NodeId, SpanTree};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::selector::{LabelSelector, LabelSelectorRequirement, Selector};
@@ -578,8 +580,20 @@ pub fn read(
                 f.errors.push(d);
                 continue;
             }
+            let image_settings = f.settings(img, &ifield);
+            // Checked where written, whether or not an Application is selected.
+            let merged = updater.settings.merged(&settings).merged(&image_settings);
+            if let Ok((_, _, constraint)) = split_entry(&image_name.value)
+                && let Err(e) = policy_config(&merged, constraint.as_deref(), &image_name.location)
+            {
+                let d = Diagnostic::error(format!("{}: {ifield}: {}", f.what, e.message));
+                f.errors.push(match e.location {
+                    Some(at) => d.at(at),
+                    None => d,
+                });
+            }
             images.push(CrImage {
-                settings: f.settings(img, &ifield),
+                settings: image_settings,
                 verify: f.verify(img, &ifield),
                 target: f.target(img, &ifield),
                 location: image_name.location.clone(),

@@ -276,9 +276,6 @@ pub fn plan(
             ),
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
     let mut states: BTreeMap<String, FileState<'_, '_>> = BTreeMap::new();
     for (path, text) in &texts {
         let (tree, created, origin): (&SpanTree<'_>, bool, String) = match text {
@@ -320,8 +317,11 @@ pub fn plan(
         }
     }
     if !errors.is_empty() {
+        errors.extend(warnings);
+        errors.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         return Err(errors);
     }
+    warnings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     let mut out_files = Vec::new();
     for (path, state) in states {
         if state.editor.is_empty() {
@@ -397,6 +397,9 @@ fn resolve<'c>(
         ),
         None => (Method::Application, config.location.clone()),
     };
+    if let Some(b) = &config.write_back.branch {
+        check_branch(b, &app.id).map_err(|e| vec![e])?;
+    }
     // Target paths are relative to the source chosen without a target (Argo reads it so).
     let (first, _) = target::choose_source(app, &Target::Application, files);
     let target = target::resolve(
@@ -622,6 +625,31 @@ fn write(
         commit,
         git,
     }))
+}
+
+/// A git branch setting: `BRANCH`, `BASE:WRITE` or `:WRITE`, its template parsing.
+fn check_branch(b: &Located<String>, app: &AppId) -> Result<(), Diagnostic> {
+    let parts: Vec<&str> = b.value.trim().split(':').collect();
+    if parts.len() > 2 {
+        return Err(Diagnostic::error(format!(
+            "git branch {:?} of Application {app} is not BRANCH or BASE:WRITE",
+            b.value
+        ))
+        .at(b.location.clone()));
+    }
+    if let Some(template) = parts.get(1) {
+        image_update_template::Template::parse_go(
+            image_update_template::argocd::BRANCH_TEMPLATE_NAME,
+            template,
+        )
+        .map_err(|e| {
+            Diagnostic::error(format!(
+                "the write branch template of Application {app} does not parse: {e}"
+            ))
+            .at(b.location.clone())
+        })?;
+    }
+    Ok(())
 }
 
 /// Repository, branches and credentials of a git write-back.
