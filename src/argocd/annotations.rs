@@ -201,10 +201,10 @@ pub fn read(
         let mut image = ArgoImage::parse(&image_text);
         image.alias.clone_from(&alias);
         image.tag = None;
-        if let Err(e) = policy_config(&settings, constraint.as_deref(), &list_location) {
-            if !errors.iter().any(|d| d.to_string() == e.to_string()) {
-                errors.push(e);
-            }
+        if let Err(e) = policy_config(&settings, constraint.as_deref(), &list_location)
+            && !errors.iter().any(|d| d.to_string() == e.to_string())
+        {
+            errors.push(e);
         }
         let spec = ImageSpec {
             alias,

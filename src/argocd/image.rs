@@ -75,12 +75,13 @@ impl ArgoImage {
                 registry.clear();
             }
             let mut name = parsed.path;
-            if parsed.domain == "docker.io" && !reference.starts_with("library/") {
-                if let Some(rest) = name.strip_prefix("library/") {
-                    name = rest.to_owned();
-                }
+            if parsed.domain == "docker.io"
+                && !reference.starts_with("library/")
+                && let Some(rest) = name.strip_prefix("library/")
+            {
+                name = rest.to_owned();
             }
-            let tag = (!parsed.tag.is_empty() || !parsed.digest.is_empty()).then(|| ImageTag {
+            let tag = (!parsed.tag.is_empty() || !parsed.digest.is_empty()).then_some(ImageTag {
                 name: parsed.tag,
                 digest: parsed.digest,
             });

@@ -214,3 +214,59 @@ pub fn read(file: &ParsedFile<'_>, node: NodeId) -> Result<KubeSphereUpdater, Ve
         Err(errors)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::argocd::settings::policy_config;
+    use crate::policies::PolicyDocument;
+    use crate::reflector::definitions;
+
+    const SEED: &str = "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: demo, namespace: demo}\nspec:\n  images:\n  - nginx:^0.1\n  - myalias=some/image\n  - edge=ghcr.io/acme/edge:stable\n  kind: argocd\n  argocd:\n    app: {name: demo, namespace: demo}\n    write: git\n    update-strategy: {nginx: semver, myalias: latest, edge: digest}\n    allow-tags: {nginx: any}\n    ignore-tags: {myalias: '*-dev, *-old', edge: [a, b]}\n    platforms: {nginx: linux/amd64}\n";
+
+    /// The write-back side reads the same configuration, under the same keys, as the reflector's
+    /// definitions (which fetch these images).
+    #[test]
+    fn reads_the_entries_as_the_reflector_does() {
+        let file = ParsedFile {
+            origin: "ks.yaml".into(),
+            tree_path: None,
+            tree: crate::argocd::spans::SpanTree::parse(SEED).unwrap(),
+        };
+        let root = file.tree.docs()[0].root.unwrap();
+        assert!(is_argocd(&file, root));
+        let u = read(&file, root).unwrap();
+        assert_eq!(
+            (u.app_namespace.as_str(), u.app_name.as_str()),
+            ("demo", "demo")
+        );
+        assert_eq!(u.write.as_ref().unwrap().value, "git");
+        let docs: Vec<PolicyDocument> = crate::yaml::parse_documents(SEED)
+            .unwrap()
+            .into_iter()
+            .map(|document| PolicyDocument {
+                document,
+                origin: "ks.yaml".into(),
+                positions: true,
+                dir: None,
+                supplies: false,
+            })
+            .collect();
+        let defs = definitions::collect(&docs).unwrap();
+        assert_eq!(defs.len(), u.images.len());
+        for image in &u.images {
+            let def = defs
+                .iter()
+                .find(|d| d.key.name == image.alias && d.key.namespace == u.namespace)
+                .unwrap_or_else(|| panic!("no definition for {}", image.alias));
+            let mine = policy_config(
+                &image.settings,
+                image.constraint.as_deref(),
+                &image.location,
+            )
+            .unwrap();
+            assert_eq!(mine, def.config, "{}", image.alias);
+            assert_eq!(image.image_text, def.image);
+        }
+    }
+}

@@ -394,7 +394,7 @@ fn override_helm(
             moved.push(Moved {
                 key: p.key.clone(),
                 alias: p.spec.alias.clone(),
-                old: current.as_deref().and_then(|c| helm_old_tag(c, p.spec)),
+                old: helm_old_tag(&effective, p.spec),
                 new: p.new.tag.clone().unwrap_or_default(),
             });
         }
@@ -486,14 +486,18 @@ fn override_helm(
     Ok(moved)
 }
 
-/// The old tag of a Helm image value (`name:tag` or a full reference).
-fn helm_old_tag(current: &str, spec: &ImageSpec) -> Option<ImageTag> {
+/// The old tag of an image held in Helm parameters: its tag parameter (`tag`, `tag@digest`), or
+/// the tag of its spec parameter.
+fn helm_old_tag(params: &[HelmParam], spec: &ImageSpec) -> Option<ImageTag> {
+    let get = |n: &str| {
+        params
+            .iter()
+            .find(|p| p.name == n)
+            .map(|p| p.value.as_str())
+    };
     match helm_names(spec) {
-        HelmNames::Spec(_) => ArgoImage::parse(current).tag,
-        HelmNames::NameTag(..) => current
-            .rsplit_once(':')
-            .map(|(_, t)| parse_tag_value(t))
-            .or_else(|| Some(parse_tag_value(""))),
+        HelmNames::Spec(s) => get(&s).and_then(|v| ArgoImage::parse(v).tag),
+        HelmNames::NameTag(_, t) => get(&t).map(parse_tag_value),
     }
 }
 
@@ -1099,11 +1103,7 @@ pub fn application(
                     }
                 };
                 if current.as_deref() != Some(new.as_str()) {
-                    push_moved(
-                        &mut moved,
-                        p,
-                        current.as_deref().and_then(|c| helm_old_tag(c, p.spec)),
-                    );
+                    push_moved(&mut moved, p, helm_old_tag(&source.helm_parameters, p.spec));
                 }
             }
             if moved.is_empty() {
@@ -1185,4 +1185,60 @@ pub fn application(
         }
     }
     Ok(moved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(name: &str, new_name: &str, tag: &str, digest: &str) -> KustomizeImage {
+        KustomizeImage {
+            name: name.into(),
+            new_name: new_name.into(),
+            new_tag: tag.into(),
+            digest: digest.into(),
+        }
+    }
+
+    #[test]
+    fn image_overrides() {
+        let d = "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae";
+        for (text, want) in [
+            (
+                "registry.local:5443/team/api:77",
+                k("registry.local:5443/team/api", "", "77", ""),
+            ),
+            (
+                "registry.local:5443/team/api=mirror.local:9000/api",
+                k(
+                    "registry.local:5443/team/api",
+                    "mirror.local:9000/api",
+                    "",
+                    "",
+                ),
+            ),
+            (
+                "old=mirror.local:9000/team/new:8",
+                k("old", "mirror.local:9000/team/new", "8", ""),
+            ),
+            (
+                "111122223333.dkr.ecr.us-east-2.amazonaws.com/api=444455556666.dkr.ecr.us-east-2.amazonaws.com/api",
+                k(
+                    "111122223333.dkr.ecr.us-east-2.amazonaws.com/api",
+                    "444455556666.dkr.ecr.us-east-2.amazonaws.com/api",
+                    "",
+                    "",
+                ),
+            ),
+            (
+                &*format!("proxy=acme/proxy@{d}"),
+                k("proxy", "acme/proxy", "", d),
+            ),
+            (&*format!("acme/proxy@{d}"), k("acme/proxy", "", "", d)),
+            ("worker@sha1234", k("worker", "", "", "sha1234")),
+            ("worker", k("worker", "", "", "")),
+        ] {
+            assert_eq!(image_override(text), want, "{text}");
+        }
+    }
 }
