@@ -42,11 +42,17 @@ if [ "${#newer[@]}" -gt 0 ]; then
   echo "template-oracle: not checked (need a Go newer than $(go env GOVERSION); expectations hand-written in expected-newer-go/): ${newer[*]}"
 fi
 "$work/oracle" "$tdir/cases" "$tdir/reports" "$work/out" "${cases[@]}"
+# Argo CD Image Updater's commit-message and write-branch templates (no Sprig).
+adir="$tdir/argocd"
+mkdir -p "$work/argocd-out"
+"$work/oracle" argocd "$adir/cases" "$adir/data" "$work/argocd-out"
 
 if [ -n "${UPDATE_EXPECT:-}" ]; then
   for c in "${cases[@]}"; do rm -f "$tdir/expected/${c}__"*; done
   cp "$work/out/"* "$tdir/expected/"
-  echo "template-oracle: rewrote $(ls "$work/out" | wc -l) expectations in testdata/templates/expected/"
+  rm -f "$adir/expected/"*
+  cp "$work/argocd-out/"* "$adir/expected/"
+  echo "template-oracle: rewrote $(ls "$work/out" | wc -l) expectations in testdata/templates/expected/ and $(ls "$work/argocd-out" | wc -l) in testdata/templates/argocd/expected/"
   exit 0
 fi
 
@@ -69,7 +75,25 @@ for f in "$tdir/expected/"*; do
     status=1
   fi
 done
+for f in "$work/argocd-out/"*; do
+  name="$(basename "$f")"
+  if [ ! -f "$adir/expected/$name" ]; then
+    echo "template-oracle: missing expectation testdata/templates/argocd/expected/$name"
+    status=1
+  elif ! cmp -s "$f" "$adir/expected/$name"; then
+    echo "template-oracle: differs from Go: testdata/templates/argocd/expected/$name"
+    diff -u "$adir/expected/$name" "$f" | head -20 || true
+    status=1
+  fi
+done
+for f in "$adir/expected/"*; do
+  name="$(basename "$f")"
+  if [ ! -f "$work/argocd-out/$name" ]; then
+    echo "template-oracle: Go does not produce testdata/templates/argocd/expected/$name"
+    status=1
+  fi
+done
 if [ "$status" -eq 0 ]; then
-  echo "template-oracle: $(ls "$work/out" | wc -l) expectations agree with Go $(go env GOVERSION)"
+  echo "template-oracle: $(ls "$work/out" | wc -l) + $(ls "$work/argocd-out" | wc -l) expectations agree with Go $(go env GOVERSION)"
 fi
 exit "$status"

@@ -166,10 +166,7 @@ fn run(work: &Path, dir: &Path, case: &Case) -> Result<(WriteBack, Value), Vec<S
             )
         })
         .collect();
-    let files = DirFiles {
-        root: work.to_path_buf(),
-        limit: SizeLimit(1 << 20),
-    };
+    let files = DirFiles::new(work, SizeLimit(1 << 20)).unwrap();
     let lookup = |k: &PolicyKey| chosen.get(k).cloned();
     let wb = plan(&catalog, &lookup, &files).map_err(|e| render(&e))?;
     let selections: Vec<Value> = catalog

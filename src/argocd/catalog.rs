@@ -130,12 +130,13 @@ pub fn collect<'a>(
 ) -> Result<Catalog<'a>, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
+    // Parsing is most of the work: files are parsed on every core.
+    let screened: Vec<&InputFile<'a>> = files.iter().filter(|f| may_hold(f.text)).collect();
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let results = crate::pool::map(screened, threads, |f| (f, SpanTree::parse(f.text)));
     let mut parsed = Vec::new();
-    for f in files {
-        if !may_hold(f.text) {
-            continue;
-        }
-        match SpanTree::parse(f.text) {
+    for (f, result) in results {
+        match result {
             Ok(tree) => parsed.push(ParsedFile {
                 origin: f.origin.clone(),
                 tree_path: f.tree_path.clone(),
@@ -159,6 +160,7 @@ pub fn collect<'a>(
         }
     }
     let mut apps: Vec<Application> = Vec::new();
+    let mut app_index: std::collections::HashMap<AppId, usize> = std::collections::HashMap::new();
     let mut updaters: Vec<ImageUpdater> = Vec::new();
     let mut spheres: Vec<KubeSphereUpdater> = Vec::new();
     for (fi, file) in parsed.iter().enumerate() {
@@ -174,15 +176,16 @@ pub fn collect<'a>(
                     };
                     match application::read(file, object, &options.controller_namespace) {
                         Ok(app) => {
-                            if let Some(first) = apps.iter().find(|a| a.id == app.id) {
+                            if let Some(&first) = app_index.get(&app.id) {
                                 errors.push(
                                     Diagnostic::error(format!(
                                         "Application {} is defined twice, also at {}",
-                                        app.id, first.location
+                                        app.id, apps[first].location
                                     ))
                                     .at(app.location.clone()),
                                 );
                             } else {
+                                app_index.insert(app.id.clone(), apps.len());
                                 apps.push(app);
                             }
                         }
@@ -219,10 +222,10 @@ pub fn collect<'a>(
         true
     };
     for s in &spheres {
-        let Some(ai) = apps
-            .iter()
-            .position(|a| a.id.namespace == s.app_namespace && a.id.name == s.app_name)
-        else {
+        let Some(&ai) = app_index.get(&AppId {
+            namespace: s.app_namespace.clone(),
+            name: s.app_name.clone(),
+        }) else {
             errors.push(
                 Diagnostic::error(format!(
                     "KubeSphere ImageUpdater {}/{} names Application {}/{}, which is not among the files read",

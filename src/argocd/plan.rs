@@ -30,7 +30,7 @@ use crate::updater::rewrite::{self, Edit};
 use crate::updater::scan::ObjectId;
 
 /// Reads the files of the tree being updated (paths relative to its root, `/` separators).
-pub trait Files: Exists {
+pub trait Files: Exists + Sync {
     /// The file's text; `None` when there is no such file.
     ///
     /// # Errors
@@ -57,8 +57,23 @@ impl Files for MemoryFiles {
 /// Files under a directory; a file that resolves outside it (through a symlink) is refused.
 #[derive(Debug, Clone)]
 pub struct DirFiles {
-    pub root: PathBuf,
-    pub limit: SizeLimit,
+    root: PathBuf,
+    canonical_root: PathBuf,
+    limit: SizeLimit,
+}
+
+impl DirFiles {
+    /// The files under `root`, each read up to `limit` bytes.
+    ///
+    /// # Errors
+    /// `root` cannot be resolved.
+    pub fn new(root: &Path, limit: SizeLimit) -> std::io::Result<Self> {
+        Ok(Self {
+            root: root.to_path_buf(),
+            canonical_root: fs_err::canonicalize(root)?,
+            limit,
+        })
+    }
 }
 
 impl Exists for DirFiles {
@@ -70,16 +85,12 @@ impl Exists for DirFiles {
 impl Files for DirFiles {
     fn read(&self, path: &str) -> Result<Option<String>, String> {
         let full = self.root.join(path);
-        if !full.exists() {
-            return Ok(None);
-        }
-        let (Ok(real), Ok(root)) = (
-            fs_err::canonicalize(&full),
-            fs_err::canonicalize(&self.root),
-        ) else {
-            return Err(format!("{path}: cannot resolve the path"));
+        let real = match fs_err::canonicalize(&full) {
+            Ok(real) => real,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.to_string()),
         };
-        if !real.starts_with(&root) {
+        if !real.starts_with(&self.canonical_root) {
             return Err(format!(
                 "{path} resolves to {}, outside the tree",
                 real.display()
@@ -235,45 +246,61 @@ pub fn plan(
         }
     }
     // Every file's text.
-    let mut texts: BTreeMap<String, Text> = BTreeMap::new();
+    let in_tree: std::collections::HashMap<&str, usize> = catalog
+        .files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.tree_path.as_deref().map(|p| (p, i)))
+        .collect();
+    // The target files, read and parsed on every core.
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let mut wanted: BTreeMap<&str, &Location> = BTreeMap::new();
     for w in &works {
-        if texts.contains_key(&w.path) {
-            continue;
-        }
-        let in_catalog = catalog
-            .files
-            .iter()
-            .position(|f| f.tree_path.as_deref() == Some(w.path.as_str()));
-        let text = match in_catalog {
-            Some(i) => Text::Catalog(i),
-            None => match files.read(&w.path) {
-                Ok(Some(t)) => Text::Owned(t),
-                Ok(None) => Text::Missing,
-                Err(e) => {
-                    errors.push(Diagnostic::error(e).at(w.target_location.clone()));
-                    continue;
-                }
+        wanted.entry(w.path.as_str()).or_insert(&w.target_location);
+    }
+    let read = crate::pool::map(wanted, threads, |(path, at)| {
+        let text = match in_tree.get(path).copied() {
+            Some(i) => Ok(Text::Catalog(i)),
+            None => match files.read(path) {
+                Ok(Some(t)) => Ok(Text::Owned(t)),
+                Ok(None) => Ok(Text::Missing),
+                Err(e) => Err(Diagnostic::error(e).at(at.clone())),
             },
         };
-        texts.insert(w.path.clone(), text);
+        (path.to_owned(), text)
+    });
+    let mut texts: BTreeMap<String, Text> = BTreeMap::new();
+    for (path, text) in read {
+        match text {
+            Ok(t) => {
+                texts.insert(path, t);
+            }
+            Err(e) => errors.push(e),
+        }
     }
-    let mut trees: BTreeMap<&str, SpanTree<'_>> = BTreeMap::new();
-    for (path, text) in &texts {
+    let parsed = crate::pool::map(texts.iter(), threads, |(path, text)| {
         let t: &str = match text {
             Text::Owned(t) => t,
             Text::Missing => "",
-            Text::Catalog(_) => continue,
+            Text::Catalog(_) => return None,
         };
-        match SpanTree::parse(t) {
-            Ok(tree) => {
-                trees.insert(path, tree);
-            }
-            Err(e) => errors.push(
+        Some((
+            path.as_str(),
+            SpanTree::parse(t).map_err(|e| {
                 Diagnostic::error(format!("not valid YAML: {}", e.message)).at(Location::new(
                     path.clone(),
                     Some(crate::text::position_of(t, e.offset)),
-                )),
-            ),
+                ))
+            }),
+        ))
+    });
+    let mut trees: BTreeMap<&str, SpanTree<'_>> = BTreeMap::new();
+    for (path, result) in parsed.into_iter().flatten() {
+        match result {
+            Ok(tree) => {
+                trees.insert(path, tree);
+            }
+            Err(e) => errors.push(e),
         }
     }
     let mut states: BTreeMap<String, FileState<'_, '_>> = BTreeMap::new();
@@ -828,13 +855,4 @@ fn field_path(editor: &Editor<'_, '_>, parts: &[Part]) -> String {
         }
     }
     out
-}
-
-/// A directory as [`Files`], for the callers that hold a path.
-#[must_use]
-pub fn dir_files(root: &Path, limit: SizeLimit) -> DirFiles {
-    DirFiles {
-        root: root.to_path_buf(),
-        limit,
-    }
 }

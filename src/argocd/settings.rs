@@ -136,7 +136,12 @@ pub fn policy_config(
         .cloned()
         .collect();
     config.platforms = settings.platforms.clone().unwrap_or_default();
-    if let Err(e) = PolicySpec::new(config.clone()) {
+    // Validated by compiling it, less the default exclusion (a constant that compiles).
+    let check = PolicyConfig {
+        exclude: Vec::new(),
+        ..config.clone()
+    };
+    if let Err(e) = PolicySpec::new(check) {
         let location = match e.field {
             "allow-tags" => settings
                 .allow_tags
