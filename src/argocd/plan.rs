@@ -54,12 +54,15 @@ impl Files for MemoryFiles {
     }
 }
 
-/// Files under a directory; a file that resolves outside it (through a symlink) is refused.
-#[derive(Debug, Clone)]
+/// Files under a directory; a file that resolves outside it (through a symlink, of the file or of
+/// a directory on its way) is refused.
+#[derive(Debug)]
 pub struct DirFiles {
     root: PathBuf,
     canonical_root: PathBuf,
     limit: SizeLimit,
+    /// Directories (relative) already checked to lie inside the root.
+    inside: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl DirFiles {
@@ -72,7 +75,52 @@ impl DirFiles {
             root: root.to_path_buf(),
             canonical_root: fs_err::canonicalize(root)?,
             limit,
+            inside: std::sync::Mutex::default(),
         })
+    }
+
+    /// Whether `full` (a symlink, or a directory that may be one) resolves inside the root.
+    fn resolves_inside(&self, full: &Path) -> Result<bool, String> {
+        fs_err::canonicalize(full)
+            .map(|real| real.starts_with(&self.canonical_root))
+            .map_err(|e| e.to_string())
+    }
+
+    /// Check every directory on the way to `path` once (an `lstat` each; a symlinked one is
+    /// resolved). A missing directory ends the check (nothing beyond it exists).
+    fn check_dirs(&self, path: &str) -> Result<(), String> {
+        let mut prefix = String::new();
+        for part in path
+            .split('/')
+            .take(path.split('/').count().saturating_sub(1))
+        {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            let known = self
+                .inside
+                .lock()
+                .map_err(|_| "internal error: poisoned lock".to_owned())?
+                .contains(&prefix);
+            if known {
+                continue;
+            }
+            let dir = self.root.join(&prefix);
+            let meta = match fs_err::symlink_metadata(&dir) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e.to_string()),
+            };
+            if meta.file_type().is_symlink() && !self.resolves_inside(&dir)? {
+                return Err(format!("{prefix} resolves outside the tree"));
+            }
+            self.inside
+                .lock()
+                .map_err(|_| "internal error: poisoned lock".to_owned())?
+                .insert(prefix.clone());
+        }
+        Ok(())
     }
 }
 
@@ -85,15 +133,20 @@ impl Exists for DirFiles {
 impl Files for DirFiles {
     fn read(&self, path: &str) -> Result<Option<String>, String> {
         let full = self.root.join(path);
-        let real = match fs_err::canonicalize(&full) {
-            Ok(real) => real,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        let meta = match fs_err::symlink_metadata(&full) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A file to create must not be created through a directory symlinked out of
+                // the tree either.
+                self.check_dirs(path).map_err(|e| format!("{path}: {e}"))?;
+                return Ok(None);
+            }
             Err(e) => return Err(e.to_string()),
         };
-        if !real.starts_with(&self.canonical_root) {
+        self.check_dirs(path).map_err(|e| format!("{path}: {e}"))?;
+        if meta.file_type().is_symlink() && !self.resolves_inside(&full)? {
             return Err(format!(
-                "{path} resolves to {}, outside the tree",
-                real.display()
+                "{path} is a symlink that resolves outside the tree"
             ));
         }
         crate::input::read_text(&full, self.limit)
@@ -855,4 +908,55 @@ fn field_path(editor: &Editor<'_, '_>, parts: &[Part]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dir_files_refuse_what_resolves_outside() {
+        let outside = tempfile::tempdir().unwrap();
+        fs_err::write(outside.path().join("values.yaml"), "a: 1\n").unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let root = tree.path();
+        fs_err::create_dir_all(root.join("charts/app")).unwrap();
+        fs_err::write(root.join("charts/app/values.yaml"), "b: 2\n").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("charts/escape")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("values.yaml"),
+            root.join("charts/app/linked.yaml"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("values.yaml", root.join("charts/app/alias.yaml")).unwrap();
+        let files = DirFiles::new(root, SizeLimit(1 << 20)).unwrap();
+        assert_eq!(
+            files.read("charts/app/values.yaml").unwrap().as_deref(),
+            Some("b: 2\n")
+        );
+        assert_eq!(
+            files.read("charts/app/alias.yaml").unwrap().as_deref(),
+            Some("b: 2\n")
+        );
+        assert_eq!(files.read("charts/app/missing.yaml").unwrap(), None);
+        assert_eq!(files.read("charts/new/dir/values.yaml").unwrap(), None);
+        assert!(
+            files
+                .read("charts/escape/values.yaml")
+                .unwrap_err()
+                .contains("outside the tree")
+        );
+        assert!(
+            files
+                .read("charts/escape/new.yaml")
+                .unwrap_err()
+                .contains("outside the tree")
+        );
+        assert!(
+            files
+                .read("charts/app/linked.yaml")
+                .unwrap_err()
+                .contains("outside the tree")
+        );
+    }
 }
