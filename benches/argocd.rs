@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use image_update::argocd::application::InputFile;
 use image_update::argocd::catalog::{CollectOptions, collect, may_hold};
-use image_update::argocd::plan::{DirFiles, plan};
+use image_update::argocd::plan::{DirFiles, KnownFiles, likely_target, plan};
 use image_update::input::SizeLimit;
 use image_update::policies::{ImageRef, PolicyKey};
 use image_update::updater::source::dir;
@@ -246,16 +246,35 @@ fn generate(root: &Path, apps: usize) -> BTreeMap<PolicyKey, ImageRef> {
 
 /// Read the candidate files and plan every write-back; returns (files planned, changes) and the
 /// time of each phase (walk and read, collect, plan).
-fn run(root: &Path, chosen: &BTreeMap<PolicyKey, ImageRef>) -> (usize, usize, [Duration; 3]) {
+fn run(
+    root: &Path,
+    chosen: &BTreeMap<PolicyKey, ImageRef>,
+) -> (usize, usize, [Duration; 3], [Duration; 3]) {
     let limit = SizeLimit(64 << 20);
+    let c0 = cpu().0;
     let t0 = Instant::now();
+    // The walk reads every file once: Argo CD objects are parsed, likely targets kept for the plan.
     let walked = dir::walk(root, |c| {
         let text = image_update::input::read_text(&c.path, limit).ok()?;
-        may_hold(&text).then(|| text)
+        if may_hold(&text) {
+            Some((true, text))
+        } else if likely_target(&c.rel) {
+            Some((false, text))
+        } else {
+            None
+        }
     })
     .unwrap();
-    let inputs: Vec<InputFile<'_>> = walked
-        .results
+    let mut known = std::collections::HashMap::new();
+    let mut argo = Vec::new();
+    for (rel, (holds, text)) in walked.results {
+        if holds {
+            argo.push((rel, text));
+        } else {
+            known.insert(rel, text);
+        }
+    }
+    let inputs: Vec<InputFile<'_>> = argo
         .iter()
         .map(|(rel, text)| InputFile {
             origin: rel.clone(),
@@ -264,16 +283,20 @@ fn run(root: &Path, chosen: &BTreeMap<PolicyKey, ImageRef>) -> (usize, usize, [D
         })
         .collect();
     let t1 = Instant::now();
+    let c1 = cpu().0;
     let catalog = collect(&inputs, &CollectOptions::default()).unwrap();
     let t2 = Instant::now();
-    let files = DirFiles::new(root, limit).unwrap();
+    let c2 = cpu().0;
+    let files = KnownFiles::new(known, DirFiles::new(root, limit).unwrap());
     let lookup = |k: &PolicyKey| chosen.get(k).cloned();
     let wb = plan(&catalog, &lookup, &files).unwrap();
     let t3 = Instant::now();
+    let c3 = cpu().0;
     (
         wb.files.len(),
         wb.files.iter().map(|f| f.changes.len()).sum(),
         [t1 - t0, t2 - t1, t3 - t2],
+        [c1 - c0, c2 - c1, c3 - c2],
     )
 }
 
@@ -296,8 +319,31 @@ fn main() {
         walked.results.len(),
         bytes as f64 / 1e6
     );
-    let (files, changes, _) = run(&root, &chosen);
+    let (files, changes, _, _) = run(&root, &chosen);
     println!("plan: {files} files to write, {changes} changed values");
+    // The parser alone, on one thread, over the Applications (what collect parses).
+    let apps_text: Vec<String> = dir::walk(&root, |c| {
+        let text = fs_err::read_to_string(&c.path).ok()?;
+        may_hold(&text).then_some(text)
+    })
+    .unwrap()
+    .results
+    .into_iter()
+    .map(|(_, t)| t)
+    .collect();
+    let app_bytes: usize = apps_text.iter().map(String::len).sum();
+    let (parse, _, _) = time(5, || {
+        for t in &apps_text {
+            let _ = image_update::argocd::spans::SpanTree::parse(t).unwrap();
+        }
+    });
+    println!(
+        "parse alone: {} Application files, {:.2} MB in {:.1} ms on one thread ({:.0} MB/s)",
+        apps_text.len(),
+        app_bytes as f64 / 1e6,
+        parse.as_secs_f64() * 1e3,
+        app_bytes as f64 / 1e6 / parse.as_secs_f64()
+    );
     let grep_cpu0 = cpu().1;
     let grep = time(runs, || {
         let _ = Command::new("grep")
@@ -308,9 +354,14 @@ fn main() {
     });
     let grep_cpu = (cpu().1 - grep_cpu0) / (runs as u32 + 1);
     let mut phases: Vec<[Duration; 3]> = Vec::new();
+    let mut phase_cpu = [Duration::ZERO; 3];
     let ours_cpu0 = cpu().0;
     let ours = time(runs, || {
-        phases.push(run(&root, &chosen).2);
+        let (_, _, wall, cpu) = run(&root, &chosen);
+        phases.push(wall);
+        for (total, c) in phase_cpu.iter_mut().zip(cpu) {
+            *total += c;
+        }
     });
     let ours_cpu = (cpu().0 - ours_cpu0) / (runs as u32 + 1);
     let phase = |i: usize| {
@@ -344,5 +395,12 @@ fn main() {
         grep_cpu.as_secs_f64() * 1e3,
         ours_cpu.as_secs_f64() * 1e3,
         ours_cpu.as_secs_f64() / grep_cpu.as_secs_f64()
+    );
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / (runs + 1) as f64;
+    println!(
+        "    of which walk + read {:.1} ms, collect {:.1} ms, plan {:.1} ms",
+        per(phase_cpu[0]),
+        per(phase_cpu[1]),
+        per(phase_cpu[2])
     );
 }

@@ -201,11 +201,15 @@ pub fn read(
         let mut image = ArgoImage::parse(&image_text);
         image.alias.clone_from(&alias);
         image.tag = None;
-        if let Err(e) = policy_config(&settings, constraint.as_deref(), &list_location)
-            && !errors.iter().any(|d| d.to_string() == e.to_string())
-        {
-            errors.push(e);
-        }
+        let config = match policy_config(&settings, constraint.as_deref(), &list_location) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                if !errors.iter().any(|d| d.to_string() == e.to_string()) {
+                    errors.push(e);
+                }
+                None
+            }
+        };
         let spec = ImageSpec {
             alias,
             entry: entry.to_owned(),
@@ -215,6 +219,7 @@ pub fn read(
             settings,
             target,
             verify: false,
+            config,
             location: list_location.clone(),
         };
         if let Some(first) = images.iter().find(|i| i.key_alias() == spec.key_alias()) {

@@ -313,6 +313,7 @@ pub fn collect<'a>(
                     settings: settings.merged(&img.settings),
                     target: img.target.clone(),
                     verify: img.verify.or(r.verify).or(u.verify).unwrap_or(false),
+                    config: img.config.clone(),
                     location: img.location.clone(),
                 });
             }
@@ -369,11 +370,17 @@ pub fn collect<'a>(
                     continue;
                 }
             };
-            let config_policy = match policy_config(
-                &image.settings,
-                image.constraint.as_deref(),
-                &image.location,
-            ) {
+            let checked = image.config.clone().map_or_else(
+                || {
+                    policy_config(
+                        &image.settings,
+                        image.constraint.as_deref(),
+                        &image.location,
+                    )
+                },
+                Ok,
+            );
+            let config_policy = match checked {
                 Ok(c) => c,
                 Err(e) => {
                     errors.push(e);

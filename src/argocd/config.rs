@@ -25,6 +25,8 @@ pub struct ImageSpec {
     pub target: ManifestTarget,
     /// `imagesVerification` is enabled for it (signatures cannot be checked here).
     pub verify: bool,
+    /// Its selection, once validated where it was read.
+    pub config: Option<crate::reflector::selection::PolicyConfig>,
     pub location: Location,
 }
 

@@ -67,6 +67,8 @@ pub struct AppRef {
 #[derive(Debug, Clone)]
 pub struct CrImage {
     pub alias: String,
+    /// The selection with every layer merged, validated.
+    pub config: Option<crate::reflector::selection::PolicyConfig>,
     pub image_name: String,
     pub settings: UpdateSettings,
     pub verify: Option<bool>,
@@ -583,16 +585,21 @@ pub fn read(
             let image_settings = f.settings(img, &ifield);
             // Checked where written, whether or not an Application is selected.
             let merged = updater.settings.merged(&settings).merged(&image_settings);
-            if let Ok((_, _, constraint)) = split_entry(&image_name.value)
-                && let Err(e) = policy_config(&merged, constraint.as_deref(), &image_name.location)
-            {
-                let d = Diagnostic::error(format!("{}: {ifield}: {}", f.what, e.message));
-                f.errors.push(match e.location {
-                    Some(at) => d.at(at),
-                    None => d,
-                });
+            let mut config = None;
+            if let Ok((_, _, constraint)) = split_entry(&image_name.value) {
+                match policy_config(&merged, constraint.as_deref(), &image_name.location) {
+                    Ok(c) => config = Some(c),
+                    Err(e) => {
+                        let d = Diagnostic::error(format!("{}: {ifield}: {}", f.what, e.message));
+                        f.errors.push(match e.location {
+                            Some(at) => d.at(at),
+                            None => d,
+                        });
+                    }
+                }
             }
             images.push(CrImage {
+                config,
                 settings: image_settings,
                 verify: f.verify(img, &ifield),
                 target: f.target(img, &ifield),

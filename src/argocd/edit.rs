@@ -567,6 +567,14 @@ impl<'t, 'a> Editor<'t, 'a> {
         }
         for (id, new) in &self.filled {
             let node = self.tree.node(*id);
+            if self.tree.docs().iter().any(|d| d.root == Some(*id)) {
+                // A document that is `{}` (or `[]`): its content, from the first column.
+                let mut r = Rendered::default();
+                self.render_block_body(*new, 0, &mut r);
+                r.trim_last_newline(self.newline);
+                edits.push((node.range.clone(), 0, r));
+                continue;
+            }
             let indent = self.indent_of_parent_key(*id);
             let mut r = Rendered::default();
             let child_indent = match self.news_shape(*new) {

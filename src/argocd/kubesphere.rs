@@ -196,6 +196,7 @@ pub fn read(file: &ParsedFile<'_>, node: NodeId) -> Result<KubeSphereUpdater, Ve
             settings,
             target: ManifestTarget::default(),
             verify: false,
+            config: None,
             location: at,
         });
     }

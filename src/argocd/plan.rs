@@ -155,6 +155,47 @@ impl Files for DirFiles {
     }
 }
 
+/// Files some of which are already in memory (read by the tree walk), the others read from the
+/// directory.
+#[derive(Debug)]
+pub struct KnownFiles {
+    known: std::collections::HashMap<String, String>,
+    dir: DirFiles,
+}
+
+impl KnownFiles {
+    /// `known` maps paths (relative to the tree, `/` separators) to their text.
+    #[must_use]
+    pub fn new(known: std::collections::HashMap<String, String>, dir: DirFiles) -> Self {
+        Self { known, dir }
+    }
+}
+
+impl Exists for KnownFiles {
+    fn exists(&self, path: &str) -> bool {
+        self.known.contains_key(path) || self.dir.exists(path)
+    }
+}
+
+impl Files for KnownFiles {
+    fn read(&self, path: &str) -> Result<Option<String>, String> {
+        match self.known.get(path) {
+            Some(text) => Ok(Some(text.clone())),
+            None => self.dir.read(path),
+        }
+    }
+}
+
+/// Whether a file's name makes it a likely write-back target (an override file, a kustomization,
+/// a Helm values file): a tree walk that reads every file can keep these for [`KnownFiles`].
+#[must_use]
+pub fn likely_target(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with(".argocd-source")
+        || KUSTOMIZATION_FILES.contains(&name)
+        || name.contains("values")
+}
+
 /// One changed value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldChange {
@@ -385,16 +426,43 @@ pub fn plan(
             },
         );
     }
-    let mut apps = Vec::new();
+    // Each file's Applications are planned in order; files are independent, so they are planned
+    // on every core.
+    let mut groups: BTreeMap<String, (FileState<'_, '_>, Vec<&Work<'_>>)> = states
+        .into_iter()
+        .map(|(path, state)| (path, (state, Vec::new())))
+        .collect();
     for w in &works {
-        let Some(state) = states.get_mut(&w.path) else {
-            continue;
-        };
-        match write(catalog, w, state) {
-            Ok(Some(plan)) => apps.push(plan),
-            Ok(None) => {}
-            Err(d) => errors.push(d),
+        if let Some(group) = groups.get_mut(&w.path) {
+            group.1.push(w);
         }
+    }
+    let planned = crate::pool::map(groups, threads, |(path, (mut state, ws))| {
+        let mut apps = Vec::new();
+        let mut errors = Vec::new();
+        for w in ws {
+            match write(catalog, w, &mut state) {
+                Ok(Some(plan)) => apps.push(plan),
+                Ok(None) => {}
+                Err(d) => errors.push(d),
+            }
+        }
+        let file = if errors.is_empty() {
+            finish_file(path, &state).unwrap_or_else(|e| {
+                errors.push(e);
+                None
+            })
+        } else {
+            None
+        };
+        (file, apps, errors)
+    });
+    let mut apps = Vec::new();
+    let mut out_files = Vec::new();
+    for (file, mut a, mut e) in planned {
+        out_files.extend(file);
+        apps.append(&mut a);
+        errors.append(&mut e);
     }
     if !errors.is_empty() {
         errors.extend(warnings);
@@ -402,61 +470,59 @@ pub fn plan(
         return Err(errors);
     }
     warnings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    let mut out_files = Vec::new();
-    for (path, state) in states {
-        if state.editor.is_empty() {
-            continue;
-        }
-        let finished = state.editor.finish().map_err(|e| {
-            vec![Diagnostic::error(e.message).at(Location::new(
-                state.origin.clone(),
-                Some(crate::text::position_of(state.original, e.offset)),
-            ))]
-        })?;
-        let mut edits = finished.edits.clone();
-        let new_text = rewrite::apply(state.original, &mut edits).map_err(|e| {
-            vec![Diagnostic::error(format!(
-                "internal error planning {path}: {e}"
-            ))]
-        })?;
-        if new_text == state.original {
-            continue;
-        }
-        let lines = LineIndex::new(&new_text);
-        let mut changes: Vec<FieldChange> = state
-            .records
-            .iter()
-            .map(|(object, app, r)| FieldChange {
-                object: object.clone(),
-                field_path: field_path(&state.editor, &r.path),
-                old_value: r.old.clone(),
-                new_value: r.new.clone(),
-                setter: r.setter.clone(),
-                app: app.clone(),
-                alias: r.alias.clone(),
-                position: finished
-                    .offsets
-                    .get(r.tracked)
-                    .copied()
-                    .flatten()
-                    .map_or_else(Position::default, |o| lines.position(&new_text, o)),
-            })
-            .collect();
-        changes.sort_by_key(|c| c.position);
-        out_files.push(FilePlan {
-            path,
-            created: state.created,
-            edits,
-            new_text,
-            changes,
-        });
-    }
     apps.sort_by(|a: &AppPlan, b| a.app.cmp(&b.app));
     Ok(WriteBack {
         files: out_files,
         apps,
         diagnostics: warnings,
     })
+}
+
+/// A file's edits, new text and changes (`None` when its text does not change).
+fn finish_file(path: String, state: &FileState<'_, '_>) -> Result<Option<FilePlan>, Diagnostic> {
+    if state.editor.is_empty() {
+        return Ok(None);
+    }
+    let finished = state.editor.finish().map_err(|e| {
+        Diagnostic::error(e.message).at(Location::new(
+            state.origin.clone(),
+            Some(crate::text::position_of(state.original, e.offset)),
+        ))
+    })?;
+    let mut edits = finished.edits.clone();
+    let new_text = rewrite::apply(state.original, &mut edits)
+        .map_err(|e| Diagnostic::error(format!("internal error planning {path}: {e}")))?;
+    if new_text == state.original {
+        return Ok(None);
+    }
+    let lines = LineIndex::new(&new_text);
+    let mut changes: Vec<FieldChange> = state
+        .records
+        .iter()
+        .map(|(object, app, r)| FieldChange {
+            object: object.clone(),
+            field_path: field_path(&state.editor, &r.path),
+            old_value: r.old.clone(),
+            new_value: r.new.clone(),
+            setter: r.setter.clone(),
+            app: app.clone(),
+            alias: r.alias.clone(),
+            position: finished
+                .offsets
+                .get(r.tracked)
+                .copied()
+                .flatten()
+                .map_or_else(Position::default, |o| lines.position(&new_text, o)),
+        })
+        .collect();
+    changes.sort_by_key(|c| c.position);
+    Ok(Some(FilePlan {
+        path,
+        created: state.created,
+        edits,
+        new_text,
+        changes,
+    }))
 }
 
 /// Method, target, source and images of one configured Application.

@@ -241,6 +241,7 @@ mod tests {
             settings: Default::default(),
             target,
             verify: false,
+            config: None,
             location: Location::new("a", None),
         }
     }
