@@ -577,7 +577,7 @@ impl<'t, 'a> Editor<'t, 'a> {
             }
             let indent = self.indent_of_parent_key(*id);
             let mut r = Rendered::default();
-            let child_indent = match self.news_shape(*new) {
+            let child_indent = match self.shape(*new) {
                 Shape::Seq if self.compact => indent,
                 _ => indent + self.step,
             };
@@ -803,10 +803,6 @@ impl<'t, 'a> Editor<'t, 'a> {
         self.tracked
             .iter()
             .position(|t| self.resolve(*t) == self.resolve(h))
-    }
-
-    fn news_shape(&self, h: Handle) -> Shape {
-        self.shape(h)
     }
 
     /// The node whose end is the last line of collection `id` (its last child, recursively).

@@ -416,12 +416,10 @@ impl<'a> SpanTree<'a> {
     pub fn end_of_line_after(&self, id: NodeId) -> usize {
         let end = self.nodes[id].range.end;
         // A block scalar's range already ends at the start of the next line.
-        let at = if end > 0 && self.text.as_bytes().get(end - 1) == Some(&b'\n') {
+        if end > 0 && self.text.as_bytes().get(end - 1) == Some(&b'\n') {
             return end;
-        } else {
-            end
-        };
-        memchr::memchr(b'\n', &self.text.as_bytes()[at..]).map_or(self.text.len(), |i| at + i + 1)
+        }
+        memchr::memchr(b'\n', &self.text.as_bytes()[end..]).map_or(self.text.len(), |i| end + i + 1)
     }
 
     /// The offset of the `-` that opens the sequence item starting at `offset`.

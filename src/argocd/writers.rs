@@ -1076,9 +1076,7 @@ pub fn application(
                 path.push(Part::Key("kustomize".into()));
                 path.push(Part::Key("images".into()));
                 match items.get(i) {
-                    Some((item, old)) if old == value => {
-                        let _ = item;
-                    }
+                    Some((_, old)) if old == value => {}
                     Some((item, old)) => {
                         w.editor.set_scalar(*item, value)?;
                         path.push(Part::Item { seq, item: *item });
