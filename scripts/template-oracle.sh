@@ -57,42 +57,30 @@ if [ -n "${UPDATE_EXPECT:-}" ]; then
 fi
 
 status=0
-for f in "$work/out/"*; do
-  name="$(basename "$f")"
-  if [ ! -f "$tdir/expected/$name" ]; then
-    echo "template-oracle: missing expectation testdata/templates/expected/$name"
-    status=1
-  elif ! cmp -s "$f" "$tdir/expected/$name"; then
-    echo "template-oracle: differs from Go: testdata/templates/expected/$name"
-    diff -u "$tdir/expected/$name" "$f" | head -20 || true
-    status=1
-  fi
-done
-for f in "$tdir/expected/"*; do
-  name="$(basename "$f")"
-  if [ ! -f "$work/out/$name" ]; then
-    echo "template-oracle: Go does not produce testdata/templates/expected/$name"
-    status=1
-  fi
-done
-for f in "$work/argocd-out/"*; do
-  name="$(basename "$f")"
-  if [ ! -f "$adir/expected/$name" ]; then
-    echo "template-oracle: missing expectation testdata/templates/argocd/expected/$name"
-    status=1
-  elif ! cmp -s "$f" "$adir/expected/$name"; then
-    echo "template-oracle: differs from Go: testdata/templates/argocd/expected/$name"
-    diff -u "$adir/expected/$name" "$f" | head -20 || true
-    status=1
-  fi
-done
-for f in "$adir/expected/"*; do
-  name="$(basename "$f")"
-  if [ ! -f "$work/argocd-out/$name" ]; then
-    echo "template-oracle: Go does not produce testdata/templates/argocd/expected/$name"
-    status=1
-  fi
-done
+# compare GO_OUTPUT_DIR EXPECTED_DIR (relative to the repository, for messages)
+compare() {
+  local out="$1" rel="$2"
+  for f in "$out/"*; do
+    name="$(basename "$f")"
+    if [ ! -f "$root/$rel/$name" ]; then
+      echo "template-oracle: missing expectation $rel/$name"
+      status=1
+    elif ! cmp -s "$f" "$root/$rel/$name"; then
+      echo "template-oracle: differs from Go: $rel/$name"
+      diff -u "$root/$rel/$name" "$f" | head -20 || true
+      status=1
+    fi
+  done
+  for f in "$root/$rel/"*; do
+    name="$(basename "$f")"
+    if [ ! -f "$out/$name" ]; then
+      echo "template-oracle: Go does not produce $rel/$name"
+      status=1
+    fi
+  done
+}
+compare "$work/out" testdata/templates/expected
+compare "$work/argocd-out" testdata/templates/argocd/expected
 if [ "$status" -eq 0 ]; then
   echo "template-oracle: $(ls "$work/out" | wc -l) + $(ls "$work/argocd-out" | wc -l) expectations agree with Go $(go env GOVERSION)"
 fi

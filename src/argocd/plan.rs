@@ -900,32 +900,22 @@ fn git_plan(
 }
 
 fn application_object(catalog: &Catalog<'_>, app: &super::application::Application) -> ObjectId {
-    let tree = &catalog.files[app.object.file].tree;
-    let text = |path: &[&str]| {
-        tree.at(app.object.node, path)
-            .and_then(|n| tree.text_value(n))
-            .unwrap_or("")
-            .to_owned()
-    };
-    ObjectId {
-        api_version: text(&["apiVersion"]),
-        kind: text(&["kind"]),
-        name: text(&["metadata", "name"]),
-        namespace: text(&["metadata", "namespace"]),
-    }
+    object_id(&catalog.files[app.object.file].tree, app.object.node)
 }
 
 /// The identity of a file's single object (a kustomization has `apiVersion` and `kind`; override
 /// and values files have none).
 fn file_object(tree: &SpanTree<'_>) -> ObjectId {
-    let Some(root) = tree.docs().first().and_then(|d| d.root) else {
-        return ObjectId::default();
-    };
-    if !tree.is_map(root) {
-        return ObjectId::default();
+    match tree.docs().first().and_then(|d| d.root) {
+        Some(root) if tree.is_map(root) => object_id(tree, root),
+        _ => ObjectId::default(),
     }
+}
+
+/// `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` of the object at `node`.
+fn object_id(tree: &SpanTree<'_>, node: super::spans::NodeId) -> ObjectId {
     let text = |path: &[&str]| {
-        tree.at(root, path)
+        tree.at(node, path)
             .and_then(|n| tree.text_value(n))
             .unwrap_or("")
             .to_owned()

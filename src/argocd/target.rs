@@ -47,23 +47,15 @@ impl Target {
     }
 }
 
-/// Go's `path.Clean` for relative paths: `None` when the path climbs above its root.
+/// Go's `path.Clean` for relative paths (`.` for an empty result): `None` when the path climbs
+/// above its root.
 #[must_use]
 pub fn clean(path: &str) -> Option<String> {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(if parts.is_empty() {
+    let cleaned = crate::automation::normalise_item_path(path.trim_start_matches('/'))?;
+    Some(if cleaned.is_empty() {
         ".".to_owned()
     } else {
-        parts.join("/")
+        cleaned
     })
 }
 

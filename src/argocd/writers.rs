@@ -119,26 +119,30 @@ impl Writer<'_, '_, '_> {
 
     /// The mapping at `key` of `map`, created when missing.
     fn map_at(&mut self, map: Handle, key: &str) -> Result<Handle, Problem> {
-        match self.editor.get(map, key) {
-            Some(h) if matches!(self.editor.shape(h), Shape::Map | Shape::Null) => Ok(h),
-            Some(h) => Err(self.not(h, key, "a mapping")),
-            None => {
-                let m = self.editor.new_map();
-                self.editor.insert(map, key, m)?;
-                Ok(m)
-            }
-        }
+        self.collection_at(map, key, Shape::Map)
     }
 
     /// The sequence at `key` of `map`, created when missing.
     fn seq_at(&mut self, map: Handle, key: &str) -> Result<Handle, Problem> {
+        self.collection_at(map, key, Shape::Seq)
+    }
+
+    fn collection_at(&mut self, map: Handle, key: &str, want: Shape) -> Result<Handle, Problem> {
         match self.editor.get(map, key) {
-            Some(h) if matches!(self.editor.shape(h), Shape::Seq | Shape::Null) => Ok(h),
-            Some(h) => Err(self.not(h, key, "a sequence")),
+            Some(h)
+                if matches!(self.editor.shape(h), Shape::Null) || self.editor.shape(h) == want =>
+            {
+                Ok(h)
+            }
+            Some(h) => Err(self.not(h, key, want.described())),
             None => {
-                let s = self.editor.new_seq();
-                self.editor.insert(map, key, s)?;
-                Ok(s)
+                let c = if want == Shape::Map {
+                    self.editor.new_map()
+                } else {
+                    self.editor.new_seq()
+                };
+                self.editor.insert(map, key, c)?;
+                Ok(c)
             }
         }
     }
@@ -180,6 +184,45 @@ impl Writer<'_, '_, '_> {
                 (i, name, self.editor.get(i, "value"))
             })
             .collect()
+    }
+
+    /// The `name` and `value` of the items of `SECTION.LIST` of `root` (`helm.parameters`,
+    /// `plugin.env`).
+    fn pairs(&self, root: Handle, section: &str, list: &str) -> Vec<(String, String)> {
+        self.editor
+            .get(root, section)
+            .and_then(|h| self.editor.get(h, list))
+            .map(|s| {
+                self.named(s)
+                    .into_iter()
+                    .map(|(_, name, v)| {
+                        (
+                            name,
+                            v.and_then(|v| self.editor.scalar(v)).unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The item of a sequence of `{name, ...}` mappings named `name`, added when missing.
+    fn item_named(&mut self, seq: Handle, name: &str) -> Result<Handle, Problem> {
+        if let Some((item, _, _)) = self.named(seq).into_iter().find(|(_, n, _)| n == name) {
+            return Ok(item);
+        }
+        let item = self.editor.new_map();
+        let n = self.editor.new_scalar(name);
+        self.editor.insert(item, "name", n)?;
+        self.editor.push(seq, item)?;
+        Ok(item)
+    }
+
+    /// The setter and alias of a value: its image's, or the Application's when no image owns it.
+    fn owner(&self, p: Option<&Planned<'_>>) -> (String, String) {
+        p.map_or((self.app_setter.clone(), String::new()), |p| {
+            (p.key.to_string(), p.spec.alias.clone())
+        })
     }
 
     /// Set `key` of mapping `map` to `value`: replace the scalar, or add the entry.
@@ -252,6 +295,104 @@ fn old_tag(current: Option<&str>) -> Option<ImageTag> {
     current.and_then(|c| ArgoImage::parse(c).tag)
 }
 
+/// The source's kustomize images with every image set (`SetKustomizeImage` for each).
+fn kustomize_list(source: &Source, planned: &[Planned<'_>]) -> Vec<String> {
+    let mut list = source.kustomize_images.clone();
+    for p in planned {
+        set_kustomize(&mut list, p.spec, &p.new);
+    }
+    list
+}
+
+fn moved(p: &Planned<'_>, old: Option<ImageTag>) -> Moved {
+    Moved {
+        key: p.key.clone(),
+        alias: p.spec.alias.clone(),
+        old,
+        new: p.new.tag.clone().unwrap_or_default(),
+    }
+}
+
+/// The images whose Helm parameters (`params`: what Argo CD renders now) do not hold them yet.
+fn helm_moved(params: &[HelmParam], planned: &[Planned<'_>]) -> Vec<Moved> {
+    planned
+        .iter()
+        .filter(|p| {
+            let new = match helm_names(p.spec) {
+                HelmNames::Spec(_) => p.new.full_name_with_tag(),
+                HelmNames::NameTag(..) => {
+                    format!("{}:{}", p.new.full_name(), p.new.tag_with_digest())
+                }
+            };
+            current_helm(params, p.spec).as_deref() != Some(new.as_str())
+        })
+        .map(|p| moved(p, helm_old_tag(params, p.spec)))
+        .collect()
+}
+
+/// The images with plugin targets whose variables (`env`: what Argo CD renders now) do not hold
+/// them yet.
+fn plugin_moved(env: &[(String, String)], planned: &[Planned<'_>]) -> Vec<Moved> {
+    planned
+        .iter()
+        .filter(|p| p.spec.target.is_plugin())
+        .filter_map(|p| {
+            let current = current_plugin(env, p.spec);
+            let new = match &p.spec.target.plugin_spec {
+                Some(_) => p.new.full_name_with_tag(),
+                None => format!("{}:{}", p.new.full_name(), p.new.tag_with_digest()),
+            };
+            (current.as_deref() != Some(new.as_str()))
+                .then(|| moved(p, current.and_then(|c| ArgoImage::parse(&c).tag)))
+        })
+        .collect()
+}
+
+/// Which image each value (by name) belongs to.
+type Owners<'p, 'c> = Vec<(String, &'p Planned<'c>)>;
+
+/// `base` with the variables of every image with plugin targets set (`SetPluginImage`), and which
+/// image each variable belongs to.
+fn plugin_list<'p, 'c>(
+    mut base: Vec<(String, String)>,
+    planned: &'p [Planned<'c>],
+) -> (Vec<(String, String)>, Owners<'p, 'c>) {
+    let mut owners = Vec::new();
+    for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
+        let env = plugin_env(p.spec, &p.new);
+        owners.extend(env.iter().map(|(k, _)| (k.clone(), p)));
+        merge_env(&mut base, env);
+    }
+    (base, owners)
+}
+
+/// Write `env` (the variables of every image with plugin targets, `names` the managed ones) into
+/// the `env` sequence of `plugin` at `prefix`.
+fn write_env(
+    w: &mut Writer<'_, '_, '_>,
+    seq: Handle,
+    prefix: &[Part],
+    env: Vec<(String, String)>,
+    owners: &[(String, &Planned<'_>)],
+) -> Result<(), Problem> {
+    for (name, value) in env {
+        let (setter, alias) = w.owner(owners.iter().find(|(n, _)| *n == name).map(|(_, p)| *p));
+        let item = w.item_named(seq, &name)?;
+        let (h, old) = w.set_field(item, "value", &value)?;
+        if old != value {
+            let mut path = prefix.to_vec();
+            path.extend([
+                Part::Key("plugin".into()),
+                Part::Key("env".into()),
+                Part::Item { seq, item },
+                Part::Key("value".into()),
+            ]);
+            w.record(path, h, old, &value, &setter, &alias);
+        }
+    }
+    Ok(())
+}
+
 /// Which list an override file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OverrideKind {
@@ -299,30 +440,21 @@ fn override_kustomize(
             .map(String::as_str);
         let current = in_file.or_else(|| current_kustomize(&source.kustomize_images, p.spec));
         if differs(current, p.spec, &p.new) {
-            moved.push(Moved {
-                key: p.key.clone(),
-                alias: p.spec.alias.clone(),
-                old: old_tag(current),
-                new: p.new.tag.clone().unwrap_or_default(),
-            });
+            moved.push(self::moved(p, old_tag(current)));
         }
     }
     if moved.is_empty() {
         return Ok(moved);
     }
-    let mut list = source.kustomize_images.clone();
-    for p in planned {
-        set_kustomize(&mut list, p.spec, &p.new);
-    }
+    let list = kustomize_list(source, planned);
     let kustomize = w.map_at(root, "kustomize")?;
     let images = w.seq_at(kustomize, "images")?;
     for value in &list {
-        let owner = planned
-            .iter()
-            .find(|p| kustomize_param(p.spec, &p.new) == *value);
-        let (setter, alias) = owner.map_or((w.app_setter.clone(), String::new()), |p| {
-            (p.key.to_string(), p.spec.alias.clone())
-        });
+        let (setter, alias) = w.owner(
+            planned
+                .iter()
+                .find(|p| kustomize_param(p.spec, &p.new) == *value),
+        );
         let new = ArgoImage::parse(value);
         let found = w
             .strings(images)
@@ -366,39 +498,18 @@ fn override_helm(
     planned: &[Planned<'_>],
 ) -> Out {
     let in_file: Vec<HelmParam> = w
-        .editor
-        .get(root, "helm")
-        .and_then(|h| w.editor.get(h, "parameters"))
-        .map(|s| {
-            w.named(s)
-                .into_iter()
-                .map(|(_, name, v)| HelmParam {
-                    name,
-                    value: v.and_then(|v| w.editor.scalar(v)).unwrap_or_default(),
-                    force_string: true,
-                })
-                .collect()
+        .pairs(root, "helm", "parameters")
+        .into_iter()
+        .map(|(name, value)| HelmParam {
+            name,
+            value,
+            force_string: true,
         })
-        .unwrap_or_default();
+        .collect();
     // What Argo CD renders now: the Application's parameters, overridden by the file's.
     let mut effective = source.helm_parameters.clone();
     merge_helm_params(&mut effective, in_file);
-    let mut moved = Vec::new();
-    for p in planned {
-        let current = current_helm(&effective, p.spec);
-        let new = match helm_names(p.spec) {
-            HelmNames::Spec(_) => p.new.full_name_with_tag(),
-            HelmNames::NameTag(..) => format!("{}:{}", p.new.full_name(), p.new.tag_with_digest()),
-        };
-        if current.as_deref() != Some(new.as_str()) {
-            moved.push(Moved {
-                key: p.key.clone(),
-                alias: p.spec.alias.clone(),
-                old: helm_old_tag(&effective, p.spec),
-                new: p.new.tag.clone().unwrap_or_default(),
-            });
-        }
-    }
+    let moved = helm_moved(&effective, planned);
     if moved.is_empty() {
         return Ok(moved);
     }
@@ -427,12 +538,12 @@ fn override_helm(
     let helm = w.map_at(root, "helm")?;
     let seq = w.seq_at(helm, "parameters")?;
     for param in &params {
-        let (setter, alias) = owners
-            .iter()
-            .find(|(n, _)| *n == param.name)
-            .map_or((w.app_setter.clone(), String::new()), |(_, p)| {
-                (p.key.to_string(), p.spec.alias.clone())
-            });
+        let (setter, alias) = w.owner(
+            owners
+                .iter()
+                .find(|(n, _)| *n == param.name)
+                .map(|(_, p)| *p),
+        );
         let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == param.name);
         match existing {
             Some((item, _, _)) => {
@@ -508,77 +619,19 @@ fn override_plugin(
     all: &[&ImageSpec],
     planned: &[Planned<'_>],
 ) -> Out {
-    let in_file: Vec<(String, String)> = w
-        .editor
-        .get(root, "plugin")
-        .and_then(|h| w.editor.get(h, "env"))
-        .map(|s| {
-            w.named(s)
-                .into_iter()
-                .map(|(_, name, v)| (name, v.and_then(|v| w.editor.scalar(v)).unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let in_file = w.pairs(root, "plugin", "env");
     let mut effective = source.plugin_env.clone();
     merge_env(&mut effective, in_file);
-    let mut moved = Vec::new();
-    for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
-        let current = current_plugin(&effective, p.spec);
-        let new = match &p.spec.target.plugin_spec {
-            Some(_) => p.new.full_name_with_tag(),
-            None => format!("{}:{}", p.new.full_name(), p.new.tag_with_digest()),
-        };
-        if current.as_deref() != Some(new.as_str()) {
-            moved.push(Moved {
-                key: p.key.clone(),
-                alias: p.spec.alias.clone(),
-                old: current.and_then(|c| ArgoImage::parse(&c).tag),
-                new: p.new.tag.clone().unwrap_or_default(),
-            });
-        }
-    }
+    let moved = plugin_moved(&effective, planned);
     if moved.is_empty() {
         return Ok(moved);
     }
-    let mut list = source.plugin_env.clone();
-    let mut owners: Vec<(String, &Planned<'_>)> = Vec::new();
-    for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
-        let env = plugin_env(p.spec, &p.new);
-        owners.extend(env.iter().map(|(k, _)| (k.clone(), p)));
-        merge_env(&mut list, env);
-    }
+    let (mut list, owners) = plugin_list(source.plugin_env.clone(), planned);
     let names: Vec<String> = all.iter().flat_map(|i| plugin_names(i)).collect();
     let plugin = w.map_at(root, "plugin")?;
     let seq = w.seq_at(plugin, "env")?;
-    for (name, value) in list.into_iter().filter(|(k, _)| names.contains(k)) {
-        let (setter, alias) = owners
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or((w.app_setter.clone(), String::new()), |(_, p)| {
-                (p.key.to_string(), p.spec.alias.clone())
-            });
-        let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == name);
-        let item = match existing {
-            Some((item, _, _)) => item,
-            None => {
-                let item = w.editor.new_map();
-                let n = w.editor.new_scalar(&name);
-                w.editor.insert(item, "name", n)?;
-                w.editor.push(seq, item)?;
-                item
-            }
-        };
-        let (h, old) = w.set_field(item, "value", &value)?;
-        if old != value {
-            let path = vec![
-                Part::Key("plugin".into()),
-                Part::Key("env".into()),
-                Part::Item { seq, item },
-                Part::Key("value".into()),
-            ];
-            w.record(path, h, old, &value, &setter, &alias);
-        }
-    }
+    list.retain(|(k, _)| names.contains(k));
+    write_env(w, seq, &[], list, &owners)?;
     Ok(moved)
 }
 
@@ -669,33 +722,25 @@ pub fn kustomization(w: &mut Writer<'_, '_, '_>, source: &Source, planned: &[Pla
             }
         });
         if current.as_ref() != Some(&want) {
-            moved.push(Moved {
-                key: p.key.clone(),
-                alias: p.spec.alias.clone(),
-                old: current.map(|c| ImageTag {
-                    name: c.new_tag,
-                    digest: c.digest,
-                }),
-                new: p.new.tag.clone().unwrap_or_default(),
+            let old = current.map(|c| ImageTag {
+                name: c.new_tag,
+                digest: c.digest,
             });
+            moved.push(self::moved(p, old));
         }
     }
     if moved.is_empty() {
         return Ok(moved);
     }
-    let mut list = source.kustomize_images.clone();
-    for p in planned {
-        set_kustomize(&mut list, p.spec, &p.new);
-    }
+    let list = kustomize_list(source, planned);
     let images = w.seq_at(root, "images")?;
     for value in &list {
         let want = image_override(value);
-        let owner = planned
-            .iter()
-            .find(|p| kustomize_param(p.spec, &p.new) == *value);
-        let (setter, alias) = owner.map_or((w.app_setter.clone(), String::new()), |p| {
-            (p.key.to_string(), p.spec.alias.clone())
-        });
+        let (setter, alias) = w.owner(
+            planned
+                .iter()
+                .find(|p| kustomize_param(p.spec, &p.new) == *value),
+        );
         let item = match entry_of(w, &want.name) {
             Some(item) if w.editor.shape(item) == Shape::Map => item,
             Some(item) => {
@@ -707,13 +752,7 @@ pub fn kustomization(w: &mut Writer<'_, '_, '_>, source: &Source, planned: &[Pla
                     message: "an images: entry is not a mapping".to_owned(),
                 });
             }
-            None => {
-                let item = w.editor.new_map();
-                let n = w.editor.new_scalar(&want.name);
-                w.editor.insert(item, "name", n)?;
-                w.editor.push(images, item)?;
-                item
-            }
+            None => w.item_named(images, &want.name)?,
         };
         for (field, value) in want.fields() {
             let path = vec![
@@ -1038,148 +1077,87 @@ pub fn application(
 ) -> Out {
     let src = Handle::Real(source.node);
     let prefix: Vec<Part> = vec![Part::Raw(source.field.clone())];
-    let mut moved = Vec::new();
-    let push_moved = |moved: &mut Vec<Moved>, p: &Planned<'_>, old: Option<ImageTag>| {
-        moved.push(Moved {
-            key: p.key.clone(),
-            alias: p.spec.alias.clone(),
-            old,
-            new: p.new.tag.clone().unwrap_or_default(),
-        });
+    let moved = match kind {
+        OverrideKind::Kustomize => planned
+            .iter()
+            .filter_map(|p| {
+                let current = current_kustomize(&source.kustomize_images, p.spec);
+                differs(current, p.spec, &p.new).then(|| moved(p, old_tag(current)))
+            })
+            .collect(),
+        OverrideKind::Helm => helm_moved(&source.helm_parameters, planned),
+        OverrideKind::Plugin => plugin_moved(&source.plugin_env, planned),
     };
+    if moved.is_empty() {
+        return Ok(moved);
+    }
     match kind {
         OverrideKind::Kustomize => {
-            for p in planned {
-                let current = current_kustomize(&source.kustomize_images, p.spec);
-                if differs(current, p.spec, &p.new) {
-                    push_moved(&mut moved, p, old_tag(current));
-                }
-            }
-            if moved.is_empty() {
-                return Ok(moved);
-            }
-            let mut list = source.kustomize_images.clone();
-            for p in planned {
-                set_kustomize(&mut list, p.spec, &p.new);
-            }
+            let list = kustomize_list(source, planned);
             let k = w.map_at(src, "kustomize")?;
             let seq = w.seq_at(k, "images")?;
             let items = w.strings(seq);
             for (i, value) in list.iter().enumerate() {
-                let owner = planned
-                    .iter()
-                    .find(|p| kustomize_param(p.spec, &p.new) == *value);
-                let (setter, alias) = owner.map_or((w.app_setter.clone(), String::new()), |p| {
-                    (p.key.to_string(), p.spec.alias.clone())
-                });
-                let mut path = prefix.clone();
-                path.push(Part::Key("kustomize".into()));
-                path.push(Part::Key("images".into()));
-                match items.get(i) {
-                    Some((_, old)) if old == value => {}
-                    Some((item, old)) => {
+                let (setter, alias) = w.owner(
+                    planned
+                        .iter()
+                        .find(|p| kustomize_param(p.spec, &p.new) == *value),
+                );
+                let item = match items.get(i) {
+                    Some((_, old)) if old == value => continue,
+                    Some((item, _)) => {
                         w.editor.set_scalar(*item, value)?;
-                        path.push(Part::Item { seq, item: *item });
-                        w.record(path, *item, old.clone(), value, &setter, &alias);
+                        *item
                     }
                     None => {
                         let item = w.editor.new_scalar(value);
                         w.editor.push(seq, item)?;
-                        path.push(Part::Item { seq, item });
-                        w.record(path, item, String::new(), value, &setter, &alias);
+                        item
                     }
-                }
+                };
+                let old = items.get(i).map(|(_, o)| o.clone()).unwrap_or_default();
+                let mut path = prefix.clone();
+                path.extend([
+                    Part::Key("kustomize".into()),
+                    Part::Key("images".into()),
+                    Part::Item { seq, item },
+                ]);
+                w.record(path, item, old, value, &setter, &alias);
             }
         }
         OverrideKind::Helm => {
-            for p in planned {
-                let current = current_helm(&source.helm_parameters, p.spec);
-                let new = match helm_names(p.spec) {
-                    HelmNames::Spec(_) => p.new.full_name_with_tag(),
-                    HelmNames::NameTag(..) => {
-                        format!("{}:{}", p.new.full_name(), p.new.tag_with_digest())
-                    }
-                };
-                if current.as_deref() != Some(new.as_str()) {
-                    push_moved(&mut moved, p, helm_old_tag(&source.helm_parameters, p.spec));
-                }
-            }
-            if moved.is_empty() {
-                return Ok(moved);
-            }
             let h = w.map_at(src, "helm")?;
             let seq = w.seq_at(h, "parameters")?;
             for p in planned {
                 for param in helm_params(p.spec, &p.new) {
-                    let setter = p.key.to_string();
-                    let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == param.name);
-                    let item = match existing {
-                        Some((item, _, _)) => item,
-                        None => {
-                            let item = w.editor.new_map();
-                            let n = w.editor.new_scalar(&param.name);
-                            w.editor.insert(item, "name", n)?;
-                            w.editor.push(seq, item)?;
-                            item
-                        }
-                    };
+                    let item = w.item_named(seq, &param.name)?;
                     let (v, old) = w.set_field(item, "value", &param.value)?;
                     if old != param.value {
                         w.set_flag(item, "forceString", true)?;
                         let mut path = prefix.clone();
-                        path.push(Part::Key("helm".into()));
-                        path.push(Part::Key("parameters".into()));
-                        path.push(Part::Item { seq, item });
-                        path.push(Part::Key("value".into()));
-                        w.record(path, v, old, &param.value, &setter, &p.spec.alias);
+                        path.extend([
+                            Part::Key("helm".into()),
+                            Part::Key("parameters".into()),
+                            Part::Item { seq, item },
+                            Part::Key("value".into()),
+                        ]);
+                        w.record(
+                            path,
+                            v,
+                            old,
+                            &param.value,
+                            &p.key.to_string(),
+                            &p.spec.alias,
+                        );
                     }
                 }
             }
         }
         OverrideKind::Plugin => {
-            for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
-                let current = current_plugin(&source.plugin_env, p.spec);
-                let new = match &p.spec.target.plugin_spec {
-                    Some(_) => p.new.full_name_with_tag(),
-                    None => format!("{}:{}", p.new.full_name(), p.new.tag_with_digest()),
-                };
-                if current.as_deref() != Some(new.as_str()) {
-                    push_moved(
-                        &mut moved,
-                        p,
-                        current.and_then(|c| ArgoImage::parse(&c).tag),
-                    );
-                }
-            }
-            if moved.is_empty() {
-                return Ok(moved);
-            }
             let pl = w.map_at(src, "plugin")?;
             let seq = w.seq_at(pl, "env")?;
-            for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
-                for (name, value) in plugin_env(p.spec, &p.new) {
-                    let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == name);
-                    let item = match existing {
-                        Some((item, _, _)) => item,
-                        None => {
-                            let item = w.editor.new_map();
-                            let n = w.editor.new_scalar(&name);
-                            w.editor.insert(item, "name", n)?;
-                            w.editor.push(seq, item)?;
-                            item
-                        }
-                    };
-                    let (v, old) = w.set_field(item, "value", &value)?;
-                    if old != value {
-                        let mut path = prefix.clone();
-                        path.push(Part::Key("plugin".into()));
-                        path.push(Part::Key("env".into()));
-                        path.push(Part::Item { seq, item });
-                        path.push(Part::Key("value".into()));
-                        w.record(path, v, old, &value, &p.key.to_string(), &p.spec.alias);
-                    }
-                }
-            }
+            let (env, owners) = plugin_list(Vec::new(), planned);
+            write_env(w, seq, &prefix, env, &owners)?;
         }
     }
     Ok(moved)
