@@ -59,8 +59,8 @@
 //!   when it rewrites the file; here a new parameter is inserted before the first one named after
 //!   it, so a sorted file stays sorted and an unsorted one is not reordered), and a replaced Helm
 //!   parameter keeps any extra keys it had;
-//! * a value is quoted only when it would not read back as the same string (Argo's marshaller
-//!   quotes the same way); a replaced scalar keeps its quote style;
+//! * a new value is double-quoted only when it would not read back as the same string (a number,
+//!   a boolean, YAML 1.1 ones included); a replaced scalar keeps its quote style;
 //! * a blank (whitespace-only) file is replaced whole, as Argo does.
 //!
 //! # Commit and branch data
