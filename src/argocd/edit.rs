@@ -1261,4 +1261,98 @@ mod tests {
         assert_eq!(&out[f.offsets[ti].unwrap()..][..2], "v2");
         assert_eq!(&out[f.offsets[ci].unwrap()..][..3], "v10");
     }
+
+    use proptest::prelude::*;
+
+    /// A generated document: top-level keys each holding a scalar, a mapping of scalars or a
+    /// sequence of scalars, written with a given indentation and sequence style.
+    fn render_doc(doc: &[(String, u8, Vec<String>)], step: usize, compact: bool) -> String {
+        let pad = " ".repeat(step);
+        let mut out = String::new();
+        for (key, kind, values) in doc {
+            match kind % 3 {
+                0 => out.push_str(&format!("{key}: {}\n", values[0])),
+                1 => {
+                    out.push_str(&format!("{key}:\n"));
+                    for (i, v) in values.iter().enumerate() {
+                        out.push_str(&format!("{pad}k{i}: {v}  # c{i}\n"));
+                    }
+                }
+                _ => {
+                    out.push_str(&format!("{key}:\n"));
+                    for v in values {
+                        let dash = if compact { String::new() } else { pad.clone() };
+                        out.push_str(&format!("{dash}- {v}\n\n"));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Replacing scalars, adding entries and items: the result parses to the original with
+        /// exactly those changes, and every original line that was not edited is still there.
+        #[test]
+        fn edits_read_back_as_planned(
+            doc in proptest::collection::vec(
+                ("[a-z]{1,6}", 0u8..3, proptest::collection::vec("[a-z][a-z0-9.-]{0,8}", 1..4)),
+                1..6,
+            ),
+            step in 2usize..5,
+            compact in any::<bool>(),
+            new_value in "[a-z0-9][a-z0-9.:-]{0,10}",
+            ops in proptest::collection::vec((0usize..8, 0u8..3), 1..6),
+        ) {
+            let mut seen = std::collections::BTreeSet::new();
+            let doc: Vec<_> = doc.into_iter().filter(|(k, _, _)| seen.insert(k.clone())).collect();
+            let text = render_doc(&doc, step, compact);
+            let tree = SpanTree::parse(&text).unwrap();
+            let mut e = Editor::new(&tree);
+            let root = e.root().unwrap();
+            let mut expected = crate::yaml::parse_values(&text).unwrap().remove(0);
+            for (n, (target, op)) in ops.iter().enumerate() {
+                let (key, kind, _) = &doc[target % doc.len()];
+                let h = e.get(root, key).unwrap();
+                let slot = &mut expected[key.as_str()];
+                match (kind % 3, op) {
+                    (0, _) => {
+                        e.set_scalar(h, &new_value).unwrap();
+                        *slot = serde_json::Value::from(new_value.clone());
+                    }
+                    (1, 0) => {
+                        let first = e.entries(h)[0].1;
+                        e.set_scalar(first, &new_value).unwrap();
+                        slot["k0"] = serde_json::Value::from(new_value.clone());
+                    }
+                    (1, _) => {
+                        let v = e.new_scalar(&new_value);
+                        let k = format!("new{n}");
+                        e.insert(h, &k, v).unwrap();
+                        slot[k.as_str()] = serde_json::Value::from(new_value.clone());
+                    }
+                    (_, _) => {
+                        let v = e.new_scalar(&new_value);
+                        e.push(h, v).unwrap();
+                        slot.as_array_mut().unwrap().push(serde_json::Value::from(new_value.clone()));
+                    }
+                }
+            }
+            let mut edits = e.finish().unwrap().edits;
+            let out = crate::updater::rewrite::apply(&text, &mut edits).unwrap();
+            let got = crate::yaml::parse_values(&out).unwrap().remove(0);
+            prop_assert_eq!(&got, &expected, "{}\n---\n{}", text, out);
+            // Unedited lines survive in order.
+            let changed: Vec<&str> = edits.iter().map(|e| &text[e.range()]).collect();
+            let mut rest = out.as_str();
+            for line in text.split_inclusive('\n') {
+                if changed.iter().any(|c| !c.is_empty() && line.contains(*c)) {
+                    continue;
+                }
+                let at = rest.find(line);
+                prop_assert!(at.is_some(), "line {:?} lost\n{}", line, out);
+                rest = &rest[at.unwrap_or(0) + line.len()..];
+            }
+        }
+    }
 }
