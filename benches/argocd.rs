@@ -21,12 +21,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use image_update::argocd::application::InputFile;
-use image_update::argocd::catalog::{CollectOptions, collect, may_hold};
-use image_update::argocd::plan::{DirFiles, KnownFiles, likely_target, plan};
-use image_update::input::SizeLimit;
-use image_update::policies::{ImageRef, PolicyKey};
-use image_update::updater::source::dir;
+use image_update::api::argocd::{
+    CollectOptions, DirFiles, InputFile, KnownFiles, SizeLimit, collect, likely_target, may_hold,
+    plan, read_text, walk,
+};
+use image_update::api::plan::{ImageRef, PolicyKey};
 
 fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
     v.sort();
@@ -254,8 +253,8 @@ fn run(
     let c0 = cpu().0;
     let t0 = Instant::now();
     // The walk reads every file once: Argo CD objects are parsed, likely targets kept for the plan.
-    let walked = dir::walk(root, |c| {
-        let text = image_update::input::read_text(&c.path, limit).ok()?;
+    let walked = walk(root, |c| {
+        let text = read_text(&c.path, limit).ok()?;
         if may_hold(&text) {
             Some((true, text))
         } else if likely_target(&c.rel) {
@@ -311,7 +310,7 @@ fn main() {
         .unwrap_or(11);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/argocd");
     let chosen = generate(&root, apps);
-    let walked = dir::walk(&root, |c| fs_err::metadata(&c.path).ok().map(|m| m.len())).unwrap();
+    let walked = walk(&root, |c| fs_err::metadata(&c.path).ok().map(|m| m.len())).unwrap();
     let bytes: u64 = walked.results.iter().map(|(_, n)| n).sum();
     println!(
         "repository: {apps} Applications, {} images; {} YAML files, {:.1} MB",
@@ -322,7 +321,7 @@ fn main() {
     let (files, changes, _, _) = run(&root, &chosen);
     println!("plan: {files} files to write, {changes} changed values");
     // The parser alone, on one thread, over the Applications (what collect parses).
-    let apps_text: Vec<String> = dir::walk(&root, |c| {
+    let apps_text: Vec<String> = walk(&root, |c| {
         let text = fs_err::read_to_string(&c.path).ok()?;
         may_hold(&text).then_some(text)
     })
@@ -334,7 +333,7 @@ fn main() {
     let app_bytes: usize = apps_text.iter().map(String::len).sum();
     let (parse, _, _) = time(5, || {
         for t in &apps_text {
-            let _ = image_update::argocd::spans::SpanTree::parse(t).unwrap();
+            let _ = image_update::api::argocd::SpanTree::parse(t).unwrap();
         }
     });
     println!(

@@ -18,8 +18,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use image_update::policies::{ImageRef, PolicyKey, PolicyTable};
-use image_update::updater::scan::Layout;
+use image_update::api::markers::Layout;
+use image_update::api::plan::{ImageRef, PolicyKey, PolicyTable};
 
 #[path = "common/generate.rs"]
 mod generate;
@@ -163,13 +163,9 @@ fn main() {
     }
     let splice = time(runs, || {
         for text in &marked_texts {
-            let plan = image_update::updater::plan::plan(
-                text,
-                Layout::Documents,
-                &table,
-                Default::default(),
-            )
-            .unwrap();
+            let plan =
+                image_update::api::plan::plan(text, Layout::Documents, &table, Default::default())
+                    .unwrap();
             std::hint::black_box(plan);
         }
     });

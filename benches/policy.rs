@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use image_update::reflector::selection::{
+use image_update::api::selection::{
     FilterTagsConfig, LookupError, NoCreatedTimes, Order, PolicyConfig, PolicySpec, Strategy,
     Timestamp,
 };

@@ -14,12 +14,12 @@ use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::image_policy::{FLUX_IMAGE_GROUP, is_flux_kind};
-use crate::policies::selector::{LabelSelector, Selector};
+use crate::policies::selector::Selector;
 use crate::text::Position;
 use crate::yaml::Document;
 
 /// The API versions of ImageUpdateAutomation that are read.
-pub const VERSIONS: [&str; 2] = ["v1", "v1beta2"];
+pub(crate) const VERSIONS: [&str; 2] = ["v1", "v1beta2"];
 
 /// An ImageUpdateAutomation, as far as image-update uses it.
 #[derive(Debug, Clone, Default)]
@@ -223,7 +223,7 @@ impl Reader<'_> {
             .pointer("/spec/policySelector")
             .filter(|v| !v.is_null())
         {
-            match label_selector(selector) {
+            match Selector::from_value(selector) {
                 Ok(s) => a.selector = Some(s),
                 Err(e) => self.fail(
                     "/spec/policySelector",
@@ -369,14 +369,36 @@ impl Reader<'_> {
     }
 }
 
-/// A Kubernetes `LabelSelector` object as a [`Selector`].
+/// The ImageUpdateAutomation in `file` (the file may hold other objects
+/// too, such as its GitRepository; exactly one automation is needed).
 ///
 /// # Errors
-/// A sentence saying what is wrong.
-pub fn label_selector(value: &Value) -> Result<Selector, String> {
-    let selector: LabelSelector =
-        serde_json::from_value(value.clone()).map_err(|e| format!("not a LabelSelector: {e}"))?;
-    Selector::from_label_selector(&selector).map_err(|e| e.to_string())
+/// An unreadable file (or one over `limit`), invalid YAML, no or several
+/// automations, or an invalid automation; each at its line and column.
+pub(crate) fn read_file(
+    file: &std::path::Path,
+    limit: crate::input::SizeLimit,
+) -> Result<Automation, crate::error::Error> {
+    use crate::error::Error;
+    let (origin, documents) = crate::input::read_yaml(file, limit)?;
+    let found: Vec<&Document> = documents
+        .iter()
+        .filter(|d| is_flux_kind(&d.value, "ImageUpdateAutomation"))
+        .collect();
+    match found.as_slice() {
+        [one] => read(one, &origin, true).map_err(Error::invalid),
+        [] => Err(Error::invalid(vec![
+            Diagnostic::error("holds no ImageUpdateAutomation (image.toolkit.fluxcd.io/v1)")
+                .at(Location::new(origin, None)),
+        ])),
+        [_, second, ..] => Err(Error::invalid(vec![
+            Diagnostic::error(format!(
+                "holds {} ImageUpdateAutomations; give one",
+                found.len()
+            ))
+            .at(Location::new(origin, second.position(""))),
+        ])),
+    }
 }
 
 /// A ResourceList item's path annotation, normalised (`./a//b/../c` ->
@@ -384,7 +406,7 @@ pub fn label_selector(value: &Value) -> Result<Selector, String> {
 /// `..`: such an item cannot be said to lie under any path, and a path limit
 /// must not be fooled into editing it (`../apps/x.yaml` is not in `apps`).
 #[must_use]
-pub fn normalise_item_path(path: &str) -> Option<String> {
+pub(crate) fn normalise_item_path(path: &str) -> Option<String> {
     if path.starts_with('/') || path.starts_with('\\') {
         return None;
     }
@@ -404,7 +426,7 @@ pub fn normalise_item_path(path: &str) -> Option<String> {
 /// `./a//b/../c/` -> `a/c`; `..` never climbs above the root, as Flux joins
 /// `spec.update.path` securely.
 #[must_use]
-pub fn normalise_path(path: &str) -> String {
+pub(crate) fn normalise_path(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {

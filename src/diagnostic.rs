@@ -10,8 +10,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::object::ObjectId;
 use crate::text::Position;
-use crate::updater::scan::ObjectId;
 
 /// How serious a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -52,6 +52,9 @@ pub struct Location {
     /// The document's index in its file, when it matters (kpt's
     /// `file.index`).
     pub index: Option<String>,
+    /// The file's path relative to the updated tree, when it lies in it:
+    /// how the report names it (`path` is how the user knows it).
+    pub tree_path: Option<String>,
 }
 
 impl Location {
@@ -61,6 +64,20 @@ impl Location {
             path: path.into(),
             position,
             index: None,
+            tree_path: None,
+        }
+    }
+
+    /// A location in the file of the updated tree at `tree_path`, which
+    /// the user knows as `path`.
+    pub fn in_tree(
+        tree_path: impl Into<String>,
+        path: impl Into<String>,
+        position: Option<Position>,
+    ) -> Self {
+        Self {
+            tree_path: Some(tree_path.into()),
+            ..Self::new(path, position)
         }
     }
 }
@@ -76,7 +93,7 @@ impl fmt::Display for Location {
 }
 
 /// The cause of a diagnostic, kept as a typed error.
-pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
+pub(crate) type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// One finding about the input.
 #[derive(Debug, Clone)]
@@ -183,26 +200,7 @@ impl fmt::Display for Diagnostic {
 
 /// Diagnostics that stop a run: every problem found, together.
 #[derive(Debug, Clone, Default)]
-pub struct Diagnostics(pub Vec<Diagnostic>);
-
-impl Diagnostics {
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn push(&mut self, d: Diagnostic) {
-        self.0.push(d);
-    }
-
-    /// `Err(self)` when any diagnostic was pushed.
-    ///
-    /// # Errors
-    /// When not empty.
-    pub fn into_result(self) -> Result<(), Self> {
-        if self.0.is_empty() { Ok(()) } else { Err(self) }
-    }
-}
+pub(crate) struct Diagnostics(pub Vec<Diagnostic>);
 
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -219,7 +217,7 @@ impl fmt::Display for Diagnostics {
 /// An error and its causes on one line, `error: cause: cause` (a cause
 /// whose text its wrapper already ends with is left out).
 #[must_use]
-pub fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
     let mut out = error.to_string();
     push_causes(&mut out, error.source());
     out

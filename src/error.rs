@@ -2,11 +2,13 @@
 //! [`Diagnostic`]s in the outcome.
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::updater::source::dir::WalkError;
+use crate::sink::dir::CommitError;
+use crate::sink::lock::LockError;
+use crate::walk::WalkError;
 
 /// Why a run stopped before writing anything.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// A mistake in how the command was called (exit status 2).
     #[error("{0}")]
     Usage(String),
@@ -33,6 +35,18 @@ pub enum Error {
     },
     #[error(transparent)]
     Walk(#[from] WalkError),
+    /// The files could not be written as one commit (nothing was written,
+    /// unless the error says which originals could not be put back), or a
+    /// signal interrupted the commit ([`Error::signal`]).
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    /// Another run holds the tree's lock and it could not be waited for.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The commit message template does not parse or fails (Flux's
+    /// messages).
+    #[error(transparent)]
+    Message(#[from] image_update_template::flux::MessageError),
     /// The registry settings could not be used.
     #[error("registry settings")]
     Registry(#[source] Box<image_update_registry::Error>),
@@ -62,7 +76,7 @@ fn invalid_display(summary: &str, diagnostics: &Diagnostics) -> String {
 impl Error {
     /// Input errors with no summary line.
     #[must_use]
-    pub fn invalid(diagnostics: Vec<Diagnostic>) -> Self {
+    pub(crate) fn invalid(diagnostics: Vec<Diagnostic>) -> Self {
         Error::Invalid {
             summary: String::new(),
             diagnostics: Diagnostics(diagnostics),
@@ -71,7 +85,7 @@ impl Error {
 
     /// Input errors under a summary line.
     #[must_use]
-    pub fn invalid_with(summary: impl Into<String>, diagnostics: Vec<Diagnostic>) -> Self {
+    pub(crate) fn invalid_with(summary: impl Into<String>, diagnostics: Vec<Diagnostic>) -> Self {
         Error::Invalid {
             summary: summary.into(),
             diagnostics: Diagnostics(diagnostics),
@@ -79,7 +93,7 @@ impl Error {
     }
 
     /// `context` failed because of `source`.
-    pub fn failed(
+    pub(crate) fn failed(
         context: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
@@ -91,7 +105,8 @@ impl Error {
 
     /// The diagnostics of an input error, if it is one.
     #[must_use]
-    pub fn diagnostics(&self) -> &[Diagnostic] {
+    #[cfg(all(test, feature = "job"))]
+    pub(crate) fn diagnostics(&self) -> &[Diagnostic] {
         match self {
             Error::Invalid { diagnostics, .. } => &diagnostics.0,
             _ => &[],
@@ -100,7 +115,49 @@ impl Error {
 
     /// Whether it is a usage error (exit status 2).
     #[must_use]
-    pub fn is_usage(&self) -> bool {
+    pub(crate) fn is_usage(&self) -> bool {
         matches!(self, Error::Usage(_))
+    }
+
+    /// The signal (SIGTERM, SIGINT, SIGHUP) that interrupted a commit, so
+    /// that the process ends with 128 + it.
+    #[must_use]
+    pub(crate) fn signal(&self) -> Option<i32> {
+        match self {
+            Error::Commit(e) => e.signal(),
+            _ => None,
+        }
+    }
+}
+
+/// One thing to tell about an error that stopped a run, in the order
+/// [`Error::parts`] gives them: every front end shows these, each in its
+/// own form (stderr lines, `::error` annotations, kpt error results).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Part<'a> {
+    /// A sentence about all the located problems that follow.
+    Summary(&'a str),
+    /// One problem with its location (an input error).
+    Located(&'a Diagnostic),
+    /// The error itself, with its chain of causes.
+    Failure(&'a Error),
+}
+
+impl Error {
+    /// What to tell about this error: for an input error its summary (if
+    /// any) and each located problem; for any other, the error itself.
+    #[must_use]
+    pub(crate) fn parts(&self) -> Vec<Part<'_>> {
+        match self {
+            Error::Invalid {
+                summary,
+                diagnostics,
+            } => (!summary.is_empty())
+                .then_some(Part::Summary(summary.as_str()))
+                .into_iter()
+                .chain(diagnostics.0.iter().map(Part::Located))
+                .collect(),
+            other => vec![Part::Failure(other)],
+        }
     }
 }

@@ -83,7 +83,7 @@ impl std::fmt::Display for SizeLimit {
 
 /// An input that could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     #[error("cannot read {name}")]
     Io {
         name: String,
@@ -103,7 +103,7 @@ pub enum ReadError {
 }
 
 /// How to raise the per-file limit.
-pub const FILE_KNOB: &str = "raise it with --max-file-size or IMAGE_UPDATE_MAX_FILE_SIZE";
+pub(crate) const FILE_KNOB: &str = "raise it with --max-file-size or IMAGE_UPDATE_MAX_FILE_SIZE";
 
 impl From<ReadError> for Error {
     fn from(e: ReadError) -> Self {
@@ -121,7 +121,7 @@ impl From<ReadError> for Error {
 ///
 /// # Errors
 /// [`ReadError::TooLarge`], or the IO error.
-pub fn read_capped(
+pub(crate) fn read_capped(
     reader: impl Read,
     name: &str,
     limit: SizeLimit,
@@ -150,7 +150,7 @@ pub fn read_capped(
 ///
 /// # Errors
 /// An IO error, a file over the limit, or invalid UTF-8, naming the file.
-pub fn read_text(path: &Path, limit: SizeLimit) -> Result<String, Error> {
+pub(crate) fn read_text(path: &Path, limit: SizeLimit) -> Result<String, Error> {
     let name = name(path);
     let mut bytes = Vec::new();
     if path == Path::new("-") {
@@ -191,7 +191,7 @@ pub fn read_text(path: &Path, limit: SizeLimit) -> Result<String, Error> {
 ///
 /// # Errors
 /// As [`read_text`]; YAML that does not parse, at its line and column.
-pub fn read_yaml(
+pub(crate) fn read_yaml(
     path: &Path,
     limit: SizeLimit,
 ) -> Result<(String, Vec<crate::yaml::Document>), Error> {
@@ -208,7 +208,7 @@ pub fn read_yaml(
 
 /// `stdin` for `-`, else the path as given.
 #[must_use]
-pub fn name(path: &Path) -> String {
+pub(crate) fn name(path: &Path) -> String {
     if path == Path::new("-") {
         "stdin".to_owned()
     } else {
@@ -220,7 +220,7 @@ pub fn name(path: &Path) -> String {
 /// specification (5.2) describes: a byte-order mark, or the zero bytes an
 /// ASCII first character leaves in UTF-16 and UTF-32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WideEncoding {
+pub(crate) enum WideEncoding {
     Utf16Le,
     Utf16Be,
     Utf32Le,
@@ -230,7 +230,7 @@ pub enum WideEncoding {
 impl WideEncoding {
     /// The encoding of `bytes`, when it is one of these.
     #[must_use]
-    pub fn detect(bytes: &[u8]) -> Option<Self> {
+    pub(crate) fn detect(bytes: &[u8]) -> Option<Self> {
         match bytes {
             [0, 0, 0xFE, 0xFF, ..] => Some(Self::Utf32Be),
             [0, 0, 0, b, ..] if *b != 0 => Some(Self::Utf32Be),
@@ -246,7 +246,7 @@ impl WideEncoding {
 
     /// Its name, for messages.
     #[must_use]
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Utf16Le => "UTF-16LE",
             Self::Utf16Be => "UTF-16BE",
@@ -257,7 +257,7 @@ impl WideEncoding {
 
     /// `bytes` decoded (invalid sequences become U+FFFD).
     #[must_use]
-    pub fn decode(self, bytes: &[u8]) -> String {
+    pub(crate) fn decode(self, bytes: &[u8]) -> String {
         match self {
             Self::Utf16Le | Self::Utf16Be => {
                 let units = bytes.chunks_exact(2).map(|c| {

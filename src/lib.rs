@@ -1,47 +1,72 @@
 //! image-update: byte-preserving GitOps image automation.
 //!
-//! Two halves, joined by one operation:
+//! Two halves, joined by one operation whose one outcome every output is
+//! rendered from:
 //!
 //! ```text
-//!                     ┌────────────── operation::run ───────────────┐
-//! front ends          │                                             │
-//!  cli (update,       │  policies ──> PolicyTable <── reflector      │
-//!  policy), krm  ──>  │  (values, ImagePolicy      (definitions ──>  │ ──> Outcome
-//!  UpdateConfig       │   status, scope)            registry ──>     │     (report, changes,
-//!                     │                             selection)       │      diagnostics,
-//!                     │  updater: source ─> scan ─> plan ─> rewrite  │      written files)
-//!                     │           ─> report ─> sink                  │
-//!                     └─────────────────────────────────────────────┘
+//!  cli (update, fn, action,   ┌──────────── operation::run ────────────┐
+//!  job, message, policy)      │ policies ──> PolicyTable <── reflector │
+//!  krm, job  ── UpdateConfig ─>│ updater: source ─> scan ─> plan ─>     │──> Outcome ──> render
+//!                             │          rewrite ─> sink (atomic)      │    (changes,    (terminal,
+//!                             └────────────────────────────────────────┘     diagnostics)  github, kpt,
+//!                                                                                          status, report,
+//!                                                                                          message)
 //! ```
 //!
-//! * [`operation`]: [`operation::UpdateConfig`] in, [`operation::Outcome`]
-//!   out; the one orchestration every front end shares.
-//! * [`updater`]: finds `$imagepolicy` markers and splices new values into
-//!   the original bytes; [`updater::plan`] is its pure core.
-//! * [`reflector`]: computes policy results from registries (the registry
-//!   client itself is the `image-update-registry` crate).
-//! * [`policies`]: policy results, their scope and the table markers are
-//!   looked up in. [`automation`]: Flux ImageUpdateAutomation objects.
-//! * [`diagnostic`] and [`error`]: what the user is told.
-//! * Front ends: [`cli`] (and its `fn` subcommand over [`krm`]).
+//! The modules, lowest layer first (no module imports from a layer above its
+//! own; `tests/architecture.rs` checks it, `docs/architecture.md` has the file
+//! map and says which function renders each line of output):
 //!
-//! `docs/architecture.md` has the file map.
+//! 0. The leaf vocabulary and infrastructure: [`text`] (line and column),
+//!    [`object`] (object identity), [`setter`] (what a marker names),
+//!    [`diagnostic`] (findings) and [`error`] (what stops a run), [`input`]
+//!    (reading with a cap), [`yaml`] (documents with positions), [`pool`]
+//!    (the worker pool), [`walk`] (the directory walk), [`sink`] (atomic,
+//!    all-or-nothing writes).
+//! 1. The domain: [`policies`] (policy results, scope, the table markers are
+//!    looked up in), [`automation`] (Flux ImageUpdateAutomation), [`updater`]
+//!    (find markers, splice values; [`updater::plan`] is its pure core),
+//!    [`reflector`] (policy results from registries; the client is the
+//!    `image-update-registry` crate), [`argocd`] (Argo CD Applications, Argo
+//!    CD Image Updater's settings and their write-back), [`outcome`] (what a
+//!    run found and did).
+//! 2. The views the operation writes: [`render`]'s report and commit message.
+//! 3. [`operation`]: the one orchestration every front end shares.
+//! 4. [`job`]: clone, run the operation, commit, push.
+//! 5. [`krm`] (the KRM function) and [`render`]'s renderers for each audience.
+//! 6. [`cli`] (the command line; only it prints or exits) and [`api`] (the
+//!    facade for the fuzz targets, benches and tests).
 
-pub mod argocd;
-pub mod automation;
+// The crate's documentation is written for its developers and built with
+// --document-private-items: the map above links private modules.
+#![allow(rustdoc::private_intra_doc_links)]
+// The library prints nothing and never ends the process: only the command
+// line (src/cli, through cli/stdio.rs) and src/main.rs do (clippy.toml
+// forbids std::io::stdout, std::io::stderr and std::process::exit).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+#![warn(unreachable_pub)]
+
+pub mod api;
+pub(crate) mod argocd;
+pub(crate) mod automation;
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
-pub mod diagnostic;
-pub mod error;
-pub mod input;
+pub(crate) mod diagnostic;
+pub(crate) mod error;
+pub(crate) mod input;
 #[cfg(feature = "job")]
-pub mod job;
-pub mod krm;
-pub mod message;
-pub mod operation;
-pub mod policies;
-pub mod pool;
-pub mod progress;
-pub mod reflector;
-pub mod text;
-pub mod updater;
-pub mod yaml;
+pub(crate) mod job;
+pub(crate) mod krm;
+pub(crate) mod object;
+pub(crate) mod operation;
+pub(crate) mod outcome;
+pub(crate) mod policies;
+pub(crate) mod pool;
+pub(crate) mod reflector;
+pub(crate) mod render;
+pub(crate) mod setter;
+pub(crate) mod sink;
+pub(crate) mod text;
+pub(crate) mod updater;
+pub(crate) mod walk;
+pub(crate) mod yaml;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// calling thread when there is at most one item); results come back in
 /// input order. Items are taken one at a time, so slow ones do not hold up
 /// a whole share.
-pub fn map<T, R, F>(items: impl IntoIterator<Item = T>, threads: usize, f: F) -> Vec<R>
+pub(crate) fn map<T, R, F>(items: impl IntoIterator<Item = T>, threads: usize, f: F) -> Vec<R>
 where
     T: Send,
     R: Send,

@@ -6,7 +6,7 @@
 
 /// Start offsets of every line of one text.
 #[derive(Debug, Clone)]
-pub struct LineIndex {
+pub(crate) struct LineIndex {
     starts: Vec<usize>,
 }
 
@@ -19,7 +19,7 @@ pub struct Position {
 
 impl LineIndex {
     #[must_use]
-    pub fn new(text: &str) -> Self {
+    pub(crate) fn new(text: &str) -> Self {
         let mut starts = Vec::with_capacity(text.len() / 32 + 1);
         starts.push(0);
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
@@ -29,7 +29,7 @@ impl LineIndex {
     /// The position of `offset` (clamped to the text) in `text`, which must be
     /// the text this index was built from.
     #[must_use]
-    pub fn position(&self, text: &str, offset: usize) -> Position {
+    pub(crate) fn position(&self, text: &str, offset: usize) -> Position {
         let offset = offset.min(text.len());
         let line = self
             .starts

@@ -360,7 +360,7 @@ fn flatten<'a>(
 
 /// The API group of an object's `apiVersion` (`""` for the core group).
 #[must_use]
-pub fn api_group(value: &Value) -> &str {
+pub(crate) fn api_group(value: &Value) -> &str {
     let version = value
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -370,14 +370,14 @@ pub fn api_group(value: &Value) -> &str {
 
 /// Whether `value` is an object of `kind` in the API `group`.
 #[must_use]
-pub fn is_kind(value: &Value, group: &str, kind: &str) -> bool {
+pub(crate) fn is_kind(value: &Value, group: &str, kind: &str) -> bool {
     value.get("kind").and_then(Value::as_str) == Some(kind) && api_group(value) == group
 }
 
 /// `metadata.namespace` (`default` when absent, as kubectl has it) and
 /// `metadata.name` (`""` when absent) of an object.
 #[must_use]
-pub fn namespace_name(value: &Value) -> (String, String) {
+pub(crate) fn namespace_name(value: &Value) -> (String, String) {
     let text = |p: &str| {
         value
             .pointer(p)
@@ -394,7 +394,7 @@ pub fn namespace_name(value: &Value) -> (String, String) {
 
 /// `metadata.labels` of an object; non-string values are kept as JSON text.
 #[must_use]
-pub fn labels(value: &Value) -> BTreeMap<String, String> {
+pub(crate) fn labels(value: &Value) -> BTreeMap<String, String> {
     value
         .pointer("/metadata/labels")
         .and_then(Value::as_object)

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
 
 use action_cases::{Case, Prepared};
-use image_update::cli::action::{INPUTS, OUTPUTS, TEST_DELIMITER_VARIABLE};
+use image_update::api::action::{INPUTS, OUTPUTS, TEST_DELIMITER_VARIABLE};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 

@@ -22,11 +22,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use image_update::argocd::application::InputFile;
-use image_update::argocd::catalog::{CollectOptions, collect};
-use image_update::argocd::plan::{DirFiles, WriteBack, plan};
-use image_update::input::SizeLimit;
-use image_update::policies::{ImageRef, PolicyKey};
+use image_update::api::argocd::{
+    CollectOptions, Diagnostic, DirFiles, InputFile, SizeLimit, WriteBack, apply_edits, collect,
+    plan,
+};
+use image_update::api::plan::{ImageRef, PolicyKey};
 use image_update_template::argocd::{parse_commit_template, render_commit_message};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{Value, json};
@@ -147,7 +147,7 @@ fn run(work: &Path, dir: &Path, case: &Case) -> Result<(WriteBack, Value), Vec<S
             .clone()
             .unwrap_or_else(|| "argocd".to_owned()),
     };
-    let render = |ds: &[image_update::diagnostic::Diagnostic]| -> Vec<String> {
+    let render = |ds: &[Diagnostic]| -> Vec<String> {
         ds.iter()
             .map(|d| match &d.hint {
                 Some(h) => format!("{d}\n  hint: {h}"),
@@ -318,7 +318,7 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
                     .map(|b| String::from_utf8(b.clone()).unwrap())
                     .unwrap_or_default();
                 let mut edits = f.edits.clone();
-                let spliced = image_update::updater::rewrite::apply(&original, &mut edits)?;
+                let spliced = apply_edits(&original, &mut edits)?;
                 if spliced != f.new_text {
                     return Err(format!("{}: new text is not its edits applied", f.path).into());
                 }

@@ -82,7 +82,7 @@ fn read(path: &str) -> String {
 /// The objects of `deploy/NAME`, comment-only documents dropped.
 fn objects(name: &str) -> Vec<Value> {
     let path = format!("deploy/{name}");
-    image_update::yaml::parse_values(&read(&path))
+    image_update::api::yaml::parse_values(&read(&path))
         .unwrap_or_else(|e| panic!("{path}: {e}"))
         .into_iter()
         .filter(|v| !v.is_null())
@@ -304,7 +304,8 @@ fn documents() {
 }
 
 fn image() {
-    let kpt: Value = image_update::yaml::parse_values(&read("kpt-fn.yaml")).unwrap()[0].clone();
+    let kpt: Value =
+        image_update::api::yaml::parse_values(&read("kpt-fn.yaml")).unwrap()[0].clone();
     let name = kpt["image"].as_str().expect("kpt-fn.yaml: image");
     let published = format!("{name}:{}", env!("CARGO_PKG_VERSION"));
     assert!(
@@ -520,11 +521,11 @@ fn config_objects() {
     for (file, spec) in job_specs() {
         let args = args(&spec);
         let (key, text) = config_file(file, &args, "--automation");
-        let doc = image_update::yaml::parse_one(&text).unwrap();
-        let automation = image_update::automation::read(&doc, &key, true)
+        let doc = image_update::api::yaml::parse_one(&text).unwrap();
+        let automation = image_update::api::policies::read_automation(&doc, &key, true)
             .unwrap_or_else(|d| panic!("deploy/{file}: {key}: {d:?}"));
         let (key, text) = config_file(file, &args, "--git-repository");
-        let repo = image_update::yaml::parse_one(&text).unwrap().value;
+        let repo = image_update::api::yaml::parse_one(&text).unwrap().value;
         assert_eq!(repo["kind"], "GitRepository", "deploy/{file}: {key}");
         assert_eq!(
             repo["apiVersion"], "source.toolkit.fluxcd.io/v1",
@@ -549,10 +550,10 @@ fn config_objects() {
         // The credentials come from the environment, so no Secret is named.
         assert!(repo["spec"]["secretRef"].is_null(), "deploy/{file}: {key}");
         let (key, text) = config_file(file, &args, "--policies");
-        let documents = image_update::yaml::parse_documents(&text)
+        let documents = image_update::api::yaml::parse_documents(&text)
             .unwrap()
             .into_iter()
-            .map(|document| image_update::policies::PolicyDocument {
+            .map(|document| image_update::api::policies::PolicyDocument {
                 document,
                 origin: key.clone(),
                 positions: true,
@@ -560,7 +561,7 @@ fn config_objects() {
                 supplies: true,
             })
             .collect::<Vec<_>>();
-        let definitions = image_update::reflector::definitions::collect(&documents)
+        let definitions = image_update::api::policies::collect_definitions(&documents)
             .unwrap_or_else(|d| panic!("deploy/{file}: {key}: {d:?}"));
         assert!(
             !definitions.is_empty(),

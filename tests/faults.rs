@@ -779,6 +779,68 @@ fn closed_stdout_is_an_error_for_every_output() {
     assert_eq!(out.status.code(), Some(1), "policy: {}", stderr(&out));
 }
 
+/// `--diff`, `--report -` and `--emit-policies -` reach stdout before any
+/// staged file is renamed into place: a closed pipe or a full disk there
+/// fails the run with every file as it was, and no temporary file left.
+fn stdout_outputs_come_before_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = (0..40)
+        .map(|i| write(dir.path(), &format!("app-{i:02}.yaml"), pod("1.25.0")))
+        .collect();
+    let unchanged = |what: &str| {
+        for f in &files {
+            assert_eq!(
+                fs_err::read_to_string(f).unwrap(),
+                pod("1.25.0"),
+                "{what}: {} was written",
+                f.display()
+            );
+        }
+        let leftovers: Vec<_> = fs_err::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".image-update"))
+            .collect();
+        assert!(leftovers.is_empty(), "{what}: left {leftovers:?}");
+    };
+    for (args, what) in [
+        (vec!["--diff"], "the diff"),
+        (vec!["--report", "-"], "--report"),
+    ] {
+        let out = output_closed(update(dir.path(), "1.27.1").args(&args));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("nothing was written")
+                && stderr(&out).contains(&format!("cannot write {what} to stdout")),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        unchanged(&format!("{args:?} into a closed pipe"));
+        let full = fs_err::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = wait_within(
+            update(dir.path(), "1.27.1")
+                .args(&args)
+                .stdout(Stdio::from(full.into_parts().0)),
+            Duration::from_secs(120),
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        unchanged(&format!("{args:?} into /dev/full"));
+    }
+    // With a pipe that reads, the same run writes every file.
+    let out = output_within(
+        update(dir.path(), "1.27.1").arg("--diff"),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("+image: nginx:1.27.1"));
+    for f in &files {
+        assert_eq!(fs_err::read_to_string(f).unwrap(), pod("1.27.1"));
+    }
+}
+
 fn closed_stdout_is_an_error_for_emitted_policies() {
     use image_update_testkit::registry::{Auth, ImageSpec, Registry};
     let reg = Registry::start(Auth::Anonymous);
@@ -1128,6 +1190,11 @@ fn main() {
             "closed_stdout_is_an_error_for_every_output",
             &[],
             closed_stdout_is_an_error_for_every_output,
+        ),
+        trial(
+            "stdout_outputs_come_before_the_commit",
+            &[],
+            stdout_outputs_come_before_the_commit,
         ),
         trial(
             "closed_stdout_is_an_error_for_emitted_policies",

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 
 use base64::Engine;
 use harness::{Auth, ImageSpec, Registry};
-use image_update::yaml::parse_values;
+use image_update::api::yaml::parse_values;
 
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
 

@@ -143,7 +143,11 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
         .replace(&tmp.path().display().to_string(), "[ROOT]")
         .replace(&dir.display().to_string(), "[CASE]");
     let code = output.status.code().unwrap_or(-1);
-    let report = fs_err::read_to_string(&report_path).unwrap_or_default();
+    // Inputs outside the tree (policy files) are named as given.
+    let report = fs_err::read_to_string(&report_path)
+        .unwrap_or_default()
+        .replace(&tmp.path().display().to_string(), "[ROOT]")
+        .replace(&dir.display().to_string(), "[CASE]");
     let produced = if case.output_dir { &outdir } else { &work };
 
     if updating() {

@@ -748,7 +748,7 @@ fn run_action_container(
                 "/github/file_commands/step_summary_1",
             ),
             (
-                image_update::cli::action::TEST_DELIMITER_VARIABLE,
+                image_update::api::action::TEST_DELIMITER_VARIABLE,
                 action_cases::DELIMITER,
             ),
         ]

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use image_update::yaml::parse_values;
+use image_update::api::yaml::parse_values;
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 

@@ -4,8 +4,8 @@
 //! exactly those values replaced.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
-use image_update::policies::{ImageRef, PolicyKey, PolicyTable};
-use image_update::updater::scan::Layout;
+use image_update::api::markers::Layout;
+use image_update::api::plan::{ImageRef, PolicyKey, PolicyTable};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -153,7 +153,7 @@ proptest! {
         let mut table = PolicyTable::new();
         table.insert(PolicyKey::parse("ns:p").unwrap(), Some(latest.clone()), "test").unwrap();
 
-        let plan = image_update::updater::plan::plan(&text, Layout::Documents, &table, Default::default()).unwrap();
+        let plan = image_update::api::plan::plan(&text, Layout::Documents, &table, Default::default()).unwrap();
         prop_assert!(plan.planned.warnings.is_empty(), "{:?}", plan.planned.warnings);
         let output = plan.new_text.clone().unwrap_or_else(|| text.clone());
 
@@ -183,7 +183,7 @@ proptest! {
         }
 
         // A second run changes nothing.
-        let again = image_update::updater::plan::plan(&output, Layout::Documents, &table, Default::default()).unwrap();
+        let again = image_update::api::plan::plan(&output, Layout::Documents, &table, Default::default()).unwrap();
         prop_assert!(again.new_text.is_none());
     }
 }

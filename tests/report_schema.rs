@@ -61,7 +61,7 @@ fn schema_is_valid_2020_12() {
     // The version it pins is the one the binary writes.
     assert_eq!(
         schema["properties"]["version"]["const"],
-        image_update::updater::report::REPORT_VERSION
+        image_update::api::report::REPORT_VERSION
     );
 }
 
@@ -126,7 +126,7 @@ fn run(args: &[&str], home: &Path) -> Output {
 /// project reads YAML (the `message` command does the same).
 fn parse(text: &str, yaml: bool) -> Value {
     if yaml {
-        let mut docs = image_update::yaml::parse_values(text).unwrap();
+        let mut docs = image_update::api::yaml::parse_values(text).unwrap();
         assert_eq!(docs.len(), 1, "{text}");
         docs.remove(0)
     } else {

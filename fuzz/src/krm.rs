@@ -13,9 +13,10 @@
 //! Inputs whose functionConfig turns on `fetch` are skipped: they would ask
 //! registries over the network.
 
-use image_update::krm::{self, Output, Response, config};
-use image_update::updater::source::resource_list::{parse_slice, read_layout};
-use image_update::yaml::parse_documents;
+use image_update::api::krm::{
+    self as krm, Output, Response, Severity, parse_slice, read_function_config, read_layout,
+};
+use image_update::api::yaml::parse_documents;
 use serde_json::Value;
 
 use crate::tree::differences;
@@ -93,7 +94,7 @@ fn answer(text: &str) -> (String, Response<'_>) {
         response
             .results
             .iter()
-            .any(|r| r.severity == krm::results::Severity::Error),
+            .any(|r| r.severity == Severity::Error),
         "failed does not match the results"
     );
     let joined = match response.output.pieces() {
@@ -114,11 +115,11 @@ fn may_fetch(text: &str) -> bool {
     let Ok(value) = parse_slice(text, range) else {
         return false;
     };
-    config::read(&value).is_ok_and(|c| c.fetch.is_some())
+    read_function_config(&value).is_ok_and(|c| c.fetch.is_some())
 }
 
 /// The kind of a one-document stream whose root is a ResourceList or List.
-fn list_kind(docs: &[image_update::yaml::Document]) -> Option<String> {
+fn list_kind(docs: &[image_update::api::yaml::Document]) -> Option<String> {
     let [doc] = docs else {
         return None;
     };
@@ -127,7 +128,7 @@ fn list_kind(docs: &[image_update::yaml::Document]) -> Option<String> {
 }
 
 /// The documents' values with the root `results` entry removed.
-fn without_results(docs: &[image_update::yaml::Document]) -> Value {
+fn without_results(docs: &[image_update::api::yaml::Document]) -> Value {
     Value::Array(
         docs.iter()
             .map(|d| {

@@ -9,7 +9,7 @@
 //! * a file holding a comment worth a diagnosis (a marker or a look-alike)
 //!   passes the [`screen`] that decides which files are parsed at all.
 
-use image_update::updater::scan::marker::{
+use image_update::api::markers::{
     Comment, Setter, classify, contains_marker_key, mentions_marker_key, screen,
 };
 

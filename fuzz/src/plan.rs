@@ -14,11 +14,11 @@
 
 use std::sync::OnceLock;
 
-use image_update::policies::{ImageRef, PolicyKey, PolicyTable};
-use image_update::text::position_of;
-use image_update::updater::plan::{Plan, PlanError, PlanOptions, plan};
-use image_update::updater::scan::Layout;
-use image_update::yaml::parse_documents;
+use image_update::api::plan::{ImageRef, PolicyKey, PolicyTable};
+use image_update::api::plan::position_of;
+use image_update::api::plan::{Plan, PlanError, PlanOptions, plan};
+use image_update::api::markers::Layout;
+use image_update::api::yaml::parse_documents;
 use serde_json::Value;
 
 use crate::tree::{differences, field_pointer};

@@ -4,18 +4,18 @@
 //! [`parse_documents`], every ImagePolicy as a supplied result
 //! ([`read_supplied`]; a run that fetches reads only those without a spec,
 //! the same way), every
-//! ImageUpdateAutomation through [`automation::read`], and the whole stream
-//! through [`definitions::collect`], whose policies are then compiled
+//! ImageUpdateAutomation through [`read_automation`], and the whole stream
+//! through [`collect_definitions`], whose policies are then compiled
 //! ([`PolicySpec::new`]). Checks that none of them panics, and
 //! that what they produce can be shown: every diagnostic renders, and a
 //! supplied result's latest image is a valid reference.
 
-use image_update::automation;
-use image_update::policies::PolicyDocument;
-use image_update::policies::image_policy::{Role, is_flux_kind, read_supplied, role};
-use image_update::reflector::definitions;
-use image_update::reflector::selection::PolicySpec;
-use image_update::yaml::{self, parse_documents};
+use image_update::api::policies::PolicyDocument;
+use image_update::api::policies::{
+    Role, collect_definitions, is_flux_kind, read_automation, read_supplied, role,
+};
+use image_update::api::selection::PolicySpec;
+use image_update::api::yaml::{self, parse_documents};
 
 /// How the input is named in diagnostics.
 const ORIGIN: &str = "policies.yaml";
@@ -59,13 +59,13 @@ pub fn run(data: &[u8]) {
             }
             if is_flux_kind(object.value, "ImageUpdateAutomation")
                 && object.pointer.is_empty()
-                && let Err(diagnostics) = automation::read(&doc.document, ORIGIN, true)
+                && let Err(diagnostics) = read_automation(&doc.document, ORIGIN, true)
             {
                 diagnostics.iter().for_each(show);
             }
         }
     }
-    match definitions::collect(&documents) {
+    match collect_definitions(&documents) {
         Ok(found) => {
             for definition in &found {
                 assert!(!definition.key.name.is_empty());

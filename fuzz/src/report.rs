@@ -9,9 +9,9 @@
 //!   an accepted report renders back (JSON and YAML) to text that reads as
 //!   the same report.
 
-use image_update::message::MessageConfig;
-use image_update::updater::report::{Format, Report};
-use image_update::yaml::parse_one;
+use image_update::api::report::MessageConfig;
+use image_update::api::report::{Format, Report};
+use image_update::api::yaml::parse_one;
 use image_update_template::TemplateData;
 use image_update_template::flux::render_commit_message_with_limits;
 

@@ -14,7 +14,7 @@
 //!   what `!=w` does not, and `>=w` is `v >= w`.
 
 use ::semver::Version;
-use image_update::reflector::selection::semver::{Range, parse_tag};
+use image_update::api::selection::{Range, parse_tag};
 
 /// Run the target on one input.
 pub fn run(data: &[u8]) {

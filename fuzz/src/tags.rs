@@ -14,9 +14,9 @@
 
 use std::sync::OnceLock;
 
-use image_update::reflector::selection::semver::{Range, parse_tag};
-use image_update::reflector::selection::tags_file::is_valid_tag;
-use image_update::reflector::selection::{
+use image_update::api::selection::{Range, parse_tag};
+use image_update::api::selection::is_valid_tag;
+use image_update::api::selection::{
     FilterTagsConfig, Order, PolicyConfig, PolicySpec, SelectError, Strategy, parse_tags_file,
     render_json, render_text,
 };

@@ -22,10 +22,10 @@ use super::settings::{
 use crate::diagnostic::{Diagnostic, Location};
 
 /// The annotations' prefix.
-pub const PREFIX: &str = "argocd-image-updater.argoproj.io/";
+pub(crate) const PREFIX: &str = "argocd-image-updater.argoproj.io/";
 
 /// The annotation that lists the images.
-pub const IMAGE_LIST: &str = "argocd-image-updater.argoproj.io/image-list";
+pub(crate) const IMAGE_LIST: &str = "argocd-image-updater.argoproj.io/image-list";
 
 const APP_KEYS: [&str; 9] = [
     "image-list",
@@ -54,7 +54,7 @@ const IMAGE_KEYS: [&str; 10] = [
 
 /// What an Application's annotations ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FromAnnotations {
+pub(crate) struct FromAnnotations {
     pub images: Vec<ImageSpec>,
     pub write_back: WriteBackSettings,
     /// The `image-list` annotation.
@@ -63,7 +63,7 @@ pub struct FromAnnotations {
 
 /// Whether an Application carries an image list.
 #[must_use]
-pub fn has_image_list(app: &Application) -> bool {
+pub(crate) fn has_image_list(app: &Application) -> bool {
     app.annotations.contains_key(IMAGE_LIST)
 }
 
@@ -134,7 +134,7 @@ impl Reader<'_> {
 /// # Errors
 /// Every problem found (a missing or empty image list, a malformed entry, an invalid boolean or
 /// pull secret, Helm and kustomize targets for one alias, an alias listed twice).
-pub fn read(
+pub(crate) fn read(
     app: &Application,
     origin: &str,
     warnings: &mut Vec<Diagnostic>,

@@ -16,7 +16,7 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::text::Position;
 
 /// The API group of Applications.
-pub const APPLICATION_GROUP: &str = "argoproj.io";
+pub(crate) const APPLICATION_GROUP: &str = "argoproj.io";
 
 /// A file that may hold Applications or image updater configuration.
 #[derive(Debug, Clone)]
@@ -151,7 +151,7 @@ impl Application {
 
 /// `apiVersion`'s group and `kind` of an object node.
 #[must_use]
-pub fn kind_of<'t>(tree: &'t SpanTree<'_>, node: NodeId) -> (&'t str, &'t str) {
+pub(crate) fn kind_of<'t>(tree: &'t SpanTree<'_>, node: NodeId) -> (&'t str, &'t str) {
     let api = tree
         .get(node, "apiVersion")
         .and_then(|n| tree.text_value(n))
@@ -166,7 +166,7 @@ pub fn kind_of<'t>(tree: &'t SpanTree<'_>, node: NodeId) -> (&'t str, &'t str) {
 
 /// `metadata.namespace` and `metadata.name` (`None` for an absent namespace).
 #[must_use]
-pub fn namespace_name(tree: &SpanTree<'_>, node: NodeId) -> (Option<String>, String) {
+pub(crate) fn namespace_name(tree: &SpanTree<'_>, node: NodeId) -> (Option<String>, String) {
     let text = |k: &str| {
         tree.at(node, &["metadata", k])
             .and_then(|n| tree.text_value(n))
@@ -180,7 +180,7 @@ pub fn namespace_name(tree: &SpanTree<'_>, node: NodeId) -> (Option<String>, Str
 
 /// A mapping of strings (`metadata.labels`), values as text.
 #[must_use]
-pub fn string_map(tree: &SpanTree<'_>, node: Option<NodeId>) -> BTreeMap<String, String> {
+pub(crate) fn string_map(tree: &SpanTree<'_>, node: Option<NodeId>) -> BTreeMap<String, String> {
     node.map(|n| {
         tree.entries(n)
             .iter()
@@ -200,7 +200,7 @@ pub fn string_map(tree: &SpanTree<'_>, node: Option<NodeId>) -> BTreeMap<String,
 ///
 /// # Errors
 /// A manifest without a name, or whose `spec` has no source.
-pub fn read(
+pub(crate) fn read(
     file: &ParsedFile<'_>,
     object: ObjectRef,
     default_namespace: &str,

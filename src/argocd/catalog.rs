@@ -93,7 +93,7 @@ impl Catalog<'_> {
 }
 
 /// Substrings of a file that may hold something read here.
-pub const SCREEN: [&str; 2] = ["argoproj.io", kubesphere::GROUP];
+pub(crate) const SCREEN: [&str; 2] = ["argoproj.io", kubesphere::GROUP];
 
 /// Whether `text` may hold an Application or image updater configuration (a cheap test before
 /// parsing).

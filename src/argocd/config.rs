@@ -96,7 +96,7 @@ pub struct AppConfig {
 ///
 /// # Errors
 /// An empty image, a digest (`@`), or an alias with a `:`.
-pub fn split_entry(entry: &str) -> Result<(String, String, Option<String>), String> {
+pub(crate) fn split_entry(entry: &str) -> Result<(String, String, Option<String>), String> {
     let entry = entry.trim();
     let (alias, rest) = match entry.split_once('=') {
         Some((a, r)) => (a.trim(), r.trim()),

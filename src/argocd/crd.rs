@@ -35,11 +35,11 @@ use crate::policies::selector::{LabelSelector, LabelSelectorRequirement, Selecto
 use crate::reflector::selection::glob::Glob;
 
 /// The API group of Argo CD Image Updater's CRD.
-pub const GROUP: &str = "argocd-image-updater.argoproj.io";
+pub(crate) const GROUP: &str = "argocd-image-updater.argoproj.io";
 
 /// One `ImageUpdater` object.
 #[derive(Debug, Clone)]
-pub struct ImageUpdater {
+pub(crate) struct ImageUpdater {
     pub namespace: String,
     pub name: String,
     pub settings: UpdateSettings,
@@ -51,7 +51,7 @@ pub struct ImageUpdater {
 
 /// One `applicationRefs` entry.
 #[derive(Debug, Clone)]
-pub struct AppRef {
+pub(crate) struct AppRef {
     pub name_pattern: String,
     glob: Glob,
     selector: Option<(Selector, usize)>,
@@ -65,7 +65,7 @@ pub struct AppRef {
 
 /// One `images` entry of a reference.
 #[derive(Debug, Clone)]
-pub struct CrImage {
+pub(crate) struct CrImage {
     pub alias: String,
     /// The selection with every layer merged, validated.
     pub config: Option<crate::reflector::selection::PolicyConfig>,
@@ -79,7 +79,7 @@ pub struct CrImage {
 impl AppRef {
     /// Whether the reference selects `app` (its name and labels).
     #[must_use]
-    pub fn matches(&self, app: &Application) -> bool {
+    pub(crate) fn matches(&self, app: &Application) -> bool {
         self.glob.matches(&app.id.name)
             && self
                 .selector
@@ -89,7 +89,7 @@ impl AppRef {
 
     /// The specificity score (higher wins).
     #[must_use]
-    pub fn specificity(&self) -> usize {
+    pub(crate) fn specificity(&self) -> usize {
         specificity(&self.name_pattern, self.selector.as_ref().map(|(_, n)| *n))
     }
 }
@@ -97,7 +97,7 @@ impl AppRef {
 /// Argo CD Image Updater's specificity of a reference with `pattern` and, when it has a label
 /// selector, that selector's number of requirements.
 #[must_use]
-pub fn specificity(pattern: &str, selector_requirements: Option<usize>) -> usize {
+pub(crate) fn specificity(pattern: &str, selector_requirements: Option<usize>) -> usize {
     let mut score = 0;
     if !pattern.contains(['*', '?', '[', ']']) {
         score += 1_000_000;
@@ -126,7 +126,7 @@ pub fn specificity(pattern: &str, selector_requirements: Option<usize>) -> usize
 impl ImageUpdater {
     /// The most specific reference that selects `app`, when `app` is in this CR's namespace.
     #[must_use]
-    pub fn best_ref(&self, app: &Application) -> Option<&AppRef> {
+    pub(crate) fn best_ref(&self, app: &Application) -> Option<&AppRef> {
         if app.id.namespace != self.namespace {
             return None;
         }
@@ -435,7 +435,7 @@ impl Fields<'_, '_> {
 ///
 /// # Errors
 /// Every problem found; warnings (unknown fields) go to `warnings` either way.
-pub fn read(
+pub(crate) fn read(
     file: &ParsedFile<'_>,
     node: NodeId,
     default_namespace: &str,

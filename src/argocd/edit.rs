@@ -32,14 +32,14 @@ use crate::updater::scan::Style;
 
 /// A node of the file as edited: one that exists, or one the overlay adds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Handle {
+pub(crate) enum Handle {
     Real(NodeId),
     New(usize),
 }
 
 /// What a node is, as the overlay sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// A scalar with a value (including an explicit empty string).
     Scalar,
     /// A null (`~`, `null`, or nothing after the `:`).
@@ -51,7 +51,7 @@ pub enum Shape {
 impl Shape {
     /// `a scalar`, `a mapping`, `a sequence`, `nothing` (for messages).
     #[must_use]
-    pub fn described(self) -> &'static str {
+    pub(crate) fn described(self) -> &'static str {
         match self {
             Shape::Scalar => "a scalar",
             Shape::Null => "nothing",
@@ -73,7 +73,7 @@ enum NewNode {
 /// An edit the overlay cannot express for this file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct EditProblem {
+pub(crate) struct EditProblem {
     /// Where in the original text the problem is.
     pub offset: usize,
     pub message: String,
@@ -81,7 +81,7 @@ pub struct EditProblem {
 
 /// The overlay of one file.
 #[derive(Debug)]
-pub struct Editor<'t, 'a> {
+pub(crate) struct Editor<'t, 'a> {
     tree: &'t SpanTree<'a>,
     news: Vec<NewNode>,
     replaced: BTreeMap<NodeId, String>,
@@ -108,7 +108,7 @@ pub struct Editor<'t, 'a> {
 
 /// The edits of a file and where the tracked scalars end up in the new text.
 #[derive(Debug, Clone, Default)]
-pub struct Finished {
+pub(crate) struct Finished {
     pub edits: Vec<Edit>,
     /// Byte offset in the new text of each tracked scalar, in tracking order.
     pub offsets: Vec<Option<usize>>,
@@ -116,7 +116,7 @@ pub struct Finished {
 
 impl<'t, 'a> Editor<'t, 'a> {
     #[must_use]
-    pub fn new(tree: &'t SpanTree<'a>) -> Self {
+    pub(crate) fn new(tree: &'t SpanTree<'a>) -> Self {
         let (step, compact) = style_of(tree);
         Self {
             tree,
@@ -137,7 +137,7 @@ impl<'t, 'a> Editor<'t, 'a> {
     }
 
     /// Text written before the content when a blank file gets some (a comment line).
-    pub fn set_header(&mut self, header: &str) {
+    pub(crate) fn set_header(&mut self, header: &str) {
         header.clone_into(&mut self.header);
     }
 
@@ -146,7 +146,7 @@ impl<'t, 'a> Editor<'t, 'a> {
     ///
     /// # Errors
     /// Several documents, or a top level that is not a mapping.
-    pub fn root(&mut self) -> Result<Handle, EditProblem> {
+    pub(crate) fn root(&mut self) -> Result<Handle, EditProblem> {
         if let Some(v) = self.virtual_root {
             return Ok(v);
         }
@@ -182,13 +182,13 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// The tree under the overlay.
     #[must_use]
-    pub fn tree(&self) -> &'t SpanTree<'a> {
+    pub(crate) fn tree(&self) -> &'t SpanTree<'a> {
         self.tree
     }
 
     /// Whether nothing has been changed.
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.replaced.is_empty()
             && self.appended.is_empty()
             && self.before.is_empty()
@@ -199,7 +199,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// An alias's target; the new content of a filled null; the node itself otherwise.
     #[must_use]
-    pub fn resolve(&self, h: Handle) -> Handle {
+    pub(crate) fn resolve(&self, h: Handle) -> Handle {
         match h {
             Handle::Real(id) => {
                 let id = self.tree.resolve(id);
@@ -211,7 +211,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// What the node is now.
     #[must_use]
-    pub fn shape(&self, h: Handle) -> Shape {
+    pub(crate) fn shape(&self, h: Handle) -> Shape {
         match self.resolve(h) {
             Handle::Real(id) => {
                 if let Some(v) = self.replaced.get(&id) {
@@ -238,7 +238,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// A scalar's value now (`None` for a null or a collection).
     #[must_use]
-    pub fn scalar(&self, h: Handle) -> Option<String> {
+    pub(crate) fn scalar(&self, h: Handle) -> Option<String> {
         match self.resolve(h) {
             Handle::Real(id) => match self.replaced.get(&id) {
                 Some(v) => Some(v.clone()),
@@ -253,7 +253,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// The entries of a mapping now: key text and value, in order (removed ones left out).
     #[must_use]
-    pub fn entries(&self, map: Handle) -> Vec<(String, Handle)> {
+    pub(crate) fn entries(&self, map: Handle) -> Vec<(String, Handle)> {
         match self.resolve(map) {
             Handle::Real(id) => {
                 let mut out: Vec<(String, Handle)> = self
@@ -286,7 +286,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// The value of the first entry with key `key`.
     #[must_use]
-    pub fn get(&self, map: Handle, key: &str) -> Option<Handle> {
+    pub(crate) fn get(&self, map: Handle, key: &str) -> Option<Handle> {
         self.entries(map)
             .into_iter()
             .find(|(k, _)| k == key)
@@ -295,7 +295,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// The items of a sequence now, in order.
     #[must_use]
-    pub fn items(&self, seq: Handle) -> Vec<Handle> {
+    pub(crate) fn items(&self, seq: Handle) -> Vec<Handle> {
         match self.resolve(seq) {
             Handle::Real(id) => {
                 let mut out = Vec::new();
@@ -320,13 +320,13 @@ impl<'t, 'a> Editor<'t, 'a> {
     }
 
     /// A new scalar.
-    pub fn new_scalar(&mut self, value: &str) -> Handle {
+    pub(crate) fn new_scalar(&mut self, value: &str) -> Handle {
         self.news.push(NewNode::Scalar(value.to_owned()));
         Handle::New(self.news.len() - 1)
     }
 
     /// A new scalar written as is, unquoted (`true`, `3`): for values that are not strings.
-    pub fn new_raw(&mut self, text: &str) -> Handle {
+    pub(crate) fn new_raw(&mut self, text: &str) -> Handle {
         self.news.push(NewNode::Raw(text.to_owned()));
         Handle::New(self.news.len() - 1)
     }
@@ -335,7 +335,7 @@ impl<'t, 'a> Editor<'t, 'a> {
     ///
     /// # Errors
     /// As [`Self::set_scalar`].
-    pub fn set_raw(&mut self, h: Handle, text: &str) -> Result<Handle, EditProblem> {
+    pub(crate) fn set_raw(&mut self, h: Handle, text: &str) -> Result<Handle, EditProblem> {
         let h = self.set_scalar(h, text)?;
         match h {
             Handle::Real(id) => {
@@ -347,19 +347,19 @@ impl<'t, 'a> Editor<'t, 'a> {
     }
 
     /// A new, empty mapping.
-    pub fn new_map(&mut self) -> Handle {
+    pub(crate) fn new_map(&mut self) -> Handle {
         self.news.push(NewNode::Map(Vec::new()));
         Handle::New(self.news.len() - 1)
     }
 
     /// A new, empty sequence.
-    pub fn new_seq(&mut self) -> Handle {
+    pub(crate) fn new_seq(&mut self) -> Handle {
         self.news.push(NewNode::Seq(Vec::new()));
         Handle::New(self.news.len() - 1)
     }
 
     /// Remember where a scalar ends up, for [`Finished::offsets`].
-    pub fn track(&mut self, h: Handle) -> usize {
+    pub(crate) fn track(&mut self, h: Handle) -> usize {
         self.tracked.push(h);
         self.tracked.len() - 1
     }
@@ -368,7 +368,7 @@ impl<'t, 'a> Editor<'t, 'a> {
     ///
     /// # Errors
     /// A block scalar, a scalar with a non-string tag, or a collection.
-    pub fn set_scalar(&mut self, h: Handle, value: &str) -> Result<Handle, EditProblem> {
+    pub(crate) fn set_scalar(&mut self, h: Handle, value: &str) -> Result<Handle, EditProblem> {
         match self.resolve(h) {
             Handle::Real(id) => {
                 let node = self.tree.node(id);
@@ -415,7 +415,12 @@ impl<'t, 'a> Editor<'t, 'a> {
     ///
     /// # Errors
     /// `map` is not a mapping or a null.
-    pub fn insert(&mut self, map: Handle, key: &str, value: Handle) -> Result<(), EditProblem> {
+    pub(crate) fn insert(
+        &mut self,
+        map: Handle,
+        key: &str,
+        value: Handle,
+    ) -> Result<(), EditProblem> {
         let map = self.fill_if_empty(map, true)?;
         match map {
             Handle::Real(id) => {
@@ -439,7 +444,7 @@ impl<'t, 'a> Editor<'t, 'a> {
     ///
     /// # Errors
     /// `seq` is not a sequence or a null.
-    pub fn push(&mut self, seq: Handle, item: Handle) -> Result<(), EditProblem> {
+    pub(crate) fn push(&mut self, seq: Handle, item: Handle) -> Result<(), EditProblem> {
         let seq = self.fill_if_empty(seq, false)?;
         match seq {
             Handle::Real(id) => {
@@ -460,7 +465,7 @@ impl<'t, 'a> Editor<'t, 'a> {
     ///
     /// # Errors
     /// `seq` is not a sequence of the file.
-    pub fn insert_before(
+    pub(crate) fn insert_before(
         &mut self,
         seq: Handle,
         index: usize,
@@ -476,7 +481,7 @@ impl<'t, 'a> Editor<'t, 'a> {
     }
 
     /// Remove the first entry with key `key` from a mapping of the file.
-    pub fn remove(&mut self, map: Handle, key: &str) {
+    pub(crate) fn remove(&mut self, map: Handle, key: &str) {
         if let Handle::Real(id) = self.resolve(map) {
             let found = self
                 .tree
@@ -527,7 +532,7 @@ impl<'t, 'a> Editor<'t, 'a> {
     ///
     /// # Errors
     /// Content that cannot be placed (an insertion into a collection whose position is unknown).
-    pub fn finish(&self) -> Result<Finished, EditProblem> {
+    pub(crate) fn finish(&self) -> Result<Finished, EditProblem> {
         let text = self.tree.text();
         // (offset, order) -> pieces of replacement text, with tracked markers.
         // (range, order among insertions at one offset, text): an inner collection's new lines come

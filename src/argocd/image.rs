@@ -175,7 +175,7 @@ impl fmt::Display for ArgoImage {
 
 /// Whether an image name is in long form: its first `/` component contains a `.`.
 #[must_use]
-pub fn has_registry_prefix(name: &str) -> bool {
+pub(crate) fn has_registry_prefix(name: &str) -> bool {
     match name.split_once('/') {
         Some((first, _)) => first.contains('.'),
         None => false,
@@ -184,7 +184,7 @@ pub fn has_registry_prefix(name: &str) -> bool {
 
 /// A long-form name without its registry component; other names unchanged.
 #[must_use]
-pub fn short_form(name: &str) -> &str {
+pub(crate) fn short_form(name: &str) -> &str {
     if has_registry_prefix(name) {
         name.split_once('/').map_or(name, |(_, rest)| rest)
     } else {
@@ -195,7 +195,7 @@ pub fn short_form(name: &str) -> &str {
 /// Argo CD's kustomize image match: both images' names up to the first of `=`, `:`, `@` found in
 /// `other` (`:` when it has none) are equal.
 #[must_use]
-pub fn kustomize_match(image: &str, other: &str) -> bool {
+pub(crate) fn kustomize_match(image: &str, other: &str) -> bool {
     let delim = ['=', ':', '@']
         .into_iter()
         .find(|d| other.contains(*d))

@@ -25,14 +25,14 @@ use super::image::ArgoImage;
 use super::settings::{Located, ManifestTarget, UpdateSettings};
 use super::spans::NodeId;
 use crate::diagnostic::{Diagnostic, Location};
-use crate::reflector::definitions::ImageEntry;
+use crate::reflector::kubesphere::ImageEntry;
 
 /// The API group of KubeSphere's ImageUpdater.
-pub const GROUP: &str = crate::reflector::definitions::KUBESPHERE_GROUP;
+pub(crate) const GROUP: &str = crate::reflector::kubesphere::KUBESPHERE_GROUP;
 
 /// A KubeSphere ImageUpdater of kind `argocd`.
 #[derive(Debug, Clone)]
-pub struct KubeSphereUpdater {
+pub(crate) struct KubeSphereUpdater {
     pub namespace: String,
     pub name: String,
     /// The Application it names (`namespace`, `name`) and where.
@@ -48,7 +48,7 @@ pub struct KubeSphereUpdater {
 /// Whether the object at `node` is a KubeSphere ImageUpdater of kind `argocd` (an absent kind
 /// means `argocd`, as the reflector reads it).
 #[must_use]
-pub fn is_argocd(file: &ParsedFile<'_>, node: NodeId) -> bool {
+pub(crate) fn is_argocd(file: &ParsedFile<'_>, node: NodeId) -> bool {
     let t = &file.tree;
     let (group, kind) = super::application::kind_of(t, node);
     group == GROUP
@@ -63,7 +63,10 @@ pub fn is_argocd(file: &ParsedFile<'_>, node: NodeId) -> bool {
 /// # Errors
 /// Every problem found: no `spec.argocd.app.name`, a malformed image entry, a per-alias map that is
 /// not a map of strings.
-pub fn read(file: &ParsedFile<'_>, node: NodeId) -> Result<KubeSphereUpdater, Vec<Diagnostic>> {
+pub(crate) fn read(
+    file: &ParsedFile<'_>,
+    node: NodeId,
+) -> Result<KubeSphereUpdater, Vec<Diagnostic>> {
     let t = &file.tree;
     let (namespace, name) = namespace_name(t, node);
     let namespace = namespace.unwrap_or_else(|| "default".to_owned());

@@ -71,17 +71,17 @@
 //! bytes; or the pull-request branch) and credentials reference; both are rendered with
 //! `image_update_template::argocd`.
 
-pub mod annotations;
-pub mod application;
-pub mod catalog;
-pub mod config;
-pub mod crd;
-pub mod edit;
-pub mod image;
-pub mod kubesphere;
-pub mod plan;
-pub mod settings;
-pub mod spans;
-pub mod spec_update;
-pub mod target;
-pub mod writers;
+pub(crate) mod annotations;
+pub(crate) mod application;
+pub(crate) mod catalog;
+pub(crate) mod config;
+pub(crate) mod crd;
+pub(crate) mod edit;
+pub(crate) mod image;
+pub(crate) mod kubesphere;
+pub(crate) mod plan;
+pub(crate) mod settings;
+pub(crate) mod spans;
+pub(crate) mod spec_update;
+pub(crate) mod target;
+pub(crate) mod writers;

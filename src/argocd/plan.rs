@@ -24,10 +24,10 @@ use super::target::{self, Exists, KUSTOMIZATION_FILES, Target};
 use super::writers::{self, OverrideKind, Part, Planned, Problem, Record, Writer};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::input::SizeLimit;
+use crate::object::ObjectId;
 use crate::policies::{ImageRef, PolicyKey};
 use crate::text::{LineIndex, Position};
 use crate::updater::rewrite::{self, Edit};
-use crate::updater::scan::ObjectId;
 
 /// Reads the files of the tree being updated (paths relative to its root, `/` separators).
 pub trait Files: Exists + Sync {
@@ -40,7 +40,7 @@ pub trait Files: Exists + Sync {
 
 /// Files in memory (tests, benchmarks, a ResourceList).
 #[derive(Debug, Clone, Default)]
-pub struct MemoryFiles(pub BTreeMap<String, String>);
+pub(crate) struct MemoryFiles(pub BTreeMap<String, String>);
 
 impl Exists for MemoryFiles {
     fn exists(&self, path: &str) -> bool {

@@ -85,7 +85,7 @@ impl ManifestTarget {
 /// # Errors
 /// An unknown name. (Argo CD Image Updater falls back to semver with a warning; a typo here is an
 /// error instead.)
-pub fn strategy(name: &str, constraint: Option<&str>) -> Result<Strategy, String> {
+pub(crate) fn strategy(name: &str, constraint: Option<&str>) -> Result<Strategy, String> {
     match name.to_ascii_lowercase().as_str() {
         "semver" => Ok(Strategy::SemVer {
             range: constraint
@@ -116,7 +116,7 @@ pub fn strategy(name: &str, constraint: Option<&str>) -> Result<Strategy, String
 ///
 /// # Errors
 /// A diagnostic at the setting that is wrong (the strategy, or the image entry for its constraint).
-pub fn policy_config(
+pub(crate) fn policy_config(
     settings: &UpdateSettings,
     constraint: Option<&str>,
     image_location: &Location,
@@ -227,7 +227,7 @@ impl PullSecret {
 ///
 /// # Errors
 /// Any other text.
-pub fn parse_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(text: &str) -> Result<bool, String> {
     match text {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),

@@ -22,7 +22,7 @@ use granit_parser::{Event, Parser, ScalarStyle, StructureStyle};
 use crate::text::{LineIndex, Position};
 
 /// Index of a node in its [`SpanTree`].
-pub type NodeId = usize;
+pub(crate) type NodeId = usize;
 
 /// A scalar's explicit tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -441,7 +441,7 @@ impl<'a> SpanTree<'a> {
 
 /// The offset where the line holding `offset` starts.
 #[must_use]
-pub fn line_start(text: &str, offset: usize) -> usize {
+pub(crate) fn line_start(text: &str, offset: usize) -> usize {
     memchr::memrchr(b'\n', &text.as_bytes()[..offset.min(text.len())]).map_or(0, |i| i + 1)
 }
 

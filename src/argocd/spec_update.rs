@@ -8,12 +8,12 @@ use super::config::ImageSpec;
 use super::image::{ArgoImage, ImageTag, kustomize_match};
 
 /// Argo CD Image Updater's default Helm parameter names.
-pub const DEFAULT_HELM_NAME: &str = "image.name";
-pub const DEFAULT_HELM_TAG: &str = "image.tag";
+pub(crate) const DEFAULT_HELM_NAME: &str = "image.name";
+pub(crate) const DEFAULT_HELM_TAG: &str = "image.tag";
 
 /// The kustomize image an image is written as: `[KUSTOMIZE_NAME=]registry/name:tag@digest`.
 #[must_use]
-pub fn kustomize_param(image: &ImageSpec, new: &ArgoImage) -> String {
+pub(crate) fn kustomize_param(image: &ImageSpec, new: &ArgoImage) -> String {
     match &image.target.kustomize_name {
         Some(k) => format!("{k}={}", new.full_name_with_tag()),
         None => new.full_name_with_tag(),
@@ -35,7 +35,7 @@ fn manages(entry: &str, image: &ImageSpec) -> bool {
 
 /// The entry of `images` that `image` manages (`GetKustomizeImage`).
 #[must_use]
-pub fn current_kustomize<'l>(images: &'l [String], image: &ImageSpec) -> Option<&'l str> {
+pub(crate) fn current_kustomize<'l>(images: &'l [String], image: &ImageSpec) -> Option<&'l str> {
     images
         .iter()
         .find(|e| manages(e, image))
@@ -45,7 +45,7 @@ pub fn current_kustomize<'l>(images: &'l [String], image: &ImageSpec) -> Option<
 /// Set `image` to `new` in a source's `kustomize.images` (`SetKustomizeImage`): every managed entry
 /// is replaced, then the parameter is merged by kustomize's name match (replacing the first match,
 /// else appended).
-pub fn set_kustomize(images: &mut Vec<String>, image: &ImageSpec, new: &ArgoImage) {
+pub(crate) fn set_kustomize(images: &mut Vec<String>, image: &ImageSpec, new: &ArgoImage) {
     let param = kustomize_param(image, new);
     let over = ArgoImage::parse(&param);
     for entry in images.iter_mut() {
@@ -61,7 +61,7 @@ pub fn set_kustomize(images: &mut Vec<String>, image: &ImageSpec, new: &ArgoImag
 
 /// The Helm parameters an image is written to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HelmNames {
+pub(crate) enum HelmNames {
     /// One parameter holding `registry/name:tag@digest`.
     Spec(String),
     /// A name parameter (`registry/name`) and a tag parameter (`tag@digest`).
@@ -71,7 +71,7 @@ pub enum HelmNames {
 impl HelmNames {
     /// The parameter names.
     #[must_use]
-    pub fn all(&self) -> Vec<&str> {
+    pub(crate) fn all(&self) -> Vec<&str> {
         match self {
             Self::Spec(s) => vec![s],
             Self::NameTag(n, t) => vec![n, t],
@@ -82,7 +82,7 @@ impl HelmNames {
 /// The parameters of `image`: `helm.image-spec` when set, else `helm.image-name` and
 /// `helm.image-tag`, each defaulting to `image.name` / `image.tag`.
 #[must_use]
-pub fn helm_names(image: &ImageSpec) -> HelmNames {
+pub(crate) fn helm_names(image: &ImageSpec) -> HelmNames {
     let t = &image.target;
     if let Some(spec) = t
         .helm_spec
@@ -105,7 +105,7 @@ pub fn helm_names(image: &ImageSpec) -> HelmNames {
 /// The parameters `SetHelmImage` merges for `image` at `new` (all with `forceString`; an empty tag
 /// is never written).
 #[must_use]
-pub fn helm_params(image: &ImageSpec, new: &ArgoImage) -> Vec<HelmParam> {
+pub(crate) fn helm_params(image: &ImageSpec, new: &ArgoImage) -> Vec<HelmParam> {
     let param = |name: &str, value: String| HelmParam {
         name: name.to_owned(),
         value,
@@ -126,7 +126,7 @@ pub fn helm_params(image: &ImageSpec, new: &ArgoImage) -> Vec<HelmParam> {
 
 /// Merge parameters by name: a parameter of `merge` replaces the one of `list` with its name, in
 /// place, or is appended.
-pub fn merge_helm_params(list: &mut Vec<HelmParam>, merge: Vec<HelmParam>) {
+pub(crate) fn merge_helm_params(list: &mut Vec<HelmParam>, merge: Vec<HelmParam>) {
     for p in merge {
         match list.iter_mut().find(|q| q.name == p.name) {
             Some(q) => *q = p,
@@ -138,7 +138,7 @@ pub fn merge_helm_params(list: &mut Vec<HelmParam>, merge: Vec<HelmParam>) {
 /// The image a source's Helm parameters currently hold for `image` (`name:tag`, or the spec
 /// parameter's value), `None` when they do not.
 #[must_use]
-pub fn current_helm(params: &[HelmParam], image: &ImageSpec) -> Option<String> {
+pub(crate) fn current_helm(params: &[HelmParam], image: &ImageSpec) -> Option<String> {
     let get = |n: &str| params.iter().find(|p| p.name == n).map(|p| p.value.clone());
     match helm_names(image) {
         HelmNames::Spec(s) => get(&s),
@@ -148,7 +148,7 @@ pub fn current_helm(params: &[HelmParam], image: &ImageSpec) -> Option<String> {
 
 /// The plugin environment variables of `image` at `new` (`SetPluginImage`).
 #[must_use]
-pub fn plugin_env(image: &ImageSpec, new: &ArgoImage) -> Vec<(String, String)> {
+pub(crate) fn plugin_env(image: &ImageSpec, new: &ArgoImage) -> Vec<(String, String)> {
     let t = &image.target;
     if let Some(spec) = &t.plugin_spec {
         return vec![(spec.clone(), new.full_name_with_tag())];
@@ -168,7 +168,7 @@ pub fn plugin_env(image: &ImageSpec, new: &ArgoImage) -> Vec<(String, String)> {
 
 /// The names of the variables an image writes.
 #[must_use]
-pub fn plugin_names(image: &ImageSpec) -> Vec<String> {
+pub(crate) fn plugin_names(image: &ImageSpec) -> Vec<String> {
     let t = &image.target;
     match &t.plugin_spec {
         Some(s) => vec![s.clone()],
@@ -183,7 +183,7 @@ pub fn plugin_names(image: &ImageSpec) -> Vec<String> {
 
 /// The image the plugin environment currently holds for `image`.
 #[must_use]
-pub fn current_plugin(env: &[(String, String)], image: &ImageSpec) -> Option<String> {
+pub(crate) fn current_plugin(env: &[(String, String)], image: &ImageSpec) -> Option<String> {
     let get = |n: &str| {
         env.iter()
             .find(|(k, v)| k == n && !v.is_empty())
@@ -198,7 +198,7 @@ pub fn current_plugin(env: &[(String, String)], image: &ImageSpec) -> Option<Str
 }
 
 /// Merge variables by name (replace in place, else append).
-pub fn merge_env(list: &mut Vec<(String, String)>, merge: Vec<(String, String)>) {
+pub(crate) fn merge_env(list: &mut Vec<(String, String)>, merge: Vec<(String, String)>) {
     for (k, v) in merge {
         match list.iter_mut().find(|(q, _)| *q == k) {
             Some(e) => e.1 = v,
@@ -209,7 +209,7 @@ pub fn merge_env(list: &mut Vec<(String, String)>, merge: Vec<(String, String)>)
 
 /// A tag parameter's value (`tag`, `tag@digest`, `latest@digest`) as a tag.
 #[must_use]
-pub fn parse_tag_value(value: &str) -> ImageTag {
+pub(crate) fn parse_tag_value(value: &str) -> ImageTag {
     match value.split_once('@') {
         Some((name, digest)) => ImageTag {
             name: name.to_owned(),

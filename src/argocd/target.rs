@@ -20,7 +20,7 @@ use super::settings::{Located, Method};
 use crate::diagnostic::Diagnostic;
 
 /// The names a kustomization file may have, in the order kustomize looks for them.
-pub const KUSTOMIZATION_FILES: [&str; 3] =
+pub(crate) const KUSTOMIZATION_FILES: [&str; 3] =
     ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// What a write-back edits.
@@ -50,7 +50,7 @@ impl Target {
 /// Go's `path.Clean` for relative paths (`.` for an empty result): `None` when the path climbs
 /// above its root.
 #[must_use]
-pub fn clean(path: &str) -> Option<String> {
+pub(crate) fn clean(path: &str) -> Option<String> {
     let cleaned = crate::automation::normalise_item_path(path.trim_start_matches('/'))?;
     Some(if cleaned.is_empty() {
         ".".to_owned()
@@ -69,7 +69,11 @@ fn join(source_path: &str, rest: &str) -> Option<String> {
 
 /// The default override file of an Application.
 #[must_use]
-pub fn default_target(app: &Application, source_path: &str, controller_namespace: &str) -> String {
+pub(crate) fn default_target(
+    app: &Application,
+    source_path: &str,
+    controller_namespace: &str,
+) -> String {
     let file = if app.namespace_written
         && app.id.namespace != controller_namespace
         && controller_namespace != "default"
@@ -88,7 +92,7 @@ pub fn default_target(app: &Application, source_path: &str, controller_namespace
 ///
 /// # Errors
 /// A path that climbs out of the repository, or a kustomization file given as a plain target.
-pub fn resolve(
+pub(crate) fn resolve(
     method: &Method,
     target: Option<&Located<String>>,
     app: &Application,
@@ -150,7 +154,7 @@ pub trait Exists {
 
 /// The type Argo CD would detect for a source: its declared block, a `chart`, else a kustomization
 /// or a `Chart.yaml` in its directory (kustomize first), else a plain directory.
-pub fn source_type(source: &Source, files: &dyn Exists) -> SourceType {
+pub(crate) fn source_type(source: &Source, files: &dyn Exists) -> SourceType {
     if let Some(t) = source.declared {
         return t;
     }
@@ -178,7 +182,7 @@ pub fn source_type(source: &Source, files: &dyn Exists) -> SourceType {
 /// chooses them: a kustomization target makes it Kustomize, a values-file target Helm; a
 /// multi-source Application takes the first source whose type is Helm, Kustomize or Plugin, and
 /// then the first source of that type (declared before detected).
-pub fn choose_source(
+pub(crate) fn choose_source(
     app: &Application,
     target: &Target,
     files: &dyn Exists,

@@ -1,32 +1,28 @@
 //! `image-update action`: the GitHub Action, a Docker container action
 //! (`action.yml`: `image: Dockerfile`, `args: [action]`).
 //!
-//! The runner hands a container action its inputs as `INPUT_<NAME>`
-//! variables (the name in capitals, hyphens kept: `INPUT_DRY-RUN`; an input
-//! left out is empty), mounts the workspace (`GITHUB_WORKSPACE`, also the
-//! working directory) and names two files to append to: `GITHUB_OUTPUT`
-//! (`name=value` lines, or `name<<DELIMITER` heredocs for multi-line values)
-//! and `GITHUB_STEP_SUMMARY` (Markdown). Workflow commands on stdout
-//! (`::warning file=PATH,line=L,col=C::MESSAGE`) become annotations; a
-//! non-zero exit status fails the step.
+//! The runner passes the inputs as `INPUT_<NAME>` variables (an input left
+//! out is empty) and mounts the workspace (`GITHUB_WORKSPACE`, also the
+//! working directory); a non-zero exit status fails the step.
 //!
 //! Like every front end this one turns its raw input into an
-//! [`UpdateConfig`] ([`config`]), once, runs [`operation::run`], and renders
-//! the [`Outcome`]: outputs, step summary, annotations and exit status. Paths
-//! in outputs and annotations are relative to the workspace.
+//! [`UpdateConfig`] ([`config`]), once, runs [`operation::run`], and hands
+//! the [`Outcome`] to [`crate::render::github`], which renders the outputs,
+//! the step summary and the annotations.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use super::{ActionArgs, Exit, MessageArgs, RegistryArgs};
-use crate::diagnostic::{Diagnostic, Location, Severity};
+use super::{ActionArgs, Exit};
 use crate::error::Error;
-use crate::operation::{self, Input, Mode, Outcome, Outputs, UpdateConfig};
+use crate::operation::config::{FetchSettings, PolicyValue, ValueError, commit_value};
+use crate::operation::{self, Input, Outputs, UpdateConfig};
+use crate::outcome::{Mode, Outcome};
 use crate::policies::selector::Selector;
-use crate::updater::report::Format;
-use crate::updater::scan::ObjectId;
+use crate::render::github::{self, input_variable};
+use crate::render::message::MessageConfig;
+use crate::render::report::Format;
 
 /// The inputs `image-update action` reads, as `action.yml` declares them.
 pub const INPUTS: &[&str] = &[
@@ -43,15 +39,6 @@ pub const INPUTS: &[&str] = &[
     "fail-on-warnings",
 ];
 
-/// The outputs `image-update action` writes, in the order it writes them.
-pub const OUTPUTS: &[&str] = &[
-    "changed",
-    "changed-files",
-    "changes",
-    "commit-message",
-    "summary",
-];
-
 /// For tests only: when this variable is set, multi-line outputs use its
 /// value as their heredoc delimiter instead of a random one, so that the
 /// `GITHUB_OUTPUT` file can be compared byte for byte. A value containing
@@ -59,7 +46,7 @@ pub const OUTPUTS: &[&str] = &[
 pub const TEST_DELIMITER_VARIABLE: &str = "IMAGE_UPDATE_TEST_DELIMITER";
 
 /// `image-update action --help`.
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 Run as the GitHub Action (a Docker container action; see action.yml).
 
 Inputs come from the runner's INPUT_<NAME> variables (hyphens kept, e.g. INPUT_DRY-RUN; empty means
@@ -91,21 +78,14 @@ warning was raised.";
 
 /// The Action's inputs, as the runner passed them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Inputs(BTreeMap<String, String>);
-
-/// The variable the runner passes input `name` in: `INPUT_` and the name in
-/// capitals, spaces as `_`, hyphens kept.
-#[must_use]
-pub fn input_variable(name: &str) -> String {
-    format!("INPUT_{}", name.to_uppercase().replace(' ', "_"))
-}
+pub(crate) struct Inputs(BTreeMap<String, String>);
 
 impl Inputs {
     /// The inputs of [`INPUTS`] from the process environment.
     ///
     /// # Errors
     /// A variable that is not UTF-8.
-    pub fn from_env() -> Result<Self, Error> {
+    pub(crate) fn from_env() -> Result<Self, Error> {
         let mut values = BTreeMap::new();
         for name in INPUTS {
             let variable = input_variable(name);
@@ -123,7 +103,8 @@ impl Inputs {
     }
 
     /// Inputs from `(name, value)` pairs.
-    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+    #[cfg(test)]
+    pub(crate) fn from_pairs<K: Into<String>, V: Into<String>>(
         pairs: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
         Self(
@@ -172,12 +153,10 @@ impl Inputs {
 
 /// The settings of one Action run.
 #[derive(Debug, Clone)]
-pub struct ActionConfig {
+pub(crate) struct ActionConfig {
     pub update: UpdateConfig,
     /// The tree to update: the `path` input under the workspace.
     pub path: PathBuf,
-    /// Exit 1 (and write nothing) when the run raises a warning.
-    pub fail_on_warnings: bool,
 }
 
 /// Validate `inputs` into the run's settings; relative paths are taken
@@ -188,22 +167,28 @@ pub struct ActionConfig {
 /// Usage errors naming the input (a malformed policy line, selector,
 /// boolean or `KEY=VALUE`); an unreadable or invalid automation file;
 /// an unreadable template.
-pub fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> {
+pub(crate) fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> {
+    let usage = |input: &str, value: &str, e: &ValueError| {
+        Error::Usage(format!(
+            "input {input} {value:?}: {}",
+            crate::diagnostic::one_line(e)
+        ))
+    };
     let path = workspace.join(inputs.value("path").unwrap_or("."));
     let values = inputs
         .lines("policy")
-        .map(|line| super::update::policy_value_from("input policy", line))
+        .map(|line| {
+            PolicyValue::parse(line, format!("input policy {line}"))
+                .map_err(|e| usage("policy", line, &e))
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let fail_on_warnings = inputs.flag("fail-on-warnings")?;
     let mut update = UpdateConfig {
         values,
         policy_files: inputs
             .lines("policies")
             .map(|f| workspace.join(f))
             .collect(),
-        fetch: inputs
-            .flag("fetch")?
-            .then(|| super::update::fetch_settings(&RegistryArgs::default())),
+        fetch: inputs.flag("fetch")?.then(FetchSettings::default),
         mode: if inputs.flag("dry-run")? {
             Mode::DryRun
         } else {
@@ -215,53 +200,37 @@ pub fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, Error> 
                 .map(|f| (workspace.join(f), Format::Json)),
             ..Outputs::default()
         },
-        fail_on_warnings,
+        fail_on_warnings: inputs.flag("fail-on-warnings")?,
         ..UpdateConfig::default()
     };
     if let Some(expr) = inputs.value("selector") {
         let selector =
             Selector::parse(expr).map_err(|e| Error::Usage(format!("input selector: {e}")))?;
-        update
-            .scope
-            .selectors
-            .push(("input selector".to_owned(), selector));
+        update.select("input selector", selector);
     }
     if let Some(file) = inputs.value("automation") {
-        let automation =
-            super::update::read_automation(&workspace.join(file), update.max_file_size)?;
+        let automation = crate::automation::read_file(&workspace.join(file), update.max_file_size)?;
         update = update.with_automation(automation);
     }
-    let values = inputs
-        .lines("commit-values")
-        .map(|line| {
-            if line.contains('=') {
-                Ok(line.to_owned())
-            } else {
-                Err(Error::Usage(format!(
-                    "input commit-values: {line:?} is not KEY=VALUE"
-                )))
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let message_args = MessageArgs {
-        values,
-        ..MessageArgs::default()
-    };
-    let mut message = super::message::message_config(&message_args, update.automation.as_ref())?;
+    let mut message = update
+        .automation
+        .as_ref()
+        .map(MessageConfig::from_automation)
+        .unwrap_or_default();
+    for line in inputs.lines("commit-values") {
+        let (k, v) = commit_value(line).map_err(|e| usage("commit-values", line, &e))?;
+        message.values.insert(k, v);
+    }
     if let Some(template) = inputs.text("commit-template") {
         message.template = Some(template.to_owned());
     }
     update.message = Some(message);
-    Ok(ActionConfig {
-        update,
-        path,
-        fail_on_warnings,
-    })
+    Ok(ActionConfig { update, path })
 }
 
 /// Where the runner wants the results.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Runner {
+pub(crate) struct Runner {
     /// `GITHUB_WORKSPACE`, else the current directory.
     pub workspace: PathBuf,
     /// `GITHUB_OUTPUT`, when set.
@@ -277,7 +246,7 @@ impl Runner {
     ///
     /// # Errors
     /// No `GITHUB_WORKSPACE` and no current directory.
-    pub fn from_env() -> Result<Self, Error> {
+    pub(crate) fn from_env() -> Result<Self, Error> {
         let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         let workspace = match set("GITHUB_WORKSPACE") {
             Some(ws) => PathBuf::from(ws),
@@ -299,7 +268,7 @@ impl Runner {
 /// # Errors
 /// The runner's files or stdout cannot be written. Errors of the run itself
 /// are reported as `::error` annotations (and on stderr), with exit status 1.
-pub fn run(_args: &ActionArgs) -> Result<Exit, Error> {
+pub(crate) fn run(_args: &ActionArgs) -> Result<Exit, Error> {
     let runner = Runner::from_env()?;
     let result = Inputs::from_env()
         .and_then(|inputs| config(&inputs, &runner.workspace))
@@ -316,16 +285,16 @@ pub fn run(_args: &ActionArgs) -> Result<Exit, Error> {
 /// Render a finished run.
 fn finish(runner: &Runner, config: &ActionConfig, outcome: &Outcome) -> Result<Exit, Error> {
     let ws = &runner.workspace;
-    let outputs = outputs(outcome, ws, runner.test_delimiter.as_deref())?;
+    let outputs = github::outputs(outcome, ws, runner.test_delimiter.as_deref())?;
     if let Some(file) = &runner.output {
         append(file, &outputs)?;
     }
     if let Some(file) = &runner.step_summary {
-        append(file, &step_summary(outcome, ws))?;
+        append(file, &github::step_summary(outcome, ws))?;
     }
-    print(&log(outcome, ws))?;
+    print(&github::log(outcome, ws))?;
     let warned = outcome.warnings().next().is_some();
-    if outcome.held_back || (config.fail_on_warnings && warned) {
+    if outcome.held_back || (config.update.fail_on_warnings && warned) {
         Ok(Exit::Failed)
     } else {
         Ok(Exit::Success)
@@ -337,41 +306,10 @@ fn finish(runner: &Runner, config: &ActionConfig, outcome: &Outcome) -> Result<E
 fn fail(runner: &Runner, error: &Error) -> Result<Exit, Error> {
     super::print_error(error);
     let ws = &runner.workspace;
-    let mut commands = String::new();
-    let mut lines = Vec::new();
-    match error {
-        Error::Invalid {
-            summary,
-            diagnostics,
-        } => {
-            if !summary.is_empty() {
-                commands.push_str(&command("error", None, ws, summary));
-                lines.push(summary.clone());
-            }
-            for d in &diagnostics.0 {
-                let message = with_hint(d);
-                commands.push_str(&command("error", d.location.as_ref(), ws, &message));
-                lines.push(match &d.location {
-                    Some(at) => format!("{}: {message}", relative_location(ws, at)),
-                    None => message,
-                });
-            }
-        }
-        other => {
-            let message = crate::diagnostic::one_line(other);
-            commands.push_str(&command("error", None, ws, &message));
-            lines.push(message);
-        }
-    }
     if let Some(file) = &runner.step_summary {
-        let mut md = String::from("## image-update\n\nThe run failed; nothing was written.\n\n");
-        for line in &lines {
-            let _ = writeln!(md, "- {}", markdown_text(line));
-        }
-        md.push('\n');
-        append(file, &md)?;
+        append(file, &github::failure_step_summary(error, ws))?;
     }
-    print(&commands)?;
+    print(&github::failure_commands(error, ws))?;
     Ok(Exit::Failed)
 }
 
@@ -387,7 +325,7 @@ fn append(path: &Path, text: &str) -> Result<(), Error> {
 }
 
 fn print(text: &str) -> Result<(), Error> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {
@@ -396,385 +334,9 @@ fn print(text: &str) -> Result<(), Error> {
         })
 }
 
-/// The `GITHUB_OUTPUT` lines of a run: single-line values as `name=value`,
-/// others as heredocs with a delimiter that does not occur in the value.
-///
-/// # Errors
-/// A value that contains the fixed test delimiter; no random bytes.
-pub fn outputs(
-    outcome: &Outcome,
-    workspace: &Path,
-    delimiter: Option<&str>,
-) -> Result<String, Error> {
-    let changed_files: Vec<String> = outcome
-        .files
-        .iter()
-        .map(|u| relative(workspace, &outcome.display(&u.rel)))
-        .collect();
-    let json = |what: &str, value: Result<String, serde_json::Error>| {
-        value.map_err(|e| Error::Internal(format!("rendering the {what} output: {e}")))
-    };
-    let values = [
-        ("changed", outcome.has_changes().to_string()),
-        (
-            "changed-files",
-            json("changed-files", serde_json::to_string(&changed_files))?,
-        ),
-        (
-            "changes",
-            json("changes", serde_json::to_string(&outcome.report))?,
-        ),
-        (
-            "commit-message",
-            outcome.commit_message.clone().unwrap_or_default(),
-        ),
-        ("summary", summary_line(outcome)),
-    ];
-    let mut out = String::new();
-    for (name, value) in values {
-        out.push_str(&output_entry(name, &value, delimiter)?);
-    }
-    Ok(out)
-}
-
-/// One `GITHUB_OUTPUT` entry.
-///
-/// # Errors
-/// `value` contains the fixed delimiter; no random bytes could be had.
-pub fn output_entry(name: &str, value: &str, delimiter: Option<&str>) -> Result<String, Error> {
-    if !value.contains(['\n', '\r']) {
-        return Ok(format!("{name}={value}\n"));
-    }
-    let delimiter = match delimiter {
-        Some(fixed) if value.contains(fixed) => {
-            return Err(Error::Internal(format!(
-                "the value of output {name} contains its delimiter {fixed:?}"
-            )));
-        }
-        Some(fixed) => fixed.to_owned(),
-        None => loop {
-            let candidate = random_delimiter()?;
-            if !value.contains(&candidate) {
-                break candidate;
-            }
-        },
-    };
-    Ok(format!("{name}<<{delimiter}\n{value}\n{delimiter}\n"))
-}
-
-/// `ghadelimiter_` and 128 random bits in hex, as the runner's toolkit
-/// makes them.
-fn random_delimiter() -> Result<String, Error> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| Error::failed("cannot get random bytes for an output delimiter", e))?;
-    let mut out = String::from("ghadelimiter_");
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    Ok(out)
-}
-
-/// The one-line summary (output `summary`, the log's last line).
-#[must_use]
-pub fn summary_line(outcome: &Outcome) -> String {
-    let plural =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let fields = plural(outcome.changes.len(), "field", "fields");
-    let files = plural(outcome.files.len(), "file", "files");
-    let warnings = outcome.warnings().count();
-    let warned = plural(warnings, "warning", "warnings");
-    if outcome.held_back {
-        return format!(
-            "would update {fields} in {files}, but wrote nothing: {warned} and fail-on-warnings is set"
-        );
-    }
-    let mut line = if !outcome.has_changes() {
-        match &outcome.suspended {
-            Some(what) => format!("no changes: {what} is suspended"),
-            None => "no changes".to_owned(),
-        }
-    } else if outcome.mode.writes() {
-        format!("updated {fields} in {files}")
-    } else {
-        format!("would update {fields} in {files}")
-    };
-    if warnings > 0 {
-        let _ = write!(line, " ({warned})");
-    }
-    line
-}
-
-/// The log on stdout: fetched policies, notes, one line per change, one
-/// `::warning` per warning, the summary line.
-#[must_use]
-pub fn log(outcome: &Outcome, workspace: &Path) -> String {
-    let mut out = String::new();
-    for r in &outcome.fetched {
-        let _ = writeln!(out, "fetched {}", r.summary());
-    }
-    for d in outcome
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Note)
-    {
-        out.push_str(&command(
-            "notice",
-            d.location.as_ref(),
-            workspace,
-            &with_hint(d),
-        ));
-    }
-    for c in &outcome.changes {
-        let old = c.shown_old_value();
-        let _ = writeln!(
-            out,
-            "{}:{}:{}: {old} -> {} ({})",
-            relative(workspace, &c.display),
-            c.position.line,
-            c.position.column,
-            c.new_value,
-            c.setter
-        );
-    }
-    for d in outcome.warnings() {
-        out.push_str(&command(
-            "warning",
-            d.location.as_ref(),
-            workspace,
-            &with_hint(d),
-        ));
-    }
-    out.push_str(&summary_line(outcome));
-    out.push('\n');
-    out
-}
-
-/// The Markdown appended to `GITHUB_STEP_SUMMARY`: the summary line, a
-/// table of the changes (file, object, old, new, setter) and the warnings.
-#[must_use]
-pub fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
-    let mut md = String::from("## image-update\n\n");
-    let _ = writeln!(md, "{}\n", markdown_text(&summary_line(outcome)));
-    if outcome.has_changes() {
-        md.push_str("| File | Object | Old | New | Setter |\n");
-        md.push_str("| --- | --- | --- | --- | --- |\n");
-        for c in &outcome.changes {
-            let old = c.shown_old_value();
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} |",
-                code(&relative(workspace, &c.display)),
-                markdown_text(&describe_object(&c.object)),
-                code(old),
-                code(&c.new_value),
-                code(&c.setter)
-            );
-        }
-        md.push('\n');
-    }
-    let warnings: Vec<&Diagnostic> = outcome.warnings().collect();
-    if !warnings.is_empty() {
-        md.push_str("### Warnings\n\n");
-        for d in warnings {
-            let message = markdown_text(&with_hint(d));
-            match &d.location {
-                Some(at) => {
-                    let _ = writeln!(
-                        md,
-                        "- {}: {message}",
-                        code(&relative_location(workspace, at))
-                    );
-                }
-                None => {
-                    let _ = writeln!(md, "- {message}");
-                }
-            }
-        }
-        md.push('\n');
-    }
-    md
-}
-
-/// `Kind namespace/name` (`Kind name` without a namespace); `-` for a file
-/// that is no Kubernetes object (a Helm values file).
-fn describe_object(o: &ObjectId) -> String {
-    let name = match (o.namespace.is_empty(), o.name.is_empty()) {
-        (_, true) => String::new(),
-        (true, false) => o.name.clone(),
-        (false, false) => format!("{}/{}", o.namespace, o.name),
-    };
-    let text = format!("{} {name}", o.kind);
-    let text = text.trim();
-    if text.is_empty() {
-        "-".to_owned()
-    } else {
-        text.to_owned()
-    }
-}
-
-/// The diagnostic's message with its causes, and its hint on a line of its
-/// own.
-fn with_hint(d: &Diagnostic) -> String {
-    match &d.hint {
-        Some(hint) => format!("{}\nhint: {hint}", d.full_message()),
-        None => d.full_message(),
-    }
-}
-
-/// A workflow command line: `::KIND file=F,line=L,col=C::MESSAGE`, with the
-/// file relative to the workspace and everything escaped as the runner
-/// requires.
-#[must_use]
-pub fn command(kind: &str, location: Option<&Location>, workspace: &Path, message: &str) -> String {
-    let mut properties = Vec::new();
-    if let Some(at) = location.filter(|at| !at.path.is_empty()) {
-        properties.push(format!(
-            "file={}",
-            escape_property(&relative(workspace, &at.path))
-        ));
-        if let Some(p) = at.position {
-            properties.push(format!("line={}", p.line));
-            properties.push(format!("col={}", p.column));
-        }
-    }
-    let separator = if properties.is_empty() { "" } else { " " };
-    format!(
-        "::{kind}{separator}{}::{}\n",
-        properties.join(","),
-        escape_data(message)
-    )
-}
-
-/// A workflow command's message: `%`, CR and LF escaped.
-#[must_use]
-pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// A workflow command's property value: as [`escape_data`], and `:` and
-/// `,` too.
-#[must_use]
-pub fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// `path` relative to `workspace` with `/` separators when it lies under
-/// it; otherwise as given.
-#[must_use]
-pub fn relative(workspace: &Path, path: &str) -> String {
-    let p = Path::new(path);
-    match p.strip_prefix(workspace) {
-        Ok(rest) => {
-            let parts: Vec<String> = rest
-                .components()
-                .filter(|c| !matches!(c, Component::CurDir))
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            if parts.is_empty() {
-                ".".to_owned()
-            } else {
-                parts.join("/")
-            }
-        }
-        Err(_) => path.to_owned(),
-    }
-}
-
-/// `path:line:col` with the path relative to the workspace.
-fn relative_location(workspace: &Path, at: &Location) -> String {
-    let mut at = at.clone();
-    at.path = relative(workspace, &at.path);
-    at.to_string()
-}
-
-/// Text for Markdown: the characters that would start markup are escaped,
-/// line breaks become `<br>`.
-fn markdown_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '&' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            '\n' => out.push_str("<br>"),
-            '\r' => {}
-            _ => out.push(ch),
-        }
-    }
-    out
-}
-
-/// A Markdown code span that survives in a table cell (`|` escaped).
-fn code(text: &str) -> String {
-    let text = text.replace(['\n', '\r'], " ");
-    let span = if text.contains('`') {
-        format!("`` {text} ``")
-    } else {
-        format!("`{text}`")
-    };
-    span.replace('|', "\\|")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn input_variables_keep_hyphens() {
-        assert_eq!(input_variable("dry-run"), "INPUT_DRY-RUN");
-        assert_eq!(input_variable("path"), "INPUT_PATH");
-        assert_eq!(input_variable("a b"), "INPUT_A_B");
-    }
-
-    #[test]
-    fn commands_escape_data_and_properties() {
-        assert_eq!(escape_data("50% a\r\nb:c,d"), "50%25 a%0D%0Ab:c,d");
-        assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
-        let at = Location::new(
-            "/ws/apps/a,b:c.yaml",
-            Some(crate::text::Position { line: 3, column: 9 }),
-        );
-        assert_eq!(
-            command("warning", Some(&at), Path::new("/ws"), "two\nlines"),
-            "::warning file=apps/a%2Cb%3Ac.yaml,line=3,col=9::two%0Alines\n"
-        );
-        assert_eq!(
-            command("error", None, Path::new("/ws"), "x"),
-            "::error::x\n"
-        );
-    }
-
-    #[test]
-    fn paths_are_relative_to_the_workspace() {
-        let ws = Path::new("/github/workspace");
-        assert_eq!(
-            relative(ws, "/github/workspace/./apps/a.yaml"),
-            "apps/a.yaml"
-        );
-        assert_eq!(relative(ws, "/github/workspace"), ".");
-        assert_eq!(relative(ws, "/elsewhere/a.yaml"), "/elsewhere/a.yaml");
-        assert_eq!(relative(ws, "relative.yaml"), "relative.yaml");
-    }
-
-    #[test]
-    fn multi_line_outputs_use_a_delimiter_not_in_the_value() {
-        assert_eq!(output_entry("a", "one", None).unwrap(), "a=one\n");
-        assert_eq!(
-            output_entry("m", "x\ny", Some("EOF_1")).unwrap(),
-            "m<<EOF_1\nx\ny\nEOF_1\n"
-        );
-        assert!(output_entry("m", "x\nEOF_1\n", Some("EOF_1")).is_err());
-        let random = output_entry("m", "x\ny", None).unwrap();
-        let first = random.lines().next().unwrap();
-        let delimiter = first.strip_prefix("m<<ghadelimiter_").unwrap();
-        assert_eq!(delimiter.len(), 32);
-        assert!(random.ends_with(&format!("\nghadelimiter_{delimiter}\n")));
-        assert_ne!(random, output_entry("m", "x\ny", None).unwrap());
-    }
 
     #[test]
     fn booleans_follow_the_core_schema() {
@@ -786,12 +348,5 @@ mod tests {
             error,
             "input dry-run: \"yes\" is not a boolean (true or false)"
         );
-    }
-
-    #[test]
-    fn markdown_cells_cannot_break_the_table() {
-        assert_eq!(code("a|b"), "`a\\|b`");
-        assert_eq!(code("a`b"), "`` a`b ``");
-        assert_eq!(markdown_text("*x* <y>\nz"), "\\*x\\* \\<y\\><br>z");
     }
 }

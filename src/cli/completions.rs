@@ -30,7 +30,7 @@ fn stdout_error(source: std::io::Error) -> Error {
 
 /// Write `bytes` to stdout.
 fn emit(bytes: &[u8]) -> Result<Exit, Error> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
         .map_err(stdout_error)?;
@@ -39,7 +39,7 @@ fn emit(bytes: &[u8]) -> Result<Exit, Error> {
 
 /// The completion script for `shell`.
 #[must_use]
-pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
+pub(crate) fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
     let mut command = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut command, BIN, &mut out);
@@ -69,7 +69,7 @@ fn respell_bash_states(script: &[u8]) -> Vec<u8> {
 /// # Errors
 /// [`Error::Usage`] for an unknown subcommand; rendering into memory does
 /// not otherwise fail, but its IO error is passed on.
-pub fn man_page(command: Option<&str>) -> Result<Vec<u8>, Error> {
+pub(crate) fn man_page(command: Option<&str>) -> Result<Vec<u8>, Error> {
     let mut root = Cli::command();
     root.build();
     let page = match command {
@@ -105,7 +105,7 @@ pub fn man_page(command: Option<&str>) -> Result<Vec<u8>, Error> {
 ///
 /// # Errors
 /// Only when stdout cannot be written.
-pub fn run_completions(args: &CompletionsArgs) -> Result<Exit, Error> {
+pub(crate) fn run_completions(args: &CompletionsArgs) -> Result<Exit, Error> {
     emit(&completion_script(args.shell))
 }
 
@@ -113,7 +113,7 @@ pub fn run_completions(args: &CompletionsArgs) -> Result<Exit, Error> {
 ///
 /// # Errors
 /// An unknown subcommand, or stdout that cannot be written.
-pub fn run_man(args: &ManArgs) -> Result<Exit, Error> {
+pub(crate) fn run_man(args: &ManArgs) -> Result<Exit, Error> {
     emit(&man_page(args.command.as_deref())?)
 }
 

@@ -5,31 +5,33 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use image_update_git::{
-    Auth, Author, CheckoutRef, HostKeyCheck, KnownHosts, Remote, RemoteSettings, RetryPolicy,
-    Secret, Signer, Transport,
-};
+use image_update_git::{Author, CheckoutRef, RetryPolicy};
 
-use super::{Exit, MessageArgs, PolicySourceArgs, RegistryArgs};
+use super::Exit;
+use super::args::{MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
 use crate::input::SizeLimit;
-use crate::job::flux::{self, GitRepository, SecretObject, Secrets};
+use crate::job::checkout::{self, CheckoutTarget};
+use crate::job::credentials::{self, CredentialFlags, ProcessEnvironment};
+use crate::job::git_repository::{self, GitRepository};
+use crate::job::secrets::Secrets;
 use crate::job::{
-    EXIT_CONFIGURATION, JobConfig, JobError, JobResult, PushSettings, SourceRef, Status,
+    EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
 };
-use crate::operation::{Mode, UpdateConfig};
+use crate::operation::UpdateConfig;
+use crate::outcome::Mode;
+use crate::render::{self, terminal};
 
 /// Where Kubernetes reads a container's termination message.
 const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
-/// The most bytes Kubernetes keeps of a termination message.
-const TERMINATION_LOG_LIMIT: usize = 4096;
 
 /// `job --help`, after the options.
-pub const AFTER_HELP: &str = "\
+pub(crate) const AFTER_HELP: &str = "\
 Credentials come from the environment, never from flags:
   IMAGE_UPDATE_GIT_USERNAME, IMAGE_UPDATE_GIT_PASSWORD   HTTP Basic auth
   IMAGE_UPDATE_GIT_TOKEN         HTTP token, sent as the Basic password (user
@@ -67,7 +69,7 @@ Examples:
 
 /// `image-update job`.
 #[derive(Debug, Args)]
-pub struct JobArgs {
+pub(crate) struct JobArgs {
     /// The repository: https://, ssh:// or user@host:path (plain http:// only to
     /// loopback; file:// and paths only with --allow-local).
     /// Default: the --git-repository's spec.url.
@@ -172,7 +174,7 @@ pub struct JobArgs {
 
     /// Give up a git connection after DURATION without progress (connect and
     /// each read), e.g. 30s, 2m (default: connect 30s, read 120s).
-    #[arg(long, value_name = "DURATION", help_heading = "Repository", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "DURATION", help_heading = "Repository", value_parser = super::args::parse_duration)]
     pub git_timeout: Option<Duration>,
 
     /// Make the temporary work tree under DIR (default: the system's
@@ -275,7 +277,7 @@ pub struct JobArgs {
 
 /// What kind of key signs commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SigningKeyType {
+pub(crate) enum SigningKeyType {
     /// An ASCII-armored OpenPGP secret key.
     Gpg,
     /// An OpenSSH private key.
@@ -287,9 +289,10 @@ pub enum SigningKeyType {
 /// # Errors
 /// Only stdout that cannot be written; every other failure is in the
 /// status, on stderr, and in the exit status.
-pub fn run(args: &JobArgs) -> Result<Exit, Error> {
+pub(crate) fn run(args: &JobArgs) -> Result<Exit, Error> {
+    let observer: Arc<dyn Observer> = Arc::new(Progress);
     let result = match config(args) {
-        Ok(config) => crate::job::run(&config).map_err(Failure::Job),
+        Ok(config) => crate::job::run(&config, &observer).map_err(Failure::Job),
         Err(e) => Err(Failure::Config(e)),
     };
     let (status, code) = match &result {
@@ -302,9 +305,8 @@ pub fn run(args: &JobArgs) -> Result<Exit, Error> {
             (status.clone(), code)
         }
         Err(Failure::Job(e)) => {
-            super::print_error(&Error::Other(Box::new(Shown(crate::diagnostic::one_line(
-                e,
-            )))));
+            let paint = super::stderr_paint(super::ColorChoice::from_args());
+            let _ = super::stdio::stderr().write_all(terminal::error_line(e, paint).as_bytes());
             (Status::failed(e), e.exit_code())
         }
         Err(Failure::Config(e)) => {
@@ -316,10 +318,9 @@ pub fn run(args: &JobArgs) -> Result<Exit, Error> {
         }
     };
     write_termination_log(args.termination_log.as_deref(), &status);
-    let mut text = serde_json::to_string_pretty(&status)
+    let text = render::status::json(&status)
         .map_err(|e| Error::Internal(format!("cannot serialise the status: {e}")))?;
-    text.push('\n');
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {
@@ -334,23 +335,24 @@ enum Failure {
     Job(JobError),
 }
 
-/// An error already rendered with its causes on one line, for
-/// `print_error`.
-#[derive(Debug)]
-struct Shown(String);
+/// The Job's progress on stderr.
+struct Progress;
 
-impl std::fmt::Display for Shown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl Observer for Progress {
+    fn event(&self, event: &Event<'_>) {
+        let paint = super::stderr_paint(super::ColorChoice::from_args());
+        let _ = super::stdio::stderr().write_all(terminal::job_event(event, paint).as_bytes());
+    }
+
+    fn interrupted(&self, signal: i32) {
+        let _ = super::stdio::stderr().write_all(terminal::job_interrupted(signal).as_bytes());
+        super::stdio::exit(128 + signal);
     }
 }
 
-impl std::error::Error for Shown {}
-
-/// The status, compact, in at most 4 KiB: whole when it fits, else
-/// without the change report, else without the observed policies and the
-/// message, else only the result and the error's kind. Best effort: the
-/// file must exist (Kubernetes creates it) or be named; errors are ignored.
+/// Write the termination message ([`render::status::termination_message`]).
+/// Best effort: the file must exist (Kubernetes creates it) or be named;
+/// errors are ignored.
 fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
     let path = match path {
         Some(path) => path.to_owned(),
@@ -359,28 +361,7 @@ fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
         }
         None => return,
     };
-    let mut brief = status.clone();
-    let mut text = serde_json::to_string(&brief).unwrap_or_default();
-    if text.len() > TERMINATION_LOG_LIMIT {
-        brief.changes = None;
-        text = serde_json::to_string(&brief).unwrap_or_default();
-    }
-    if text.len() > TERMINATION_LOG_LIMIT {
-        brief.observed_policies.clear();
-        brief.commit_message = None;
-        text = serde_json::to_string(&brief).unwrap_or_default();
-    }
-    if text.len() > TERMINATION_LOG_LIMIT {
-        if let Some(error) = &mut brief.error {
-            let mut end = error.message.len().min(1024);
-            while !error.message.is_char_boundary(end) {
-                end -= 1;
-            }
-            error.message.truncate(end);
-        }
-        text = serde_json::to_string(&brief).unwrap_or_default();
-    }
-    let _ = fs_err::write(path, text);
+    let _ = fs_err::write(path, render::status::termination_message(status));
 }
 
 /// The run's settings from the flags and the environment.
@@ -388,7 +369,7 @@ fn write_termination_log(path: Option<&std::path::Path>, status: &Status) {
 /// # Errors
 /// Usage errors (conflicting or malformed flags, a missing author),
 /// unreadable key and automation files, keys that cannot be used.
-pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
+pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     // Before anything touches libgit2: its options are set once.
     if let Some(timeout) = args.git_timeout
         && !image_update_git::set_timeouts(timeout, timeout)
@@ -400,7 +381,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     let automation = args
         .automation
         .as_deref()
-        .map(|file| super::update::read_automation(file, args.max_file_size))
+        .map(|file| crate::automation::read_file(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
     if args.state.is_some()
@@ -418,7 +399,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     let repository = args
         .git_repository
         .as_deref()
-        .map(|file| flux::read_git_repository(file, args.max_file_size))
+        .map(|file| git_repository::read(file, args.max_file_size))
         .transpose()?;
     let secrets = Secrets::read(&args.secrets, args.max_file_size)?;
     let git_secret = match &repository {
@@ -430,7 +411,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         }) => {
             let who = format!("GitRepository {namespace}/{name} spec.secretRef");
             let found = secrets.get(namespace, secret, &who)?;
-            flux::check_git_secret(found, &format!("{namespace}/{secret}"))?;
+            credentials::check_git_secret(found, &format!("{namespace}/{secret}"))?;
             Some(found)
         }
         _ => None,
@@ -441,9 +422,7 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .or_else(|| repository.as_ref().map(|r| r.url.clone()))
         .ok_or_else(|| Error::Usage("give --url or --git-repository".to_owned()))?;
     let mut update = UpdateConfig {
-        fetch: args
-            .fetch
-            .then(|| super::update::fetch_settings(&args.registry)),
+        fetch: args.fetch.then(|| args.registry.fetch_settings()),
         mode: Mode::Apply,
         plan: crate::updater::plan::PlanOptions {
             no_downgrade: args.no_downgrade,
@@ -451,17 +430,17 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         max_file_size: args.max_file_size,
         ..UpdateConfig::default()
     };
-    super::update::policy_source(&mut update, &args.source)?;
+    args.source.apply(&mut update)?;
     if let Some(automation) = automation.clone() {
         update = update.with_automation(automation);
     }
     if let Some(path) = &args.path {
         update.update_path = crate::automation::normalise_path(path);
     }
-    update.message = Some(super::message::message_config(
-        &args.message,
-        update.automation.as_ref(),
-    )?);
+    update.message = Some(
+        args.message
+            .message_config(update.automation.as_ref(), args.max_file_size)?,
+    );
     let commit = git.as_ref().map(|g| g.commit.clone()).unwrap_or_default();
     let author_name = args
         .author_name
@@ -510,12 +489,14 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             "{reference} is not a branch to push back to: give --push-branch"
         )));
     }
-    let signing_kind =
-        args.signing_key_type
-            .unwrap_or(match commit.signing_key.as_ref().map(|k| k.kind) {
-                Some(SigningKind::Ssh) => SigningKeyType::Ssh,
-                _ => SigningKeyType::Gpg,
-            });
+    let signing_kind = match args.signing_key_type {
+        Some(SigningKeyType::Gpg) => SigningKind::Gpg,
+        Some(SigningKeyType::Ssh) => SigningKind::Ssh,
+        None => commit
+            .signing_key
+            .as_ref()
+            .map_or(SigningKind::Gpg, |k| k.kind),
+    };
     let signing_secret = match (&automation, &commit.signing_key) {
         (Some(automation), Some(key)) if args.signing_key.is_none() => Some(secrets.get(
             &automation.namespace,
@@ -524,9 +505,28 @@ pub fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         )?),
         _ => None,
     };
-    let signer = signer(args.signing_key.as_deref(), signing_kind, signing_secret)?;
+    let signer = credentials::signer(
+        args.signing_key.as_deref(),
+        signing_kind,
+        &ProcessEnvironment,
+        signing_secret,
+        args.max_file_size,
+    )?;
+    if args.insecure_skip_host_key_check {
+        let _ = super::stdio::stderr().write_all(
+            b"image-update: warning: --insecure-skip-host-key-check: any SSH host key is accepted\n",
+        );
+    }
+    let flags = CredentialFlags {
+        ssh_key: args.ssh_key.as_deref(),
+        known_hosts: args.known_hosts.as_deref(),
+        ca_file: args.ca_file.as_deref(),
+        insecure_skip_host_key_check: args.insecure_skip_host_key_check,
+        allow_local: args.allow_local,
+        max_file_size: args.max_file_size,
+    };
     Ok(JobConfig {
-        remote: remote_settings(args, &url, git_secret)?,
+        remote: credentials::remote_settings(&url, &flags, &ProcessEnvironment, git_secret)?,
         url,
         reference,
         depth: (args.depth > 0).then_some(args.depth),
@@ -549,7 +549,7 @@ fn checkout_ref(
     args: &JobArgs,
     automation: Option<&Automation>,
     repository: Option<&GitRepository>,
-) -> Result<SourceRef, Error> {
+) -> Result<CheckoutTarget, Error> {
     let flag = if let Some(branch) = &args.branch {
         Some(CheckoutRef::Branch(branch.clone()))
     } else if let Some(tag) = &args.tag {
@@ -563,175 +563,18 @@ fn checkout_ref(
         args.reference.clone().map(CheckoutRef::Name)
     };
     let reference = flag
-        .map(SourceRef::Checkout)
+        .map(CheckoutTarget::Checkout)
         .or_else(|| {
             automation
                 .and_then(|a| a.git.as_ref())
                 .and_then(|g| g.checkout.as_ref())
-                .and_then(flux::source_ref)
+                .and_then(checkout::from_git_ref)
         })
         .or_else(|| repository.and_then(|r| r.reference.clone()))
-        .unwrap_or(SourceRef::Checkout(CheckoutRef::DefaultBranch));
-    if let SourceRef::Semver(range) = &reference {
+        .unwrap_or(CheckoutTarget::Checkout(CheckoutRef::DefaultBranch));
+    if let CheckoutTarget::Semver(range) = &reference {
         crate::reflector::selection::semver::Range::parse(range)
             .map_err(|e| Error::Usage(format!("semver checkout range `{range}`: {e}")))?;
     }
     Ok(reference)
-}
-
-/// An environment variable, unset when empty.
-fn env(name: &str) -> Option<Secret> {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .map(Secret::new)
-}
-
-/// A secret from `file`, else from the environment variable `name`.
-fn file_or_env(file: Option<&std::path::Path>, name: &str) -> Result<Option<Secret>, Error> {
-    match file {
-        Some(file) => Ok(Some(Secret::new(fs_err::read_to_string(file)?))),
-        None => Ok(env(name)),
-    }
-}
-
-/// Credentials and host key policy for the URL's transport: the
-/// environment and flags, else the GitRepository's Secret.
-fn remote_settings(
-    args: &JobArgs,
-    url: &str,
-    secret: Option<&SecretObject>,
-) -> Result<RemoteSettings, Error> {
-    let from_secret = |key: &str| secret.and_then(|s| s.get(key)).cloned();
-    let probe = Remote::new(
-        url,
-        RemoteSettings {
-            allow_local: args.allow_local,
-            ..RemoteSettings::default()
-        },
-    )
-    .map_err(|e| Error::Usage(format!("--url: {}", crate::diagnostic::one_line(&e))))?;
-    let auth = if probe.transport() == Transport::Ssh {
-        match file_or_env(args.ssh_key.as_deref(), "IMAGE_UPDATE_GIT_SSH_KEY")? {
-            Some(private_key) => Auth::SshKey {
-                username: None,
-                private_key,
-                passphrase: env("IMAGE_UPDATE_GIT_SSH_KEY_PASSPHRASE"),
-            },
-            None => match from_secret("identity") {
-                Some(private_key) => Auth::SshKey {
-                    username: None,
-                    private_key,
-                    passphrase: from_secret("password"),
-                },
-                None => Auth::None,
-            },
-        }
-    } else if let Some(token) = env("IMAGE_UPDATE_GIT_BEARER_TOKEN") {
-        Auth::Bearer { token }
-    } else {
-        let username = std::env::var("IMAGE_UPDATE_GIT_USERNAME")
-            .ok()
-            .filter(|v| !v.is_empty());
-        match (
-            env("IMAGE_UPDATE_GIT_TOKEN"),
-            env("IMAGE_UPDATE_GIT_PASSWORD"),
-        ) {
-            (Some(token), _) => Auth::Basic {
-                username: username.unwrap_or_else(|| "x-access-token".to_owned()),
-                password: token,
-            },
-            (None, Some(password)) => Auth::Basic {
-                username: username.unwrap_or_default(),
-                password,
-            },
-            (None, None) => match (from_secret("bearerToken"), from_secret("password")) {
-                (Some(token), _) => Auth::Bearer { token },
-                (None, Some(password)) => Auth::Basic {
-                    username: from_secret("username")
-                        .map(|u| u.expose().to_owned())
-                        .unwrap_or_default(),
-                    password,
-                },
-                (None, None) => Auth::None,
-            },
-        }
-    };
-    let host_key_check = if args.insecure_skip_host_key_check {
-        eprintln!(
-            "image-update: warning: --insecure-skip-host-key-check: any SSH host key is accepted"
-        );
-        HostKeyCheck::AcceptAny
-    } else {
-        let text = file_or_env(args.known_hosts.as_deref(), "IMAGE_UPDATE_GIT_KNOWN_HOSTS")?
-            .or_else(|| from_secret("known_hosts"));
-        let known = match text {
-            Some(text) => KnownHosts::parse(text.expose()).map_err(|e| {
-                Error::Usage(format!("known hosts: {}", crate::diagnostic::one_line(&e)))
-            })?,
-            None => KnownHosts::default(),
-        };
-        HostKeyCheck::KnownHosts(known)
-    };
-    // Flux's key is `ca.crt`; `caFile` is its older name.
-    let ca_certificates = file_or_env(args.ca_file.as_deref(), "IMAGE_UPDATE_GIT_CA_CERT")?
-        .or_else(|| from_secret("ca.crt"))
-        .or_else(|| from_secret("caFile"))
-        .map(|pem| pem.expose().to_owned());
-    let settings = RemoteSettings {
-        auth,
-        http_headers: Vec::new(),
-        host_key_check,
-        allow_local: args.allow_local,
-        allow_plain_http: false,
-        ca_certificates,
-    };
-    // Bad certificates are a configuration error now, not a failed clone later.
-    Remote::new(url, settings.clone()).map_err(|e| {
-        Error::Usage(format!(
-            "CA certificates (--ca-file, IMAGE_UPDATE_GIT_CA_CERT or the Secret's ca.crt): {}",
-            crate::diagnostic::one_line(&e)
-        ))
-    })?;
-    Ok(settings)
-}
-
-/// The commit signer, unlocked (a wrong passphrase is a configuration
-/// error now, not a failed commit later): the flag or environment, else
-/// the automation's signing key Secret (Flux's keys: `git.asc` and
-/// `passphrase`, or `identity` and `password`).
-fn signer(
-    file: Option<&std::path::Path>,
-    kind: SigningKeyType,
-    secret: Option<&SecretObject>,
-) -> Result<Option<Signer>, Error> {
-    let (key_name, passphrase_name) = match kind {
-        SigningKeyType::Gpg => ("git.asc", "passphrase"),
-        SigningKeyType::Ssh => ("identity", "password"),
-    };
-    let key = match file_or_env(file, "IMAGE_UPDATE_SIGNING_KEY")? {
-        Some(key) => Some(key),
-        None => match secret {
-            Some(secret) => Some(secret.get(key_name).cloned().ok_or_else(|| {
-                Error::invalid(vec![
-                    crate::diagnostic::Diagnostic::error(format!(
-                        "the signing key Secret has no {key_name}"
-                    ))
-                    .at(secret.location.clone()),
-                ])
-            })?),
-            None => None,
-        },
-    };
-    let Some(key) = key else {
-        return Ok(None);
-    };
-    let passphrase = env("IMAGE_UPDATE_SIGNING_PASSPHRASE")
-        .or_else(|| secret.and_then(|s| s.get(passphrase_name)).cloned());
-    let signer = match kind {
-        SigningKeyType::Gpg => Signer::openpgp(&key, passphrase.as_ref()),
-        SigningKeyType::Ssh => Signer::ssh(&key, passphrase.as_ref()),
-    }
-    .map_err(|e| Error::Usage(format!("signing key: {}", crate::diagnostic::one_line(&e))))?;
-    Ok(Some(signer))
 }

@@ -14,16 +14,58 @@ use crate::error::Error;
 use crate::input::{ReadError, SizeLimit, read_capped};
 use crate::krm::{self, Output, Response};
 
+/// The function's documentation (`kpt fn doc`, `image-update fn --help`).
+pub(crate) const FN_HELP: &str = "\
+Run as a KRM function (kpt fn eval / kpt fn render).
+
+Reads one ResourceList (config.kubernetes.io/v1, v1beta1 or v1alpha1, or a v1 List) from stdin and
+writes it back on stdout, with the same apiVersion, with only the scalars marked by
+`# {\"$imagepolicy\": \"NAMESPACE:NAME[:tag|:name|:digest]\"}` comments replaced, and `results` set:
+a summary first, then one info result per changed field and one warning per problem. Everything
+else in the input (comments, annotations, quoting, indentation, functionConfig) is kept byte for
+byte. The binary run with no arguments and a ResourceList on stdin does the same.
+
+Policy results come from, merged (a policy given twice with different values is an error):
+  * ImagePolicy objects (image.toolkit.fluxcd.io) with a status among the items (left untouched);
+  * the functionConfig, one of:
+    - v1 ConfigMap: `data` maps NAMESPACE:NAME to IMAGE:TAG[@DIGEST]; keys without a `:` are
+      options (policySelector, path, check, dryRun, fetch; values are strings). This is what
+      `kpt fn eval ... -- NAMESPACE:NAME=IMAGE:TAG` sends.
+    - fn.image-update.dev/v1alpha1 ImageUpdate:
+        policies:        {NAMESPACE:NAME: IMAGE:TAG[@DIGEST]}
+        policySelector:  kubectl selector string (`env=prod,tier in (web)`) or LabelSelector
+                         {matchLabels, matchExpressions}; selects among the ImagePolicies in the items
+        path:            only items whose path annotation lies under this directory are edited
+        check: true      edit nothing; every pending change is an error result (exit 1)
+        noDowngrade: true  leave alone (with a warning) a change that moves a tag backwards
+        dryRun: true     edit nothing; report what would change
+        fetch: true      compute policy results from the ImageRepository/ImagePolicy and KubeSphere
+                         ImageUpdater items by asking their registries (needs network: under kpt use
+                         --exec or a network-enabled runtime; containers get --network none)
+    - image.toolkit.fluxcd.io/v1 ImageUpdateAutomation: uses the ImagePolicies among the items in
+      the automation's namespace (default: default) that match spec.policySelector; edits only
+      items under spec.update.path; spec.suspend: true edits nothing.
+
+Exit status: 0 when the list was processed (warnings included); 1 when the input or the
+functionConfig is invalid, or check found pending changes: stdout then carries error results
+and kpt writes nothing.
+
+Examples:
+  kpt fn eval --exec image-update PKG -- flux-system:podinfo=ghcr.io/stefanprodan/podinfo:6.7.0
+  kpt fn eval --exec image-update PKG --fn-config automation.yaml
+  kpt fn render PKG --allow-exec
+      with, in the Kptfile: pipeline: {mutators: [{exec: image-update, configPath: FILE}]}";
+
 /// The environment variable that sets the most bytes read from stdin
 /// (default 1 GiB): the function has no flags.
-pub const MAX_INPUT_SIZE: &str = "IMAGE_UPDATE_MAX_INPUT_SIZE";
+pub(crate) const MAX_INPUT_SIZE: &str = "IMAGE_UPDATE_MAX_INPUT_SIZE";
 
 /// Run the function on stdin.
 ///
 /// # Errors
 /// A terminal on stdin (usage), stdin that cannot be read, stdout that
 /// cannot be written.
-pub fn run() -> Result<Exit, Error> {
+pub(crate) fn run() -> Result<Exit, Error> {
     use std::io::IsTerminal;
     if std::io::stdin().is_terminal() {
         return Err(Error::Usage(
@@ -71,7 +113,7 @@ fn write_response(mut response: Response<'_>) -> Result<Exit, Error> {
         .output
         .pieces()
         .map_err(|e| Error::Internal(e.to_string()))?;
-    let stdout = std::io::stdout();
+    let stdout = super::stdio::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     pieces
         .iter()

@@ -18,23 +18,29 @@
 //! (or its own small config), runs, renders the outcome on stdout/stderr and
 //! chooses the exit status.
 
-use std::path::PathBuf;
-
-pub mod action;
-pub mod completions;
+pub(crate) mod action;
+pub(crate) mod args;
+pub(crate) mod completions;
 #[cfg(feature = "job")]
-pub mod job;
-pub mod krm;
-pub mod message;
-pub mod policy;
+pub(crate) mod job;
+pub(crate) mod krm;
+pub(crate) mod message;
+pub(crate) mod policy;
 mod policy_args;
 mod policy_offline;
-pub mod update;
+mod stdio;
+pub(crate) mod update;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+
+pub(crate) use self::args::{
+    ActionArgs, ColorChoice, CompletionsArgs, FnArgs, ManArgs, MessageCommandArgs,
+    PolicyCommandArgs, UpdateArgs,
+};
+use self::krm::FN_HELP;
 
 use crate::error::Error;
-use crate::input::SizeLimit;
+use crate::render::terminal::Paint;
 
 /// The version `--version` prints: the package version, plus the git
 /// commit and its date when built from a checkout (see `build.rs`), e.g.
@@ -55,7 +61,7 @@ pub const VERSION: &str = concat!(
     after_help = MODES_HELP,
     after_long_help = top_long_help()
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -73,9 +79,9 @@ fn top_long_help() -> String {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Update marked fields in a directory or file.
-    #[command(after_help = UPDATE_AFTER_HELP)]
+    #[command(after_help = args::UPDATE_AFTER_HELP)]
     Update(UpdateArgs),
     /// Run as a KRM function: ResourceList on stdin, ResourceList on stdout.
     #[command(long_about = FN_HELP)]
@@ -101,358 +107,9 @@ pub enum Command {
     Man(ManArgs),
 }
 
-/// `image-update completions SHELL`.
-#[derive(Debug, Args)]
-pub struct CompletionsArgs {
-    /// The shell to complete for.
-    #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
-}
-
-/// `image-update man [COMMAND]`.
-#[derive(Debug, Args)]
-pub struct ManArgs {
-    /// A subcommand whose page to print (image-update-COMMAND(1)) instead
-    /// of the program's.
-    #[arg(value_name = "COMMAND")]
-    pub command: Option<String>,
-}
-
-/// `image-update action` takes no arguments: its inputs come from the
-/// runner's `INPUT_*` variables.
-#[derive(Debug, Args)]
-pub struct ActionArgs {}
-
-/// Registry client options (`update --fetch`, `policy`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct RegistryArgs {
-    /// Registry settings file (per-registry insecure, CA file, page size,
-    /// concurrency, rate; retries; cache; exclusion list); see docs/registry.md.
-    #[arg(long, value_name = "FILE", help_heading = "Registry")]
-    pub registry_config: Option<PathBuf>,
-
-    /// Cache tag lists under DIR (overrides the settings file).
-    #[arg(long, value_name = "DIR", help_heading = "Registry")]
-    pub cache_dir: Option<PathBuf>,
-
-    /// How long a cached tag list is used, e.g. 5m, 1h (default 5m).
-    #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
-    pub cache_ttl: Option<std::time::Duration>,
-
-    /// Give up fetching after DURATION in all (every registry, every
-    /// retry), e.g. 2m; 0 for no limit (default 5m, or the settings file's
-    /// `deadline`).
-    #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
-    pub fetch_timeout: Option<std::time::Duration>,
-}
-
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    image_update_registry::settings::parse_duration(s)
-        .ok_or_else(|| format!("{s:?} is not a duration like 30s, 5m or 1h"))
-}
-
-/// `image-update policy IMAGE`.
-#[derive(Debug, Clone, Args)]
-pub struct PolicyCommandArgs {
-    /// The image repository, without tag (e.g. ghcr.io/acme/app, nginx).
-    pub image: String,
-
-    #[command(flatten)]
-    pub policy: policy_args::PolicyArgs,
-
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-
-    /// The most bytes read from --tags-file.
-    #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
-    pub max_file_size: SizeLimit,
-}
-
-/// `image-update fn` takes no arguments: everything comes in the
-/// ResourceList's functionConfig.
-#[derive(Debug, Args)]
-pub struct FnArgs {}
-
-/// The function's documentation (`kpt fn doc`, `image-update fn --help`).
-pub const FN_HELP: &str = "\
-Run as a KRM function (kpt fn eval / kpt fn render).
-
-Reads one ResourceList (config.kubernetes.io/v1, v1beta1 or v1alpha1, or a v1 List) from stdin and
-writes it back on stdout, with the same apiVersion, with only the scalars marked by
-`# {\"$imagepolicy\": \"NAMESPACE:NAME[:tag|:name|:digest]\"}` comments replaced, and `results` set:
-a summary first, then one info result per changed field and one warning per problem. Everything
-else in the input (comments, annotations, quoting, indentation, functionConfig) is kept byte for
-byte. The binary run with no arguments and a ResourceList on stdin does the same.
-
-Policy results come from, merged (a policy given twice with different values is an error):
-  * ImagePolicy objects (image.toolkit.fluxcd.io) with a status among the items (left untouched);
-  * the functionConfig, one of:
-    - v1 ConfigMap: `data` maps NAMESPACE:NAME to IMAGE:TAG[@DIGEST]; keys without a `:` are
-      options (policySelector, path, check, dryRun, fetch; values are strings). This is what
-      `kpt fn eval ... -- NAMESPACE:NAME=IMAGE:TAG` sends.
-    - fn.image-update.dev/v1alpha1 ImageUpdate:
-        policies:        {NAMESPACE:NAME: IMAGE:TAG[@DIGEST]}
-        policySelector:  kubectl selector string (`env=prod,tier in (web)`) or LabelSelector
-                         {matchLabels, matchExpressions}; selects among the ImagePolicies in the items
-        path:            only items whose path annotation lies under this directory are edited
-        check: true      edit nothing; every pending change is an error result (exit 1)
-        noDowngrade: true  leave alone (with a warning) a change that moves a tag backwards
-        dryRun: true     edit nothing; report what would change
-        fetch: true      compute policy results from the ImageRepository/ImagePolicy and KubeSphere
-                         ImageUpdater items by asking their registries (needs network: under kpt use
-                         --exec or a network-enabled runtime; containers get --network none)
-    - image.toolkit.fluxcd.io/v1 ImageUpdateAutomation: uses the ImagePolicies among the items in
-      the automation's namespace (default: default) that match spec.policySelector; edits only
-      items under spec.update.path; spec.suspend: true edits nothing.
-
-Exit status: 0 when the list was processed (warnings included); 1 when the input or the
-functionConfig is invalid, or check found pending changes: stdout then carries error results
-and kpt writes nothing.
-
-Examples:
-  kpt fn eval --exec image-update PKG -- flux-system:podinfo=ghcr.io/stefanprodan/podinfo:6.7.0
-  kpt fn eval --exec image-update PKG --fn-config automation.yaml
-  kpt fn render PKG --allow-exec
-      with, in the Kptfile: pipeline: {mutators: [{exec: image-update, configPath: FILE}]}";
-
-/// `image-update update`.
-#[derive(Debug, Args)]
-pub struct UpdateArgs {
-    /// Directory or file to update.
-    #[arg(default_value = ".")]
-    pub path: PathBuf,
-
-    #[command(flatten)]
-    pub source: PolicySourceArgs,
-
-    /// Follow a Flux ImageUpdateAutomation (v1 or v1beta2): its namespace
-    /// scopes the ImagePolicies, spec.policySelector selects them,
-    /// spec.update.path (under PATH) limits the edits, spec.suspend edits
-    /// nothing.
-    #[arg(long, value_name = "FILE")]
-    pub automation: Option<PathBuf>,
-
-    /// Write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-
-    /// Print a unified diff of every change on stdout.
-    #[arg(long)]
-    pub diff: bool,
-
-    /// Write nothing; exit 3 if any field would change.
-    #[arg(long)]
-    pub check: bool,
-
-    /// Write changed files under DIR (same relative paths) instead of in place.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["dry_run", "check"])]
-    pub output_dir: Option<PathBuf>,
-
-    /// Write the change report to FILE (`-` for stdout).
-    #[arg(long, value_name = "FILE|-")]
-    pub report: Option<PathBuf>,
-
-    /// Format of the change report.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Json)]
-    pub report_format: ReportFormat,
-
-    /// Print only warnings and errors (and, with --check, the pending
-    /// changes).
-    #[arg(long, short = 'q', conflicts_with = "verbose")]
-    pub quiet: bool,
-
-    /// Leave a marker alone, with a warning, when its change would move a
-    /// tag backwards (a lower semver); without it such a change is made,
-    /// with a warning.
-    #[arg(long)]
-    pub no_downgrade: bool,
-
-    /// Exit 1, writing nothing, when any warning is raised.
-    #[arg(long)]
-    pub fail_on_warnings: bool,
-
-    /// Colour stderr (and a --diff on a terminal): auto (when it is a
-    /// terminal and NO_COLOR is unset), always or never.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
-    pub color: ColorChoice,
-
-    /// Also print skipped files and counts.
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
-
-    /// The most bytes read from one file (under PATH, --policies, --automation,
-    /// stdin): a larger one is an error. Units KiB, MiB, GiB.
-    #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
-    pub max_file_size: SizeLimit,
-
-    /// Compute policy results from registries: ImageRepository/ImagePolicy
-    /// and KubeSphere ImageUpdater definitions in PATH and --policies files
-    /// (see docs/fetch.md).
-    #[arg(long, help_heading = "Fetching")]
-    pub fetch: bool,
-
-    /// Write the fetched ImagePolicies with their computed status to FILE
-    /// (multi-document YAML; `-` for stdout).
-    #[arg(
-        long,
-        value_name = "FILE|-",
-        requires = "fetch",
-        help_heading = "Fetching"
-    )]
-    pub emit_policies: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-
-    #[command(flatten)]
-    pub message: MessageArgs,
-
-    /// Write the rendered commit message to FILE (`-` for stdout; empty
-    /// when nothing changed).
-    #[arg(long, value_name = "FILE|-", help_heading = "Commit message")]
-    pub commit_message_file: Option<PathBuf>,
-}
-
-/// Where the policy results come from (`update`, `job`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct PolicySourceArgs {
-    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
-    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
-    pub policies: Vec<String>,
-
-    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
-    #[arg(long = "policies", value_name = "FILE")]
-    pub policy_files: Vec<PathBuf>,
-
-    /// Label selector over the ImagePolicies (from --policies, and the
-    /// definitions with --fetch; kubectl -l syntax). --policy values are
-    /// always used.
-    #[arg(long, short = 'l', value_name = "EXPR")]
-    pub selector: Option<String>,
-}
-
-/// What a commit message is made of (`update`, `message`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct MessageArgs {
-    /// Go text/template for the commit message, as Flux's
-    /// spec.git.commit.messageTemplate (`-` reads stdin); default: the
-    /// automation's template, else Flux's default message.
-    #[arg(
-        long = "commit-template",
-        visible_alias = "template",
-        value_name = "FILE|-",
-        help_heading = "Commit message"
-    )]
-    pub template: Option<PathBuf>,
-
-    /// A `.Values` entry, KEY=VALUE (repeatable; added to, or replacing,
-    /// the automation's messageTemplateValues).
-    #[arg(
-        long = "commit-value",
-        visible_alias = "value",
-        value_name = "KEY=VALUE",
-        help_heading = "Commit message"
-    )]
-    pub values: Vec<String>,
-
-    /// `.AutomationObject` when no --automation gives it: NAMESPACE/NAME.
-    #[arg(long, value_name = "NAMESPACE/NAME", help_heading = "Commit message")]
-    pub automation_object: Option<String>,
-}
-
-/// `image-update message`.
-#[derive(Debug, Args)]
-pub struct MessageCommandArgs {
-    /// A report saved by `update --report` (JSON or YAML; `-` reads stdin).
-    #[arg(long, value_name = "FILE|-")]
-    pub report: PathBuf,
-
-    /// The ImageUpdateAutomation whose template, values and name are used
-    /// (flags override them).
-    #[arg(long, value_name = "FILE")]
-    pub automation: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub message: MessageArgs,
-}
-
-/// `update --help`, after the options.
-const UPDATE_AFTER_HELP: &str = "\
-Exit status:
-  0  done (with or without changes; warnings included unless --fail-on-warnings)
-  1  error: invalid input or policies, a registry failure, a write failure, or
-     --fail-on-warnings with warnings (nothing is written then)
-  2  usage error (a malformed flag)
-  3  --check found fields that would change
-
-Examples:
-  image-update update ./clusters/prod --policy flux-system:app=ghcr.io/acme/app:1.4.2
-  kubectl get imagepolicies -A -o yaml | image-update update . --policies - --selector env=prod
-  image-update update . --fetch --check -q           # CI gate: fail when manifests lag behind
-  image-update update . --automation flux/automation.yaml --policies flux/policies.yaml \\
-      --commit-message-file msg.txt --report report.json";
-
-/// When to colour output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ColorChoice {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-impl ColorChoice {
-    /// Whether to colour a stream that is (or is not) a terminal: `auto`
-    /// colours terminals when `NO_COLOR` is unset or empty.
-    #[must_use]
-    pub fn enabled(self, is_terminal: bool) -> bool {
-        match self {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
-        }
-    }
-
-    /// The `--color` of the command line, read before clap runs (the log
-    /// subscriber is set up first): `auto` when absent or unreadable.
-    #[must_use]
-    pub fn from_args() -> Self {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let value = args.iter().enumerate().find_map(|(i, a)| {
-            a.strip_prefix("--color=")
-                .map(str::to_owned)
-                .or_else(|| (a == "--color").then(|| args.get(i + 1).cloned()).flatten())
-        });
-        match value.as_deref() {
-            Some("always") => ColorChoice::Always,
-            Some("never") => ColorChoice::Never,
-            _ => ColorChoice::Auto,
-        }
-    }
-}
-
-/// Formats of the change report on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ReportFormat {
-    #[default]
-    Json,
-    Yaml,
-}
-
-impl From<ReportFormat> for crate::updater::report::Format {
-    fn from(f: ReportFormat) -> Self {
-        match f {
-            ReportFormat::Json => Self::Json,
-            ReportFormat::Yaml => Self::Yaml,
-        }
-    }
-}
-
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     /// Done, with or without changes.
     Success,
     /// `--check` found changes to make.
@@ -461,27 +118,51 @@ pub enum Exit {
     /// ResourceList with error results, `action` wrote error annotations.
     Failed,
     /// An exit status the command chose (`job`).
+    #[cfg(feature = "job")]
     Code(u8),
 }
 
 impl Exit {
     /// The process exit status.
     #[must_use]
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         match self {
             Exit::Success => 0,
             Exit::ChangesPending => 3,
             Exit::Failed => 1,
+            #[cfg(feature = "job")]
             Exit::Code(code) => code,
         }
     }
+}
+
+/// The whole program after logging is set up: run the chosen mode, print
+/// its error once, and end with its exit status (0 ok, 1 error, 2 usage, 3
+/// `--check` found changes, 128 + N a commit rolled back on signal N, and
+/// the Job's own statuses).
+#[must_use]
+pub fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(exit) => std::process::ExitCode::from(exit.code()),
+        Err(error) => {
+            print_error(&error);
+            std::process::ExitCode::from(error_code(&error))
+        }
+    }
+}
+
+/// Whether log lines are coloured: as `--color` says (read before clap
+/// runs), on a terminal stderr.
+#[must_use]
+pub fn log_color() -> bool {
+    ColorChoice::from_args().enabled(stderr_is_terminal())
 }
 
 /// Parse `argv` and run the chosen mode.
 ///
 /// # Errors
 /// Whatever the mode fails with; [`Error::Usage`] for usage mistakes.
-pub fn run() -> Result<Exit, Error> {
+pub(crate) fn run() -> Result<Exit, Error> {
     use std::io::IsTerminal;
     // A KRM function container gets no argv: with no arguments and input
     // waiting on stdin, act as `fn` (kpt fn eval --image, kpt fn render).
@@ -509,124 +190,38 @@ pub fn run() -> Result<Exit, Error> {
 /// a commit interrupted by a signal (as a shell reports a process killed by
 /// it), 1 otherwise.
 #[must_use]
-pub fn error_code(error: &Error) -> u8 {
+pub(crate) fn error_code(error: &Error) -> u8 {
     if error.is_usage() {
         return 2;
     }
-    if let Error::Other(e) = error
-        && let Some(signal) = e
-            .downcast_ref::<crate::updater::sink::dir::CommitError>()
-            .and_then(crate::updater::sink::dir::CommitError::signal)
-    {
+    if let Some(signal) = error.signal() {
         return u8::try_from(128 + signal).unwrap_or(1);
     }
     1
 }
 
-/// ANSI colours for stderr, or none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Paint(pub bool);
-
-impl Paint {
-    /// Colour for stderr as `choice` says.
-    #[must_use]
-    pub fn stderr(choice: ColorChoice) -> Self {
-        use std::io::IsTerminal;
-        Self(choice.enabled(std::io::stderr().is_terminal()))
-    }
-
-    fn wrap(self, code: &str, text: &str) -> String {
-        if self.0 {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
-    }
-
-    /// `error`, `warning` or `note`, coloured.
-    #[must_use]
-    pub fn severity(self, severity: crate::diagnostic::Severity) -> String {
-        use crate::diagnostic::Severity;
-        let code = match severity {
-            Severity::Error => "1;31",
-            Severity::Warning => "1;33",
-            Severity::Note => "1;36",
-        };
-        self.wrap(code, severity.as_str())
-    }
-
-    /// A new value, coloured.
-    #[must_use]
-    pub fn added(self, text: &str) -> String {
-        self.wrap("32", text)
-    }
-
-    /// A removed value or diff line, coloured.
-    #[must_use]
-    pub fn removed(self, text: &str) -> String {
-        self.wrap("31", text)
-    }
-
-    /// A hint or diff hunk header, coloured.
-    #[must_use]
-    pub fn aside(self, text: &str) -> String {
-        self.wrap("36", text)
-    }
-}
-
-/// One diagnostic as stderr lines: `path:line:col: severity: message`,
-/// then `  hint: ...` when it has one.
+/// Standard error, for the log subscriber `main` sets up.
 #[must_use]
-pub fn render_diagnostic(d: &crate::diagnostic::Diagnostic, paint: Paint) -> String {
-    let mut out = String::new();
-    if let Some(location) = &d.location {
-        out.push_str(&format!("{location}: "));
-    }
-    out.push_str(&format!(
-        "{}: {}\n",
-        paint.severity(d.severity),
-        d.full_message()
-    ));
-    if let Some(hint) = &d.hint {
-        out.push_str(&format!("  {}: {hint}\n", paint.aside("hint")));
-    }
-    out
+pub fn stderr() -> std::io::Stderr {
+    stdio::stderr()
 }
 
-/// Print `error` on stderr: located diagnostics as `path:line:col: error:
-/// message`, each with its hint; anything else as `error: message` followed
-/// by one `caused by:` line per cause.
-pub fn print_error(error: &Error) {
-    let paint = Paint::stderr(ColorChoice::from_args());
-    let label = paint.severity(crate::diagnostic::Severity::Error);
-    let mut out = String::new();
-    match error {
-        Error::Invalid {
-            summary,
-            diagnostics,
-        } => {
-            if !summary.is_empty() {
-                out.push_str(&format!("{label}: {summary}\n"));
-            }
-            for d in &diagnostics.0 {
-                out.push_str(&render_diagnostic(d, paint));
-            }
-        }
-        other => {
-            let mut last = other.to_string();
-            out.push_str(&format!("{label}: {last}\n"));
-            let mut next = std::error::Error::source(other);
-            while let Some(cause) = next {
-                let text = cause.to_string();
-                // A message that already quotes its cause adds no line.
-                if !last.ends_with(&text) {
-                    out.push_str(&format!("  caused by: {text}\n"));
-                }
-                last = text;
-                next = cause.source();
-            }
-        }
-    }
-    // One write, so that lines of concurrent processes do not interleave.
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), out.as_bytes());
+/// Whether standard error is a terminal.
+#[must_use]
+pub(crate) fn stderr_is_terminal() -> bool {
+    std::io::IsTerminal::is_terminal(&stdio::stderr())
+}
+
+/// ANSI colours for stderr as `choice` says.
+#[must_use]
+pub(crate) fn stderr_paint(choice: ColorChoice) -> Paint {
+    use std::io::IsTerminal;
+    Paint(choice.enabled(stdio::stderr().is_terminal()))
+}
+
+/// Print `error` on stderr ([`crate::render::terminal::error`]), in one
+/// write, so that lines of concurrent processes do not interleave.
+pub(crate) fn print_error(error: &Error) {
+    let text = crate::render::terminal::error(error, stderr_paint(ColorChoice::from_args()));
+    let _ = std::io::Write::write_all(&mut stdio::stderr(), text.as_bytes());
 }

@@ -16,7 +16,8 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::operation::client_settings;
 use crate::reflector::fetch::choose;
-use crate::reflector::selection::{parse_tags_file, render_json, render_text};
+use crate::reflector::selection::parse_tags_file;
+use crate::reflector::selection::render::{render_json, render_text};
 use image_update_registry::{RegistryClient, Repository};
 
 /// Run `policy`.
@@ -24,7 +25,7 @@ use image_update_registry::{RegistryClient, Repository};
 /// # Errors
 /// Bad options (usage errors), an unreadable tags file, a registry failure,
 /// or no qualifying tag.
-pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
+pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
     let rendered = if let Some(file) = &args.policy.tags_file {
         let text = crate::input::read_text(file, args.max_file_size)?;
         let tags = parse_tags_file(&text).map_err(|e| {
@@ -44,7 +45,7 @@ pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
             .to_spec()
             .map_err(|e| Error::Usage(e.to_string()))?;
         let repo = Repository::parse(&args.image).map_err(|e| Error::Usage(e.to_string()))?;
-        let settings = client_settings(&super::update::fetch_settings(&args.registry))?;
+        let settings = client_settings(&args.registry.fetch_settings())?;
         let client = RegistryClient::new(settings).map_err(|e| Error::Registry(Box::new(e)))?;
         let tags = client
             .list_tags(&repo)
@@ -66,7 +67,7 @@ pub fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
                 .map_err(|e| Error::Internal(e.to_string()))?,
         }
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::stdout().lock();
     out.write_all(rendered.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| Error::Stdout {

@@ -1,9 +1,9 @@
 //! Command-line options of `image-update policy IMAGE`, and their
 //! translation into a [`PolicyConfig`].
 //!
-//! The options live next to the policy engine (not in the CLI module)
-//! because each one maps onto one policy field, and keeping the two in one
-//! place keeps help text and semantics from drifting apart.
+//! Each option maps onto one field of the selection engine's
+//! [`PolicyConfig`]; the conversion lives here, next to the options, so
+//! that help text and semantics cannot drift apart.
 //!
 //! Strategy choice: at most one of `--semver`, `--alphabetical`,
 //! `--numerical`, `--newest-build`, `--digest`. With none, the policy is
@@ -62,7 +62,7 @@ impl From<DigestReflectionArg> for DigestReflection {
 
 /// `--output` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     /// Human-readable summary.
     #[default]
     Text,
@@ -75,7 +75,7 @@ pub enum OutputFormat {
 /// `Default` gives the same values as an empty command line (notably
 /// `top = 10`), so code and tests can build options without clap.
 #[derive(Debug, Clone, Args)]
-pub struct PolicyArgs {
+pub(crate) struct PolicyArgs {
     /// Choose the greatest version satisfying a Masterminds semver RANGE
     /// (e.g. '>=1.2 <2', '^1.4', '1.x'); the default strategy, with '*'
     #[arg(
@@ -200,7 +200,7 @@ impl Default for PolicyArgs {
 
 /// A usage error in [`PolicyArgs`], or an invalid value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ArgsError {
+pub(crate) enum ArgsError {
     /// More than one strategy option was given.
     #[error("choose one strategy, not several: {0}")]
     ConflictingStrategies(String),
@@ -253,7 +253,7 @@ impl PolicyArgs {
     ///
     /// # Errors
     /// [`ArgsError`] for several strategies or an extract without pattern.
-    pub fn to_config(&self) -> Result<PolicyConfig, ArgsError> {
+    pub(crate) fn to_config(&self) -> Result<PolicyConfig, ArgsError> {
         let mut strategies = self.strategies();
         if strategies.len() > 1 {
             let flags: Vec<&str> = strategies.iter().map(|(flag, _)| *flag).collect();
@@ -309,7 +309,7 @@ impl PolicyArgs {
     /// # Errors
     /// [`ArgsError`] for a usage problem or an invalid value (the message
     /// names the field and the value).
-    pub fn to_spec(&self) -> Result<PolicySpec, ArgsError> {
+    pub(crate) fn to_spec(&self) -> Result<PolicySpec, ArgsError> {
         Ok(PolicySpec::new(self.to_config()?)?)
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! The CLI layer reads `--tags-file` (or asks the registry client for tags
 //! and, for newest-build, creation times), then calls [`evaluate_offline`]
-//! and prints [`Evaluation::rendered`] to stdout. Errors go to stderr; a
+//! and prints the text it returns to stdout. Errors go to stderr; a
 //! [`OfflineError::Select`] already explains why no tag qualified.
 
 use super::policy_args::{ArgsError, OutputFormat, PolicyArgs};
@@ -12,7 +12,7 @@ use crate::reflector::selection::select::{SelectError, TagInfo};
 
 /// Why an offline evaluation failed.
 #[derive(Debug, thiserror::Error)]
-pub enum OfflineError {
+pub(super) enum OfflineError {
     /// Bad options (several strategies, an invalid range or regex, …).
     #[error(transparent)]
     Args(#[from] ArgsError),
@@ -30,7 +30,7 @@ pub enum OfflineError {
 ///
 /// # Errors
 /// [`OfflineError`]; every variant's message is ready to show to a user.
-pub fn evaluate_offline(
+pub(super) fn evaluate_offline(
     args: &PolicyArgs,
     image: &str,
     tags: Vec<TagInfo>,

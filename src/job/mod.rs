@@ -11,13 +11,13 @@
 //!           ──> Status
 //! ```
 //!
-//! A front end (`image-update job`, [`crate::cli::job`]) builds the
-//! [`JobConfig`] from flags and the environment, validating everything
-//! once; [`run`] does the work, tells what it does on stderr, and returns
-//! the [`Status`] (or a [`JobError`] that knows its exit status). The work
-//! tree is a temporary directory removed when the run ends, however it
-//! ends: on success, on error, and on SIGTERM, SIGINT or SIGHUP (see
-//! [`SignalWatch`]).
+//! A front end (`image-update job`, `cli::job`) builds the [`JobConfig`]
+//! from flags and the environment, validating everything once; [`run`] does
+//! the work, tells an [`Observer`] what it does (it prints nothing itself),
+//! and returns the [`Status`] (or a [`JobError`] that knows its exit
+//! status). The work tree is a temporary directory removed when the run
+//! ends, however it ends: on success, on error, and on SIGTERM, SIGINT or
+//! SIGHUP (see [`SignalWatch`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,34 +30,37 @@ use image_update_git::{
 };
 use serde::Serialize;
 
-pub use self::flux::SourceRef;
-
+use self::checkout::CheckoutTarget;
+use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
 use crate::policies::{ImageRef, PolicyKey};
-use crate::updater::report::Report;
-use crate::updater::sink::interrupt;
+use crate::render::report::Report;
+use crate::sink::interrupt;
 
-pub mod flux;
-pub mod state;
+pub(crate) mod checkout;
+pub(crate) mod credentials;
+pub(crate) mod git_repository;
+pub(crate) mod secrets;
+pub(crate) mod state;
 
 /// Exit status of a run that failed for a reason a retry cannot fix: a
 /// usage mistake or invalid configuration (a Job's `podFailurePolicy`
 /// should `FailJob` on it).
-pub const EXIT_CONFIGURATION: u8 = 2;
+pub(crate) const EXIT_CONFIGURATION: u8 = 2;
 /// Exit status of a failed run that may succeed later (network, registry,
 /// git server, template, invalid files in the repository).
-pub const EXIT_FAILED: u8 = 1;
+pub(crate) const EXIT_FAILED: u8 = 1;
 /// Exit status when the push still lost the race after every attempt.
-pub const EXIT_CONFLICT: u8 = 4;
+pub(crate) const EXIT_CONFLICT: u8 = 4;
 
 /// Everything one Job run needs, validated.
 #[derive(Debug)]
-pub struct JobConfig {
+pub(crate) struct JobConfig {
     /// The repository URL (credentials are never part of it).
     pub url: String,
     /// What to check out.
-    pub reference: SourceRef,
+    pub reference: CheckoutTarget,
     /// History depth of the clone: `Some(1)` is Flux's shallow clone,
     /// `None` the full history.
     pub depth: Option<u32>,
@@ -83,7 +86,7 @@ pub struct JobConfig {
 
 /// Where the commit goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PushSettings {
+pub(crate) struct PushSettings {
     /// Push to this branch instead of the checkout branch; when it differs,
     /// it is created from the checked-out commit and force-pushed (Flux).
     pub branch: Option<String>,
@@ -96,7 +99,7 @@ pub struct PushSettings {
 /// What a run did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum JobResult {
+pub(crate) enum JobResult {
     /// A commit was pushed.
     Pushed,
     /// No marked field needed a change (or someone else made it first, or
@@ -112,7 +115,7 @@ pub enum JobResult {
 /// ImageUpdateAutomation status.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Status {
+pub(crate) struct Status {
     /// What happened.
     pub result: JobResult,
     /// The pushed commit (40 hex digits).
@@ -147,7 +150,7 @@ pub struct Status {
 
 /// An image reference of `observedPolicies`, as Flux writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ObservedImage {
+pub(crate) struct ObservedImage {
     /// The image name.
     pub name: String,
     /// The tag.
@@ -160,7 +163,7 @@ pub struct ObservedImage {
 /// The `error` of a failed run's status.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusError {
+pub(crate) struct StatusError {
     /// `configuration`, `conflict`, `interrupted` or `failed`.
     pub kind: &'static str,
     /// The error with its causes, one line.
@@ -187,14 +190,14 @@ impl Status {
 
     /// The status of a run that failed with `error`.
     #[must_use]
-    pub fn failed(error: &JobError) -> Self {
+    pub(crate) fn failed(error: &JobError) -> Self {
         Self::failed_with(error.kind(), error, error.exit_code())
     }
 
     /// The status of a run that failed with `error`, of `kind`, ending the
     /// process with `exit_code`.
     #[must_use]
-    pub fn failed_with(
+    pub(crate) fn failed_with(
         kind: &'static str,
         error: &(dyn std::error::Error + 'static),
         exit_code: u8,
@@ -212,7 +215,7 @@ impl Status {
 
 /// Why a Job run failed.
 #[derive(Debug, thiserror::Error)]
-pub enum JobError {
+pub(crate) enum JobError {
     /// A git step failed (its error names the URL and what the server said).
     #[error("{step}")]
     Git {
@@ -260,7 +263,7 @@ impl JobError {
     /// that cannot work, [`EXIT_CONFLICT`] when every push lost a race,
     /// 128 + the signal when interrupted, [`EXIT_FAILED`] otherwise.
     #[must_use]
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         if let Self::Interrupted { signal } = self {
             return u8::try_from(128 + signal).unwrap_or(EXIT_FAILED);
         }
@@ -273,7 +276,7 @@ impl JobError {
 
     /// `configuration`, `conflict`, `interrupted` or `failed`.
     #[must_use]
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         use image_update_git::ErrorKind;
         match self {
             Self::Git { source, .. } => match source.kind() {
@@ -291,25 +294,75 @@ impl JobError {
     }
 }
 
-/// Run the Job: clone, update, commit, push. Progress goes to stderr; the
-/// status is returned for the front end to print.
+/// What the Job tells while it runs, for the front end to show.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Event<'a> {
+    /// The short-circuit could not skip the run, for this reason.
+    Running { reason: &'a str },
+    /// Nothing changed since the last run: nothing was cloned.
+    Skipped,
+    /// The repository was cloned at this revision (`BRANCH@sha1:HEX`).
+    Cloned { url: &'a str, revision: &'a str },
+    /// The update raised a warning.
+    Warning(&'a Diagnostic),
+    /// The automation is suspended.
+    Suspended { what: &'a str },
+    /// No marked field needs a change.
+    NothingToChange,
+    /// The update changed fields back to what the tree already held.
+    TreeUnchanged,
+    /// A commit was pushed.
+    Pushed {
+        commit: &'a str,
+        branch: &'a str,
+        attempts: u32,
+    },
+    /// After a lost race, the other writer's tip needs no change.
+    RaceLeftNothing { tip: &'a str },
+    /// The state file could not be written (the run itself succeeded).
+    StateNotWritten {
+        path: &'a Path,
+        error: &'a std::io::Error,
+    },
+}
+
+/// Told what the Job does; the Job itself prints nothing and never ends the
+/// process.
+pub(crate) trait Observer: Send + Sync {
+    /// Something happened.
+    fn event(&self, event: &Event<'_>);
+
+    /// SIGTERM, SIGINT or SIGHUP arrived while the work tree existed, and
+    /// the work tree was removed. A clone or push in progress cannot be
+    /// cancelled (libgit2 has no cancellation that reaches a blocked
+    /// network read), so the observer is expected to end the process, with
+    /// 128 + `signal` as a shell reports a process killed by it; if it
+    /// returns, the run ends when its current step fails or finishes.
+    fn interrupted(&self, signal: i32);
+}
+
+/// Run the Job: clone, update, commit, push, telling `observer` what it
+/// does. The status is returned for the front end to print.
 ///
 /// # Errors
 /// See [`JobError`]; the work tree is removed in every case.
-pub fn run(config: &JobConfig) -> Result<Status, JobError> {
+pub(crate) fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<Status, JobError> {
     let remote = Remote::new(&config.url, config.remote.clone())
         .map_err(JobError::git("checking the URL"))?;
     let reference = match &config.reference {
-        SourceRef::Checkout(reference) => reference.clone(),
-        SourceRef::Semver(range) => newest_tag(&remote, range)?,
+        CheckoutTarget::Checkout(reference) => reference.clone(),
+        CheckoutTarget::Semver(range) => newest_tag(&remote, range)?,
     };
     let mut before = None;
     if let Some(path) = &config.state_file {
         let (check, seen) = short_circuit(config, &remote, &reference, path)?;
         match check {
-            Ok(skipped) => return Ok(skipped),
+            Ok(skipped) => {
+                observer.event(&Event::Skipped);
+                return Ok(skipped);
+            }
             Err(reason) => {
-                eprintln!("running: {reason}");
+                observer.event(&Event::Running { reason: &reason });
                 before = Some((path, seen, reason));
             }
         }
@@ -328,8 +381,14 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
             parent: parent.clone(),
             source,
         })?;
-    let watch = SignalWatch::start(temp.path().to_owned());
-    let result = run_in(config, remote, reference, &temp.path().join("repo"));
+    let watch = SignalWatch::start(temp.path().to_owned(), Arc::clone(observer));
+    let result = run_in(
+        config,
+        remote,
+        reference,
+        &temp.path().join("repo"),
+        observer.as_ref(),
+    );
     if let Err(e) = temp.close() {
         tracing::warn!("cannot remove the work tree: {e}");
     }
@@ -342,7 +401,7 @@ pub fn run(config: &JobConfig) -> Result<Status, JobError> {
     let mut status = result?;
     if let Some((path, seen, reason)) = before {
         status.short_circuit = Some(reason);
-        remember(config, path, seen, &status);
+        remember(config, path, seen, &status, observer.as_ref());
     }
     Ok(status)
 }
@@ -395,7 +454,6 @@ fn short_circuit(
     if let Some(reason) = why_not {
         return Ok((Err(reason.to_owned()), seen));
     }
-    eprintln!("nothing changed since the last run: skipped");
     let mut status = Status::new(JobResult::Skipped);
     status.observed_policies = by_name(&last.observed_policies);
     status.observed_source_revision = last.observed_source_revision;
@@ -408,7 +466,13 @@ fn short_circuit(
 /// Writes the state after a successful run: what it saw, with the heads
 /// its push moved. A run that lost a race and then found nothing to do
 /// leaves no state (the heads it ended on are not the ones it saw).
-fn remember(config: &JobConfig, path: &Path, mut seen: state::State, status: &Status) {
+fn remember(
+    config: &JobConfig,
+    path: &Path,
+    mut seen: state::State,
+    status: &Status,
+    observer: &dyn Observer,
+) {
     if status.result == JobResult::NothingToDo && status.attempts > 0 {
         return;
     }
@@ -437,11 +501,11 @@ fn remember(config: &JobConfig, path: &Path, mut seen: state::State, status: &St
         .as_ref()
         .map(|report| report.observed_policies.clone())
         .unwrap_or_default();
-    if let Err(e) = state::write(path, &seen) {
-        eprintln!(
-            "image-update: warning: cannot write the state file {}: {e}",
-            path.display()
-        );
+    if let Err(error) = state::write(path, &seen) {
+        observer.event(&Event::StateNotWritten {
+            path,
+            error: &error,
+        });
     }
 }
 
@@ -450,6 +514,7 @@ fn run_in(
     remote: Remote,
     reference: CheckoutRef,
     dir: &Path,
+    observer: &dyn Observer,
 ) -> Result<Status, JobError> {
     let url = remote.url().to_owned();
     let mut checkout = Checkout::clone(
@@ -462,7 +527,10 @@ fn run_in(
     )
     .map_err(JobError::git("cloning"))?;
     let checked_out = checkout.observed_source_revision();
-    eprintln!("cloned {url} at {checked_out}");
+    observer.event(&Event::Cloned {
+        url: &url,
+        revision: &checked_out.to_string(),
+    });
     if let Some(branch) = &config.push.branch
         && checkout.checkout_branch() != Some(branch.as_str())
     {
@@ -473,21 +541,18 @@ fn run_in(
     let outcome = operation::run(&config.update, Input::Tree(checkout.work_dir()))
         .map_err(JobError::Update)?;
     for warning in outcome.warnings() {
-        eprint!(
-            "{}",
-            crate::cli::render_diagnostic(warning, crate::cli::Paint(false))
-        );
+        observer.event(&Event::Warning(warning));
     }
     let mut status = Status::new(JobResult::NothingToDo);
     status.observed_source_revision = Some(checked_out.to_string());
-    status.observed_policies = by_name(&outcome.report.observed_policies);
-    status.changes = Some(outcome.report.clone());
+    status.observed_policies = by_name(&outcome.observed_policies);
+    status.changes = Some(outcome.report());
     if let Some(what) = &outcome.suspended {
-        eprintln!("{what} is suspended: nothing to do");
+        observer.event(&Event::Suspended { what });
         return Ok(status);
     }
     let Some(message) = outcome.commit_message.clone() else {
-        eprintln!("no marked field needs a change: nothing to do");
+        observer.event(&Event::NothingToChange);
         return Ok(status);
     };
     let settings = CommitSettings {
@@ -500,7 +565,7 @@ fn run_in(
         .map_err(JobError::git("committing"))?
         .is_none()
     {
-        eprintln!("the update left the tree as it was: nothing to do");
+        observer.event(&Event::TreeUnchanged);
         return Ok(status);
     }
     let request = PushRequest {
@@ -513,14 +578,18 @@ fn run_in(
     let pushed = push_with_retry(&mut checkout, &request, &settings, &config.retry, |tree| {
         let outcome = operation::run(&again, Input::Tree(tree))?;
         let message = outcome.commit_message.clone();
-        latest = Some(outcome.report);
+        latest = Some(outcome.report());
         Ok(message)
     });
     let outcome_message = Some(message);
     match pushed {
         Ok(PushOutcome::Pushed { commit, attempts }) => {
             let branch = checkout.branch().unwrap_or_default().to_owned();
-            eprintln!("pushed {commit} to {branch} ({attempts} attempt(s))");
+            observer.event(&Event::Pushed {
+                commit: &commit.to_string(),
+                branch: &branch,
+                attempts,
+            });
             status.result = JobResult::Pushed;
             status.attempts = attempts;
             status.last_push_commit = Some(commit.to_string());
@@ -541,7 +610,9 @@ fn run_in(
         }
         Ok(PushOutcome::NothingToCommit) => Ok(status),
         Ok(PushOutcome::NothingToDo { tip, attempts }) => {
-            eprintln!("after a lost race, the new tip {tip} needs no change: nothing to do");
+            observer.event(&Event::RaceLeftNothing {
+                tip: &tip.to_string(),
+            });
             status.attempts = attempts;
             status.changes = latest;
             Ok(status)
@@ -590,12 +661,11 @@ fn latest_message(checkout: &Checkout, commit: image_update_git::Oid) -> Option<
 /// first run's policy results are given as values (no policy file, stdin
 /// or registry is read again), so the retry applies exactly the results
 /// of the commit it replaces.
-fn reapply_config(config: &UpdateConfig, outcome: &operation::Outcome) -> UpdateConfig {
+fn reapply_config(config: &UpdateConfig, outcome: &crate::outcome::Outcome) -> UpdateConfig {
     let mut again = config.clone();
     again.fetch = None;
     again.policy_files.clear();
     again.values = outcome
-        .report
         .observed_policies
         .iter()
         .filter_map(|(key, image)| {
@@ -638,19 +708,20 @@ fn now_rfc3339() -> String {
 }
 
 /// Watches for SIGTERM, SIGINT and SIGHUP while the work tree exists
-/// (they are deferred by `updater::sink::interrupt::guard`): on one, removes the work
-/// tree and ends the process with 128 + the signal, as a shell reports a
-/// process killed by it. A clone or push in progress is abandoned: libgit2
-/// offers no cancellation that reaches a blocked network read.
-pub struct SignalWatch {
+/// (they are deferred by `sink::interrupt::guard`): on one, removes
+/// the work tree and tells the observer, which ends the process
+/// ([`Observer::interrupted`]). A clone or push in progress is abandoned:
+/// libgit2 offers no cancellation that reaches a blocked network read.
+pub(crate) struct SignalWatch {
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl SignalWatch {
-    /// Watch until dropped; on a signal, remove `work_tree` and exit.
+    /// Watch until dropped; on a signal, remove `work_tree` and tell
+    /// `observer`.
     #[must_use]
-    pub fn start(work_tree: PathBuf) -> Self {
+    pub(crate) fn start(work_tree: PathBuf, observer: Arc<dyn Observer>) -> Self {
         let done = Arc::new(AtomicBool::new(false));
         let watching = Arc::clone(&done);
         let thread = std::thread::Builder::new()
@@ -666,11 +737,8 @@ impl SignalWatch {
                             }
                             std::thread::sleep(std::time::Duration::from_millis(20));
                         }
-                        eprintln!(
-                            "image-update: interrupted by {}; the work tree was removed",
-                            interrupt::name(signal)
-                        );
-                        std::process::exit(128 + signal);
+                        observer.interrupted(signal);
+                        return;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }

@@ -22,7 +22,7 @@ use crate::policies::ImageRef;
 /// What the last successful run saw and left.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct State {
+pub(crate) struct State {
     /// [`config_hash`] of its configuration.
     pub config_hash: String,
     /// The remote heads after it.
@@ -43,7 +43,7 @@ pub struct State {
 /// The remote heads a run depends on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Heads {
+pub(crate) struct Heads {
     /// The commit the checkout ref points to.
     pub checkout: String,
     /// The push branch's commit, when pushing to another branch (`None`
@@ -58,7 +58,7 @@ pub struct Heads {
 /// credentials, and not the policy files' contents (their results are
 /// compared as observed policies).
 #[must_use]
-pub fn config_hash(config: &JobConfig) -> String {
+pub(crate) fn config_hash(config: &JobConfig) -> String {
     let update = &config.update;
     let described = format!(
         "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
@@ -83,7 +83,7 @@ pub fn config_hash(config: &JobConfig) -> String {
 /// The state in `path`; `None` when there is none yet, or (with a warning)
 /// when it cannot be read.
 #[must_use]
-pub fn read(path: &Path) -> Option<State> {
+pub(crate) fn read(path: &Path) -> Option<State> {
     if !path.exists() {
         return None;
     }
@@ -108,7 +108,7 @@ pub fn read(path: &Path) -> Option<State> {
 ///
 /// # Errors
 /// When the directory cannot be written.
-pub fn write(path: &Path, state: &State) -> std::io::Result<()> {
+pub(crate) fn write(path: &Path, state: &State) -> std::io::Result<()> {
     use std::io::Write as _;
     let dir = path
         .parent()

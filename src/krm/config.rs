@@ -21,17 +21,17 @@
 
 use serde_json::Value;
 
-use crate::automation::{self, label_selector, normalise_path};
+use crate::automation::{self, normalise_path};
 use crate::diagnostic::Diagnostic;
-use crate::operation::{FetchSettings, Mode, PolicyValue, UpdateConfig};
+use crate::operation::{FetchSettings, PolicyValue, UpdateConfig};
+use crate::outcome::Mode;
 use crate::policies::image_policy::{FLUX_IMAGE_GROUP, is_flux_kind};
 use crate::policies::selector::Selector;
-use crate::policies::{ImageRef, PolicyKey};
 
 /// apiVersion of the project's own functionConfig kind.
-pub const IMAGE_UPDATE_API_VERSION: &str = "fn.image-update.dev/v1alpha1";
+pub(crate) const IMAGE_UPDATE_API_VERSION: &str = "fn.image-update.dev/v1alpha1";
 /// Kind of the project's own functionConfig.
-pub const IMAGE_UPDATE_KIND: &str = "ImageUpdate";
+pub(crate) const IMAGE_UPDATE_KIND: &str = "ImageUpdate";
 
 /// Read the functionConfig `value` (`Null` when absent).
 ///
@@ -68,7 +68,7 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
                 Ok(a) => {
                     // The summary result carries the commit message the
                     // automation would make.
-                    let message = crate::message::MessageConfig::from_automation(&a);
+                    let message = crate::render::message::MessageConfig::from_automation(&a);
                     reader.config = reader.config.with_automation(a);
                     reader.config.message = Some(message);
                 }
@@ -166,7 +166,7 @@ impl Reader {
                         Ok(s) => self.select(&field, s),
                         Err(e) => self.fail(format!("{field}: {e}")),
                     },
-                    Value::Object(_) => match label_selector(v) {
+                    Value::Object(_) => match Selector::from_value(v) {
                         Ok(s) => self.select(&field, s),
                         Err(e) => self.fail(format!("{field}: {e}")),
                     },
@@ -192,26 +192,13 @@ impl Reader {
     }
 
     fn select(&mut self, what: &str, selector: Selector) {
-        self.config
-            .scope
-            .selectors
-            .push((what.to_owned(), selector));
+        self.config.select(what, selector);
     }
 
     fn policy(&mut self, key: &str, reference: &str, what: &str) {
-        let Some(parsed) = PolicyKey::parse(key) else {
-            self.fail(format!("{what}: {key:?} is not NAMESPACE:NAME"));
-            return;
-        };
-        match ImageRef::parse(reference) {
-            Ok(image) => self.config.values.push(PolicyValue {
-                key: parsed,
-                image,
-                source: what.to_owned(),
-            }),
-            Err(e) => self
-                .errors
-                .push(Diagnostic::error(what.to_owned()).caused_by(e)),
+        match PolicyValue::from_entry(key, reference, what) {
+            Ok(value) => self.config.values.push(value),
+            Err(e) => self.fail(format!("{what}: {}", crate::diagnostic::one_line(&e))),
         }
     }
 

@@ -17,23 +17,18 @@
 //! the input is not a ResourceList at all, a new one). `cli::krm` does the
 //! stdin/stdout IO.
 
-pub mod config;
-pub mod results;
-
-use std::collections::BTreeSet;
+pub(crate) mod config;
 
 use serde_json::Value;
 
-use self::results::{FieldRef, KptResult, Severity};
-use crate::diagnostic::Diagnostic;
-use crate::error::Error;
-use crate::operation::{self, Input, Mode, Outcome};
+use crate::operation::{self, Input};
+use crate::render::kpt::{self as results, KptResult, Severity};
 use crate::updater::rewrite::{self, Edit, EditError};
-use crate::updater::scan::{self, ItemAnnotations, Layout};
+use crate::updater::scan::{self, Layout};
 use crate::updater::source::resource_list::{ListLayout, ShapeError, parse_slice, read_layout};
 
 /// ResourceList apiVersions accepted (and answered with).
-pub const RESOURCE_LIST_VERSIONS: [&str; 3] = [
+pub(crate) const RESOURCE_LIST_VERSIONS: [&str; 3] = [
     "config.kubernetes.io/v1",
     "config.kubernetes.io/v1beta1",
     "config.kubernetes.io/v1alpha1",
@@ -205,7 +200,7 @@ fn run(
             .map_err(|e| vec![format!("functionConfig is not valid YAML: {e}")])?,
         None => Value::Null,
     };
-    let config = config::read(&function_config).map_err(|errors| messages(&errors))?;
+    let config = config::read(&function_config).map_err(|errors| results::messages(&errors))?;
     let outcome = operation::run(
         &config,
         Input::ResourceList {
@@ -214,118 +209,8 @@ fn run(
             scan: found,
         },
     )
-    .map_err(|e| error_messages(&e))?;
-    let results = kpt_results(&outcome);
-    Ok((results, outcome.list_edits))
-}
-
-/// One message per diagnostic: `location: message: causes`.
-fn messages(diagnostics: &[Diagnostic]) -> Vec<String> {
-    diagnostics
-        .iter()
-        .map(|d| match &d.location {
-            Some(at) if !at.path.is_empty() => format!("{at}: {}", d.full_message()),
-            _ => d.full_message(),
-        })
-        .collect()
-}
-
-/// The error results of a run that stopped.
-fn error_messages(error: &Error) -> Vec<String> {
-    match error {
-        Error::Invalid {
-            summary,
-            diagnostics,
-        } => {
-            let mut out = messages(&diagnostics.0);
-            if !summary.is_empty() {
-                out.insert(0, summary.clone());
-            }
-            out
-        }
-        other => vec![crate::diagnostic::one_line(other)],
-    }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// The summary, one result per change, one per warning.
-fn kpt_results(outcome: &Outcome) -> Vec<KptResult> {
-    if let Some(what) = &outcome.suspended {
-        return vec![KptResult::new(
-            Severity::Info,
-            format!("{what} is suspended: nothing updated"),
-        )];
-    }
-    let resources: BTreeSet<(&str, Option<&str>, usize)> = outcome
-        .changes
-        .iter()
-        .map(|c| (c.file.as_str(), c.index.as_deref(), c.object_index))
-        .collect();
-    let warnings: Vec<&Diagnostic> = outcome.warnings().collect();
-    let verb = if outcome.mode == Mode::Apply {
-        "updated"
-    } else {
-        "would update"
-    };
-    let mut summary = format!(
-        "{verb} {} in {}; {}",
-        plural(outcome.changes.len(), "field", "fields"),
-        plural(resources.len(), "resource", "resources"),
-        plural(warnings.len(), "warning", "warnings"),
-    );
-    if let Some(message) = &outcome.commit_message {
-        summary.push_str("\n\ncommit message:\n");
-        summary.push_str(message);
-    }
-    let pending_is_error = outcome.mode == Mode::Check && outcome.has_changes();
-    let change_severity = if pending_is_error {
-        Severity::Error
-    } else {
-        Severity::Info
-    };
-    let mut out = vec![KptResult::new(change_severity, summary)];
-    let file = |path: &str, index: Option<&String>| {
-        (!path.is_empty() || index.is_some()).then(|| ItemAnnotations {
-            path: Some(path.to_owned()).filter(|p| !p.is_empty()),
-            index: index.cloned(),
-        })
-    };
-    for change in &outcome.changes {
-        let old = change.shown_old_value();
-        out.push(KptResult {
-            message: format!("{old} -> {} ({})", change.new_value, change.setter),
-            severity: change_severity,
-            resource: Some(change.object.clone()),
-            field: Some(FieldRef {
-                path: change.field_path.clone(),
-                current_value: Some(change.old_value.clone()),
-                proposed_value: Some(change.new_value.clone()),
-            }),
-            file: file(&change.file, change.index.as_ref()),
-            tags: vec![("setter".to_owned(), change.setter.clone())],
-        });
-    }
-    for warning in warnings {
-        out.push(KptResult {
-            message: warning.full_message(),
-            severity: Severity::Warning,
-            resource: warning.object.clone(),
-            field: warning.field.as_ref().map(|path| FieldRef {
-                path: path.clone(),
-                current_value: None,
-                proposed_value: None,
-            }),
-            file: warning
-                .location
-                .as_ref()
-                .and_then(|at| file(&at.path, at.index.as_ref())),
-            tags: Vec::new(),
-        });
-    }
-    out
+    .map_err(|e| results::error_messages(&e))?;
+    Ok((results::results(&outcome), outcome.list_edits))
 }
 
 /// The input with its `results` replaced by `errors`, unchanged otherwise.
@@ -355,7 +240,7 @@ pub fn not_utf8(message: &str) -> Response<'static> {
 /// The response to an input that could not be read at all (too large, a
 /// bad setting): a new ResourceList that carries the error.
 #[must_use]
-pub fn unreadable(message: &str) -> Response<'static> {
+pub(crate) fn unreadable(message: &str) -> Response<'static> {
     fresh(message)
 }
 

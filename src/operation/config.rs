@@ -1,17 +1,23 @@
-//! [`UpdateConfig`]: the settings of one run, whatever front end built them.
+//! [`UpdateConfig`]: the settings of one run, whatever front end built them,
+//! and the one parser of each raw value they are made of.
 //!
-//! Each front end converts its own input into this one type, validating as
-//! it goes (flags, a KRM functionConfig, Action inputs, Job settings), so
-//! nothing downstream checks its input again. No clap types here.
+//! Each front end converts its own input into this one type (flags, a KRM
+//! functionConfig, Action inputs, Job settings), calling the same parsers
+//! for the same kind of value ([`PolicyValue::parse`],
+//! [`PolicyValue::from_entry`], [`UpdateConfig::select`],
+//! [`commit_value`], [`namespaced_name`], [`duration`]) and adding only
+//! its own name for the value to their errors, so nothing downstream checks
+//! its input again. No clap types here.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::automation::Automation;
-use crate::message::MessageConfig;
+pub(crate) use crate::outcome::Mode;
 use crate::policies::{ImageRef, PolicyKey, Scope, ScopeNamespace};
-use crate::updater::report::Format;
+use crate::render::message::MessageConfig;
+use crate::render::report::Format;
 
 /// Everything one run needs besides its input.
 #[derive(Debug, Clone, Default)]
@@ -67,6 +73,16 @@ impl UpdateConfig {
         self
     }
 
+    /// Use only the ImagePolicies `selector` matches (besides any selector
+    /// already set); `source` names it in messages.
+    pub fn select(
+        &mut self,
+        source: impl Into<String>,
+        selector: crate::policies::selector::Selector,
+    ) {
+        self.scope.selectors.push((source.into(), selector));
+    }
+
     /// The automation, when it is suspended (nothing is edited then).
     #[must_use]
     pub fn suspended(&self) -> Option<&Automation> {
@@ -81,6 +97,88 @@ pub struct PolicyValue {
     pub image: ImageRef,
     /// `--policy ns:p=img:1`, `ConfigMap fn data "ns:p"`.
     pub source: String,
+}
+
+impl PolicyValue {
+    /// `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (a flag, an Action input line),
+    /// given by `source`.
+    ///
+    /// # Errors
+    /// Not `KEY=REFERENCE`, or as [`PolicyValue::from_entry`].
+    pub fn parse(spec: &str, source: impl Into<String>) -> Result<Self, ValueError> {
+        let (key, reference) = spec.split_once('=').ok_or(ValueError::NotPolicyValue)?;
+        Self::from_entry(key, reference, source)
+    }
+
+    /// A policy key and an image reference (a functionConfig's map entry),
+    /// given by `source`.
+    ///
+    /// # Errors
+    /// A key that is not `NAMESPACE:NAME`; an invalid image reference.
+    pub fn from_entry(
+        key: &str,
+        reference: &str,
+        source: impl Into<String>,
+    ) -> Result<Self, ValueError> {
+        let parsed =
+            PolicyKey::parse(key).ok_or_else(|| ValueError::NotPolicyKey(key.to_owned()))?;
+        let image = ImageRef::parse(reference).map_err(ValueError::Image)?;
+        Ok(Self {
+            key: parsed,
+            image,
+            source: source.into(),
+        })
+    }
+}
+
+/// A raw value that does not parse. Front ends say which value it was
+/// (`--policy "x"`, `input commit-values`, `ConfigMap fn data "x"`) before
+/// this message.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    #[error("expected NAMESPACE:NAME=IMAGE:TAG[@DIGEST]")]
+    NotPolicyValue,
+    #[error("{0:?} is not NAMESPACE:NAME")]
+    NotPolicyKey(String),
+    #[error(transparent)]
+    Image(crate::policies::image_ref::RefError),
+    #[error("expected KEY=VALUE")]
+    NotKeyValue,
+    #[error("expected NAMESPACE/NAME")]
+    NotNamespacedName,
+    #[error("{0:?} is not a duration like 30s, 5m or 1h")]
+    NotDuration(String),
+}
+
+/// A commit message value, `KEY=VALUE` (the value may hold `=`).
+///
+/// # Errors
+/// No `=`.
+pub(crate) fn commit_value(pair: &str) -> Result<(String, String), ValueError> {
+    pair.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or(ValueError::NotKeyValue)
+}
+
+/// `NAMESPACE/NAME`, both parts non-empty.
+///
+/// # Errors
+/// Anything else.
+pub(crate) fn namespaced_name(text: &str) -> Result<(String, String), ValueError> {
+    text.split_once('/')
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+        .map(|(ns, name)| (ns.to_owned(), name.to_owned()))
+        .ok_or(ValueError::NotNamespacedName)
+}
+
+/// A duration such as `30s`, `5m`, `1h30m` (as the registry settings file
+/// writes them).
+///
+/// # Errors
+/// Anything else.
+pub(crate) fn duration(text: &str) -> Result<Duration, ValueError> {
+    image_update_registry::settings::parse_duration(text)
+        .ok_or_else(|| ValueError::NotDuration(text.to_owned()))
 }
 
 /// Registry settings of a fetching run.
@@ -104,26 +202,6 @@ pub struct Observer(pub Arc<dyn image_update_registry::Observer>);
 impl std::fmt::Debug for Observer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Observer")
-    }
-}
-
-/// Whether files are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Write the new values.
-    #[default]
-    Apply,
-    /// Write nothing; report what would change.
-    DryRun,
-    /// Write nothing; pending changes are a failure.
-    Check,
-}
-
-impl Mode {
-    /// Whether the input is written.
-    #[must_use]
-    pub fn writes(self) -> bool {
-        self == Mode::Apply
     }
 }
 

@@ -15,30 +15,29 @@
 //! [`Outcome`] their own way. `run` prints nothing and chooses no exit
 //! status.
 
-pub mod config;
-pub mod outcome;
+pub(crate) mod config;
 mod policies;
 
 use std::path::{Path, PathBuf};
 
-pub use self::config::{FetchSettings, Mode, Outputs, PolicyValue, UpdateConfig};
-pub use self::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
-pub use self::policies::client_settings;
-use crate::diagnostic::{Diagnostic, Location, Severity};
+pub(crate) use self::config::{FetchSettings, Outputs, PolicyValue, UpdateConfig};
+pub(crate) use self::policies::client_settings;
+use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
+use crate::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
 use crate::policies::PolicyDocument;
 use crate::reflector::{emit, may_define};
+use crate::render::report::Report;
+use crate::sink::{self, dir::FileWrite};
 use crate::updater::plan;
 use crate::updater::plan::Planned;
-use crate::updater::report::Report;
 use crate::updater::scan::{ObjectInfo, Scan};
-use crate::updater::sink::dir::FileWrite;
 use crate::updater::source::resource_list::{ListLayout, parse_slice};
 use crate::updater::tree::{self, Destination, FileOutcome};
 
 /// What a run updates.
 #[derive(Debug)]
-pub enum Input<'a> {
+pub(crate) enum Input<'a> {
     /// A directory, or one file, on disk.
     Tree(&'a Path),
     /// A kpt ResourceList's text, already laid out and scanned.
@@ -52,12 +51,32 @@ pub enum Input<'a> {
 /// Run `config` over `input`.
 ///
 /// # Errors
+/// As [`run_then`].
+pub(crate) fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
+    run_then(config, input, &mut |_| Ok(()))
+}
+
+/// What a front end does with the outcome before anything is renamed into
+/// place: write the outputs asked for on stdout (`--diff`, `--report -`).
+/// Its failure leaves every file as it was.
+pub(crate) type BeforeCommit<'a> = &'a mut dyn FnMut(&Outcome) -> Result<(), Error>;
+
+/// Run `config` over `input`, calling `before_commit` with the complete
+/// outcome once every file is staged and before the first is renamed into
+/// place (or, when nothing is written, before returning), so that a closed
+/// pipe or a full disk on stdout fails the run with nothing changed.
+///
+/// # Errors
 /// Invalid policy input (every problem at its location), fetch failures
 /// (every failed policy), a tree that cannot be read, outputs that cannot
 /// be written. Nothing is written when an error is returned (the commit is
-/// all or nothing, see `updater::sink::dir`), except when putting back the
+/// all or nothing, see `sink::dir`), except when putting back the
 /// originals after a failed rename fails too: the error then names them.
-pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
+pub(crate) fn run_then(
+    config: &UpdateConfig,
+    input: Input<'_>,
+    before_commit: BeforeCommit<'_>,
+) -> Result<Outcome, Error> {
     let mut early = Vec::new();
     let mut documents =
         policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
@@ -81,6 +100,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
             if config.fetch.is_some() {
                 documents.extend(policies::tree_definitions(
                     path,
+                    &config.update_path,
                     config.max_file_size,
                     &mut early,
                 )?);
@@ -91,7 +111,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
         }
     }
     if let Some(message) = &config.message {
-        message.check().map_err(|e| Error::Other(Box::new(e)))?;
+        message.check()?;
     }
     let gathered = policies::gather(config, &documents)?;
     let mut diagnostics = gathered.notes;
@@ -115,7 +135,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
                 ),
         );
     }
-    let mut report = Report::new(&gathered.table);
+    outcome.observed_policies = observed(&gathered.table);
     if let Some(automation) = config.suspended() {
         let what = automation.describe();
         outcome.diagnostics.push(Diagnostic::note(format!(
@@ -125,7 +145,7 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
     } else {
         match input {
             Input::Tree(path) => {
-                plan_tree(config, path, &gathered.table, &mut report, &mut outcome)?;
+                absorb_tree(config, path, &gathered.table, &mut outcome)?;
             }
             Input::ResourceList { text, scan, .. } => {
                 check_item_paths(&config.update_path, &scan)?;
@@ -133,36 +153,33 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
                     plan::plan_edits(text, scan, &gathered.table, config.plan, |object| {
                         in_update_path(&config.update_path, object)
                     });
-                absorb_list(&planned, &mut report, &mut outcome);
+                absorb_list(&planned, &mut outcome);
                 if config.mode.writes() {
                     outcome.list_edits = planned.edits();
                 }
             }
         }
     }
-    report.sort();
+    let report = outcome.report();
     if let Some(message) = &config.message
         && !report.file_changes.is_empty()
     {
-        outcome.commit_message = Some(
-            message
-                .render(&report)
-                .map_err(|e| Error::Other(Box::new(e)))?,
-        );
+        outcome.commit_message = Some(message.render(&report)?);
     }
     let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
-    outcome.report = report;
     let journal_dir = prepared.as_ref().map(|p| p.dir.as_path());
     if config.fail_on_warnings && outcome.warnings().next().is_some() {
         outcome.held_back = true;
         outcome.list_edits.clear();
+        before_commit(&outcome)?;
         return Ok(outcome);
     }
-    write(config, rendered, &mut outcome, journal_dir)?;
+    write(config, rendered, &mut outcome, journal_dir, before_commit)?;
     drop(prepared);
     Ok(outcome)
 }
 
+#[cfg(feature = "job")]
 /// The policies a run of `config` would apply, as far as they are known
 /// without its input: the values, the ImagePolicies of the policy files
 /// and, fetching, the results of the definitions in those files; in scope,
@@ -175,21 +192,31 @@ pub fn run(config: &UpdateConfig, input: Input<'_>) -> Result<Outcome, Error> {
 ///
 /// # Errors
 /// As [`run`] for the policy files and fetching.
-pub fn observe(
+pub(crate) fn observe(
     config: &UpdateConfig,
 ) -> Result<std::collections::BTreeMap<String, crate::policies::ImageRef>, Error> {
     let mut early = Vec::new();
     let documents =
         policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
     let gathered = policies::gather(config, &documents)?;
-    Ok(Report::new(&gathered.table).observed_policies)
+    Ok(observed(&gathered.table))
+}
+
+/// Every policy of `table` with a latest image, keyed `NAMESPACE:NAME`.
+fn observed(
+    table: &crate::policies::PolicyTable,
+) -> std::collections::BTreeMap<String, crate::policies::ImageRef> {
+    table
+        .observed()
+        .map(|(k, l)| (k.to_string(), l.clone()))
+        .collect()
 }
 
 fn tree_error(e: tree::TreeError) -> Error {
     match e {
         tree::TreeError::Walk(w) => Error::Walk(w),
         tree::TreeError::Read(r) => r.into(),
-        other => Error::Other(Box::new(other)),
+        tree::TreeError::Lock(l) => Error::Lock(l),
     }
 }
 
@@ -208,7 +235,7 @@ fn in_update_path(base: &str, object: &ObjectInfo) -> bool {
 /// path that is absolute or climbs out with `..` lies under nothing but the
 /// empty base.
 #[must_use]
-pub fn is_under(base: &str, item: &str) -> bool {
+pub(crate) fn is_under(base: &str, item: &str) -> bool {
     if base.is_empty() {
         return true;
     }
@@ -296,13 +323,13 @@ fn list_documents(text: &str, layout: &ListLayout) -> Result<Vec<PolicyDocument>
     }
 }
 
-/// Plan the tree at `path` (under the update path) into `report` and
-/// `outcome`.
-fn plan_tree(
+/// Plan the tree at `path` (under the update path, through
+/// `updater::tree::plan_tree`) and absorb the plan into `outcome`: its
+/// changes, its warnings, its files and counts.
+fn absorb_tree(
     config: &UpdateConfig,
     path: &Path,
     table: &crate::policies::PolicyTable,
-    report: &mut Report,
     outcome: &mut Outcome,
 ) -> Result<(), Error> {
     let root = if config.update_path.is_empty() {
@@ -338,22 +365,20 @@ fn plan_tree(
         let display = tree_root.display(&rel);
         match file {
             FileOutcome::Skipped { position, message } => {
-                report.warn(&rel, position, &message);
-                warnings
-                    .push(Diagnostic::warning(message).at(Location::new(display, Some(position))));
+                warnings.push(Diagnostic::warning(message).at(Location::in_tree(
+                    rel,
+                    display,
+                    Some(position),
+                )));
             }
             FileOutcome::Planned {
                 planned,
                 update,
                 refused,
             } => {
-                report.add_changes(&rel, &planned);
-                for w in &planned.warnings {
-                    report.warn(&rel, w.position, &w.message);
-                }
                 warnings.extend(planned_warnings(
                     &planned,
-                    |_| Location::new(display.clone(), None),
+                    |_| Location::in_tree(rel.clone(), display.clone(), None),
                     true,
                 ));
                 for c in &planned.changes {
@@ -363,8 +388,11 @@ fn plan_tree(
                 }
                 if let Some(why) = refused {
                     let first = crate::text::Position { line: 1, column: 1 };
-                    report.warn(&rel, first, &why);
-                    warnings.push(Diagnostic::warning(why).at(Location::new(display, Some(first))));
+                    warnings.push(Diagnostic::warning(why).at(Location::in_tree(
+                        rel,
+                        display,
+                        Some(first),
+                    )));
                 }
                 outcome.files.extend(update);
             }
@@ -410,7 +438,7 @@ fn change(
     file: &str,
     display: &str,
     planned: &Planned,
-    c: &plan::FieldChange,
+    c: &plan::PlannedChange,
     index: Option<String>,
 ) -> Change {
     Change {
@@ -433,28 +461,21 @@ fn change(
 
 /// The changes and warnings of a planned ResourceList: files are the items'
 /// path annotations; there are no line numbers a user could use.
-fn absorb_list(planned: &Planned, report: &mut Report, outcome: &mut Outcome) {
+fn absorb_list(planned: &Planned, outcome: &mut Outcome) {
     let annotations = |object: Option<&ObjectInfo>| {
         let path = object
             .and_then(|o| o.annotations.path.clone())
             .unwrap_or_default();
-        let mut at = Location::new(path, None);
+        let mut at = Location::new(path.clone(), None);
+        at.tree_path = Some(path).filter(|p| !p.is_empty());
         at.index = object.and_then(|o| o.annotations.index.clone());
         at
     };
     for c in &planned.changes {
-        let object = planned.objects.get(c.object);
-        let at = annotations(object);
-        if let Some(o) = object {
-            report.add_change(&at.path, &o.id, c);
-        }
+        let at = annotations(planned.objects.get(c.object));
         outcome
             .changes
             .push(change(&at.path, &at.path, planned, c, at.index));
-    }
-    for w in &planned.warnings {
-        let at = annotations(w.object.and_then(|i| planned.objects.get(i)));
-        report.warn(&at.path, w.position, &w.message);
     }
     outcome
         .diagnostics
@@ -505,7 +526,7 @@ fn render_outputs(
 }
 
 /// Write the changed files (when the mode writes) and the output files as
-/// one all-or-nothing commit (`updater::sink::dir`): on an error nothing was
+/// one all-or-nothing commit (`sink::dir`): on an error nothing was
 /// written, and `outcome.written` lists every file otherwise. Outputs for
 /// stdout go into the outcome. An in-place commit keeps its journal in
 /// `journal_dir` (the locked tree); one under `--output-dir` in that
@@ -515,6 +536,7 @@ fn write(
     rendered: Vec<Rendered>,
     outcome: &mut Outcome,
     journal_dir: Option<&Path>,
+    before_commit: BeforeCommit<'_>,
 ) -> Result<(), Error> {
     let stdout = Path::new("-");
     // An output goes into an existing directory: a typo in its path is an
@@ -556,21 +578,28 @@ fn write(
         Destination::Under(dir) => Some(dir.as_path()),
         Destination::InPlace => journal_dir,
     };
-    outcome.written = tree::write_updates(updates, &destination, &extra, journal_dir)
-        .map_err(|e| Error::Other(Box::new(e)))?;
     outcome.stdout = rendered
-        .into_iter()
+        .iter()
         .filter(|r| r.path == stdout)
         .map(|r| StdoutOutput {
             what: r.what,
-            text: r.text,
+            text: r.text.clone(),
         })
         .collect();
+    let done: &Outcome = outcome;
+    // The front end's own error, kept here (the sink only needs to know
+    // that the step failed).
+    let mut failed = None;
+    let written = tree::write_updates(updates, &destination, &extra, journal_dir, &mut || {
+        before_commit(done).map_err(|e| {
+            failed = Some(e);
+            sink::dir::BoxError::from("the outputs asked for on stdout could not be written")
+        })
+    });
+    if let Some(e) = failed {
+        return Err(Error::failed("nothing was written", e));
+    }
+    let written = written?;
+    outcome.written = written;
     Ok(())
-}
-
-/// Whether any diagnostic is a warning.
-#[must_use]
-pub fn has_warnings(diagnostics: &[Diagnostic]) -> bool {
-    diagnostics.iter().any(|d| d.severity == Severity::Warning)
 }

@@ -10,7 +10,7 @@ use crate::input::{FILE_KNOB, SizeLimit, read_capped};
 use crate::policies::image_policy::{Role, read_supplied, role};
 use crate::policies::{ConflictError, PolicyDocument, PolicyTable};
 use crate::reflector::{self, Definition, Resolved};
-use crate::updater::source::dir::{open_regular, walk};
+use crate::walk::{open_regular, walk};
 use crate::yaml;
 
 /// The policies of a run.
@@ -159,7 +159,7 @@ pub(super) fn gather(
 ///
 /// # Errors
 /// An unreadable or invalid settings file.
-pub fn client_settings(
+pub(crate) fn client_settings(
     fetch: &FetchSettings,
 ) -> Result<image_update_registry::ClientSettings, Error> {
     use image_update_registry::{ClientSettings, CredentialStore, SettingsFile};
@@ -252,9 +252,15 @@ pub(super) fn read_policy_files(
 }
 
 /// A warning: the file at `path` cannot be read, for `cause`.
-fn unreadable(path: &Path, cause: impl std::error::Error + Send + Sync + 'static) -> Diagnostic {
+fn unreadable(
+    path: &Path,
+    tree_path: Option<String>,
+    cause: impl std::error::Error + Send + Sync + 'static,
+) -> Diagnostic {
+    let mut at = Location::new(path.display().to_string(), None);
+    at.tree_path = tree_path;
     Diagnostic::warning("cannot be read, so its definitions are skipped")
-        .at(Location::new(path.display().to_string(), None))
+        .at(at)
         .caused_by(cause)
 }
 
@@ -269,19 +275,30 @@ fn unreadable(path: &Path, cause: impl std::error::Error + Send + Sync + 'static
 /// limit) gets a warning and its definitions are skipped.
 pub(super) fn tree_definitions(
     root: &Path,
+    update_path: &str,
     limit: SizeLimit,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Vec<PolicyDocument>, Error> {
+    // How the report names a file of the tree: relative to the update path.
+    let tree_path = |rel: &str| {
+        if update_path.is_empty() {
+            Some(rel.to_owned())
+        } else {
+            rel.strip_prefix(update_path)
+                .and_then(|r| r.strip_prefix('/'))
+                .map(str::to_owned)
+        }
+    };
     let walked = walk(root, |c| {
         let file = match open_regular(&c.path, c.regular) {
             Ok(Some((file, _))) => file,
             Ok(None) => return None,
-            Err(e) => return Some(Err(unreadable(&c.path, e))),
+            Err(e) => return Some(Err(unreadable(&c.path, tree_path(&c.rel), e))),
         };
         let mut bytes = Vec::new();
         let name = c.path.display().to_string();
         if let Err(e) = read_capped(file, &name, limit, FILE_KNOB, &mut bytes) {
-            return Some(Err(unreadable(&c.path, e)));
+            return Some(Err(unreadable(&c.path, tree_path(&c.rel), e)));
         }
         // Files that are not UTF-8 are the updater's to report.
         let Ok(text) = String::from_utf8(bytes) else {
@@ -295,11 +312,13 @@ pub(super) fn tree_definitions(
         Some(
             yaml::parse_documents(&text)
                 .map_err(|e| {
+                    let mut at = Location::new(origin.clone(), e.position);
+                    at.tree_path = tree_path(&c.rel);
                     Diagnostic::warning(format!(
                         "mentions the Flux image API but is not valid YAML, so its definitions are skipped: {}",
                         e.message
                     ))
-                    .at(Location::new(origin.clone(), e.position))
+                    .at(at)
                     .with_hint(
                         "a Helm template or other generated file does not belong to the definitions: \
                          list it in a .sourceignore file",

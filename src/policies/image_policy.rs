@@ -19,7 +19,7 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::yaml::{self, Object};
 
 /// The API group of Flux image automation objects.
-pub const FLUX_IMAGE_GROUP: &str = "image.toolkit.fluxcd.io";
+pub(crate) const FLUX_IMAGE_GROUP: &str = "image.toolkit.fluxcd.io";
 
 /// Whether `value` is an object of `kind` in the Flux image API group.
 #[must_use]

@@ -8,15 +8,15 @@
 //! ones it leaves out are remembered too, so a marker naming one is told
 //! why it is left alone.
 
-pub mod image_policy;
-pub mod image_ref;
-pub mod selector;
+pub(crate) mod image_policy;
+pub(crate) mod image_ref;
+pub(crate) mod selector;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-pub use self::image_ref::{ImageRef, RefError, RefReason};
-pub use self::selector::Selector;
+pub(crate) use self::image_ref::{ImageRef, RefError};
+pub(crate) use self::selector::Selector;
 use crate::diagnostic::Location;
 use crate::yaml::{Document, Object};
 
@@ -50,7 +50,7 @@ impl PolicyDocument {
         )
     }
 }
-use crate::updater::scan::marker::{Field, Setter};
+use crate::setter::{Field, Setter};
 
 /// `NAMESPACE:NAME`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

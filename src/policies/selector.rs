@@ -205,7 +205,7 @@ fn check_prefix(prefix: &str) -> Result<(), KeyRule> {
 ///
 /// # Errors
 /// The [`KeyRule`] the key breaks.
-pub fn validate_key(key: &str) -> Result<(), KeyRule> {
+pub(crate) fn validate_key(key: &str) -> Result<(), KeyRule> {
     let name = match key.split_once('/') {
         None => key,
         Some((_, name)) if name.contains('/') => return Err(KeyRule::TooManySlashes),
@@ -229,7 +229,7 @@ pub fn validate_key(key: &str) -> Result<(), KeyRule> {
 ///
 /// # Errors
 /// The [`ValueRule`] the value breaks.
-pub fn validate_value(value: &str) -> Result<(), ValueRule> {
+pub(crate) fn validate_value(value: &str) -> Result<(), ValueRule> {
     if value.len() > 63 {
         Err(ValueRule::TooLong)
     } else if !value.is_empty() && !is_label_token(value) {
@@ -542,6 +542,19 @@ impl Selector {
             }
         }
         Ok(Self { requirements })
+    }
+
+    /// A Kubernetes `LabelSelector` object (`matchLabels`,
+    /// `matchExpressions`) given as a parsed YAML or JSON value, as a
+    /// functionConfig or an automation's `spec.policySelector` holds it.
+    ///
+    /// # Errors
+    /// A sentence saying what is wrong: not a LabelSelector, or as
+    /// [`Selector::from_label_selector`].
+    pub fn from_value(value: &serde_json::Value) -> Result<Self, String> {
+        let selector: LabelSelector = serde_json::from_value(value.clone())
+            .map_err(|e| format!("not a LabelSelector: {e}"))?;
+        Self::from_label_selector(&selector).map_err(|e| e.to_string())
     }
 
     /// Build from a Kubernetes `LabelSelector`, validating it as the API

@@ -1,6 +1,6 @@
 //! Policy definitions read from YAML documents: Flux `ImageRepository` +
-//! `ImagePolicy` pairs and KubeSphere `ImageUpdater` entries, plus the
-//! dockerconfigjson `Secret`s they name.
+//! `ImagePolicy` pairs, KubeSphere `ImageUpdater` entries (read by
+//! [`super::kubesphere`]), and the dockerconfigjson `Secret`s they name.
 //!
 //! Pure: the caller parses the documents (with the file each came from) and
 //! gets back one [`Definition`] per policy, or every problem found, each a
@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use image_update_registry::Repository;
+use image_update_registry::Secret;
 use serde_json::Value;
+
+use super::kubesphere::{self, KUBESPHERE_GROUP};
 
 use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::image_policy::{Role, is_flux_kind, role};
@@ -21,14 +24,12 @@ use crate::reflector::selection::{
 };
 use crate::yaml::{self, Object, labels, namespace_name};
 
-/// apiVersion group of the KubeSphere ImageUpdater.
-pub const KUBESPHERE_GROUP: &str = "gitops.kubesphere.io";
 /// The Secret type holding a Docker `config.json`.
-pub const DOCKER_CONFIG_JSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
+pub(crate) const DOCKER_CONFIG_JSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
 
 /// Substrings that a file holding a definition (or a Secret one names)
 /// must contain; files without any are not parsed.
-pub const SCREEN: [&str; 3] = [
+pub(crate) const SCREEN: [&str; 3] = [
     "image.toolkit.fluxcd.io",
     KUBESPHERE_GROUP,
     "dockerconfigjson",
@@ -37,23 +38,23 @@ pub const SCREEN: [&str; 3] = [
 /// Whether `value` is an object policies are read from (a Flux image API
 /// object or a KubeSphere ImageUpdater).
 #[must_use]
-pub fn may_hold(value: &Value) -> bool {
+pub(crate) fn may_hold(value: &Value) -> bool {
     let group = crate::yaml::api_group(value);
     group == crate::policies::image_policy::FLUX_IMAGE_GROUP || group == KUBESPHERE_GROUP
 }
 
 /// Whether `text` may hold a definition or a Secret (cheap substring test).
 #[must_use]
-pub fn may_define(text: &str) -> bool {
+pub(crate) fn may_define(text: &str) -> bool {
     SCREEN.iter().any(|s| text.contains(s))
 }
 
 /// A problem with a definition: a message and the field it is about (a
 /// JSON pointer relative to the object; `""` is the object itself).
 #[derive(Debug)]
-struct Problem {
-    message: String,
-    pointer: String,
+pub(super) struct Problem {
+    pub(super) message: String,
+    pub(super) pointer: String,
 }
 
 impl From<String> for Problem {
@@ -72,7 +73,7 @@ impl From<&str> for Problem {
 }
 
 impl Problem {
-    fn at(message: impl Into<String>, pointer: &str) -> Self {
+    pub(super) fn at(message: impl Into<String>, pointer: &str) -> Self {
         Self {
             message: message.into(),
             pointer: pointer.to_owned(),
@@ -81,23 +82,24 @@ impl Problem {
 }
 
 /// An object found in a document, with its document.
-type Found<'a> = (Object<'a>, &'a PolicyDocument);
+pub(super) type Found<'a> = (Object<'a>, &'a PolicyDocument);
 
-/// Where a definition's registry credential comes from.
+/// Where a definition's registry credential comes from. Its `Debug` shows
+/// no credential: the `config.json` text is a [`Secret`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CredentialSource {
+pub enum RegistryCredential {
     /// A `kubernetes.io/dockerconfigjson` Secret among the documents.
     Secret {
         /// `Secret NAMESPACE/NAME in FILE`.
         origin: String,
         /// The Docker `config.json` text.
-        config_json: String,
+        config_json: Secret,
     },
     /// A dockerconfigjson file.
     File(PathBuf),
 }
 
-impl CredentialSource {
+impl RegistryCredential {
     /// What the credential is, for messages and grouping (never the secret).
     #[must_use]
     pub fn describe(&self) -> String {
@@ -135,7 +137,7 @@ pub struct Definition {
     pub location: Location,
     /// The ImageRepository asks for plain HTTP.
     pub insecure: bool,
-    pub credentials: Option<CredentialSource>,
+    pub credentials: Option<RegistryCredential>,
     /// `status.latestRef` already recorded (IfNotPresent, observedPreviousRef).
     pub previous: Option<ImageRef>,
     /// `status.observedPreviousRef` already recorded.
@@ -189,8 +191,8 @@ pub fn collect(documents: &[PolicyDocument]) -> Result<Vec<Definition>, Vec<Diag
                 Ok(d) => out.push(d),
                 Err(e) => errors.push(e),
             }
-        } else if is_image_updater(value) {
-            kubesphere(object, doc, &secrets, &mut out, &mut errors);
+        } else if kubesphere::is_image_updater(value) {
+            kubesphere::definitions(object, doc, &secrets, &mut out, &mut errors);
         }
     }
     let mut seen: BTreeMap<&PolicyKey, &Definition> = BTreeMap::new();
@@ -217,17 +219,9 @@ fn is_secret(value: &Value) -> bool {
         && value.get("apiVersion").and_then(Value::as_str) == Some("v1")
 }
 
-fn is_image_updater(value: &Value) -> bool {
-    value.get("kind").and_then(Value::as_str) == Some("ImageUpdater")
-        && value
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .is_some_and(|v| v.split('/').next() == Some(KUBESPHERE_GROUP))
-}
-
 /// The string at `pointer` in `value`; `what` names it in the message,
 /// and `base` is where `value` is in its object (for the position).
-fn str_field<'a>(
+pub(super) fn str_field<'a>(
     value: &'a Value,
     base: &str,
     pointer: &str,
@@ -428,7 +422,7 @@ fn flux_policy(
 
 /// `policy` (at `base` in its object): semver > alphabetical > numerical,
 /// as Flux. Messages name the fields as `spec.policy...`.
-fn flux_strategy(spec: &Value, base: &str) -> Result<Strategy, Problem> {
+pub(super) fn flux_strategy(spec: &Value, base: &str) -> Result<Strategy, Problem> {
     let policy = spec.get("policy").unwrap_or(&Value::Null);
     let policy_base = format!("{base}/policy");
     let present = |k: &str| policy.get(k).is_some_and(|v| !v.is_null());
@@ -484,19 +478,19 @@ fn flux_strategy(spec: &Value, base: &str) -> Result<Strategy, Problem> {
 
 /// A Secret manifest named `name` in `namespace` among the documents, else
 /// a dockerconfigjson file at `name` (relative to the defining file).
-fn credential_source(
+pub(super) fn credential_source(
     name: &str,
     namespace: &str,
     doc: &PolicyDocument,
     secrets: &BTreeMap<(String, String), &Found<'_>>,
-) -> Result<CredentialSource, Problem> {
+) -> Result<RegistryCredential, Problem> {
     if let Some(&&(ref secret, secret_doc)) = secrets.get(&(namespace.to_owned(), name.to_owned()))
     {
         let origin = format!("Secret {namespace}/{name} in {}", secret_doc.origin);
         return secret_config_json(secret.value, &origin)
-            .map(|config_json| CredentialSource::Secret {
+            .map(|config_json| RegistryCredential::Secret {
                 origin,
-                config_json,
+                config_json: Secret::new(config_json),
             })
             .map_err(Problem::from);
     }
@@ -511,7 +505,7 @@ fn credential_source(
         }
     };
     if path.is_file() {
-        Ok(CredentialSource::File(path))
+        Ok(RegistryCredential::File(path))
     } else {
         Err(format!(
             "secret {name:?}: no Secret {namespace}/{name} among the definitions, and no dockerconfigjson file {}",
@@ -548,251 +542,10 @@ fn secret_config_json(secret: &Value, origin: &str) -> Result<String, String> {
         .ok_or_else(|| format!("{origin}: data[.dockerconfigjson] is not base64 UTF-8"))
 }
 
-/// One `spec.images` entry: `[ALIAS=]IMAGE[:CONSTRAINT]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageEntry {
-    pub alias: String,
-    pub image: String,
-    pub constraint: Option<String>,
-}
-
-impl ImageEntry {
-    /// Parse an entry. Without `ALIAS=`, the alias is the image as written
-    /// (without the constraint); it must then contain no `:` (a registry
-    /// port), since markers are `NAMESPACE:ALIAS`.
-    ///
-    /// # Errors
-    /// An empty alias or image, or an alias with `:` or spaces.
-    pub fn parse(entry: &str) -> Result<Self, String> {
-        let entry = entry.trim();
-        let (alias, rest) = match entry.split_once('=') {
-            Some((a, r)) => (Some(a.trim()), r.trim()),
-            None => (None, entry),
-        };
-        // The constraint follows the first `:` after the last `/`.
-        let slash = rest.rfind('/').map_or(0, |i| i + 1);
-        let (image, constraint) = match rest[slash..].find(':') {
-            Some(i) => (
-                &rest[..slash + i],
-                Some(rest[slash + i + 1..].trim().to_owned()).filter(|c| !c.is_empty()),
-            ),
-            None => (rest, None),
-        };
-        if image.is_empty() {
-            return Err(format!("{entry:?}: the image is empty"));
-        }
-        let alias = alias.unwrap_or(image);
-        if alias.is_empty() || alias.contains([':', ' ', '"']) {
-            return Err(format!(
-                "{entry:?}: the alias {alias:?} cannot name a marker (NAMESPACE:ALIAS); write ALIAS=IMAGE"
-            ));
-        }
-        Ok(Self {
-            alias: alias.to_owned(),
-            image: image.to_owned(),
-            constraint,
-        })
-    }
-}
-
-fn kubesphere(
-    object: &Object<'_>,
-    doc: &PolicyDocument,
-    secrets: &BTreeMap<(String, String), &Found<'_>>,
-    out: &mut Vec<Definition>,
-    errors: &mut Vec<Diagnostic>,
-) {
-    let value = object.value;
-    let (namespace, name) = namespace_name(value);
-    let what = format!("ImageUpdater {namespace}/{name}");
-    let mut fail = |p: Problem| {
-        errors.push(
-            Diagnostic::error(format!("{what}: {}", p.message))
-                .at(doc.location(object, &p.pointer)),
-        );
-    };
-    let spec = value.get("spec").unwrap_or(&Value::Null);
-    let kind = match str_field(spec, "/spec", "/kind", "spec.kind") {
-        Ok(k) => k.unwrap_or("argocd"),
-        Err(e) => {
-            fail(e);
-            return;
-        }
-    };
-    if kind != "argocd" && kind != "fluxcd" {
-        fail(Problem::at(
-            format!("spec.kind {kind:?} is neither argocd nor fluxcd"),
-            "/spec/kind",
-        ));
-        return;
-    }
-    let Some(images) = spec.get("images").and_then(Value::as_array) else {
-        fail(Problem::at("spec.images is missing or not a list", "/spec"));
-        return;
-    };
-    for (i, entry) in images.iter().enumerate() {
-        let pointer = format!("/spec/images/{i}");
-        let Some(text) = entry.as_str() else {
-            fail(Problem::at("spec.images holds a non-string", &pointer));
-            continue;
-        };
-        match kubesphere_entry(text, kind, spec, &namespace, doc, secrets) {
-            Ok((key, image, repository, config, credentials)) => out.push(Definition {
-                source: format!(
-                    "{} (ImageUpdater {namespace}/{name}, image {text:?})",
-                    doc.origin
-                ),
-                location: doc.location(object, &pointer),
-                key,
-                image,
-                repository,
-                config,
-                insecure: false,
-                credentials,
-                previous: None,
-                observed_previous: None,
-                labels: labels(value),
-                kind: Kind::KubeSphere {
-                    updater: format!("{namespace}/{name}"),
-                },
-            }),
-            Err(e) => fail(Problem::at(
-                format!("image {text:?}: {}", e.message),
-                if e.pointer.is_empty() {
-                    &pointer
-                } else {
-                    &e.pointer
-                },
-            )),
-        }
-    }
-}
-
-type Entry = (
-    PolicyKey,
-    String,
-    Repository,
-    PolicyConfig,
-    Option<CredentialSource>,
-);
-
-fn kubesphere_entry(
-    text: &str,
-    kind: &str,
-    spec: &Value,
-    namespace: &str,
-    doc: &PolicyDocument,
-    secrets: &BTreeMap<(String, String), &Found<'_>>,
-) -> Result<Entry, Problem> {
-    let entry = ImageEntry::parse(text)?;
-    let repository = Repository::parse(&entry.image).map_err(|e| e.to_string())?;
-    let key = PolicyKey {
-        namespace: namespace.to_owned(),
-        name: entry.alias.clone(),
-    };
-    let (config, secret) = if kind == "fluxcd" {
-        let flux = spec.get("fluxcd").unwrap_or(&Value::Null);
-        let strategy = if flux.get("policy").is_some_and(|p| !p.is_null()) {
-            flux_strategy(flux, "/spec/fluxcd").map_err(|e| Problem {
-                message: e.message.replace("spec.policy", "spec.fluxcd.policy"),
-                pointer: e.pointer,
-            })?
-        } else {
-            semver_from(entry.constraint.as_deref())
-        };
-        let secret =
-            str_field(flux, "/spec/fluxcd", "/secret", "spec.fluxcd.secret")?.map(str::to_owned);
-        (PolicyConfig::new(strategy), secret)
-    } else {
-        argocd_config(&entry, spec)?
-    };
-    let credentials = match secret.filter(|s| !s.is_empty()) {
-        Some(secret) => Some(credential_source(&secret, namespace, doc, secrets)?),
-        None => None,
-    };
-    Ok((key, entry.image, repository, config, credentials))
-}
-
-fn semver_from(constraint: Option<&str>) -> Strategy {
-    Strategy::SemVer {
-        range: constraint.unwrap_or("*").to_owned(),
-    }
-}
-
-/// `spec.argocd`: the per-alias maps `update-strategy`, `allow-tags`,
-/// `ignore-tags`, `platforms` and `secret`.
-fn argocd_config(
-    entry: &ImageEntry,
-    spec: &Value,
-) -> Result<(PolicyConfig, Option<String>), String> {
-    let argo = spec.get("argocd").unwrap_or(&Value::Null);
-    let per_alias = |field: &str| -> Result<Option<&Value>, String> {
-        match argo.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Object(map)) => Ok(map.get(&entry.alias).filter(|v| !v.is_null())),
-            Some(_) => Err(format!(
-                "spec.argocd.{field} is not a map of alias to value"
-            )),
-        }
-    };
-    let text = |field: &str| -> Result<Option<String>, String> {
-        per_alias(field)?
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| format!("spec.argocd.{field}.{} is not a string", entry.alias))
-            })
-            .transpose()
-    };
-    let list = |field: &str| -> Result<Vec<String>, String> {
-        match per_alias(field)? {
-            None => Ok(Vec::new()),
-            Some(Value::String(s)) => Ok(s
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| {
-                    v.as_str().map(str::to_owned).ok_or_else(|| {
-                        format!("spec.argocd.{field}.{} holds a non-string", entry.alias)
-                    })
-                })
-                .collect(),
-            Some(_) => Err(format!(
-                "spec.argocd.{field}.{} is not a string or a list",
-                entry.alias
-            )),
-        }
-    };
-    let strategy = match text("update-strategy")?.as_deref().unwrap_or("semver") {
-        "semver" => semver_from(entry.constraint.as_deref()),
-        "newest-build" | "latest" => Strategy::NewestBuild,
-        "alphabetical" | "name" => Strategy::Alphabetical { order: Order::Asc },
-        "digest" => Strategy::Digest {
-            tag: entry
-                .constraint
-                .clone()
-                .ok_or("the digest strategy needs the tag to follow: write IMAGE:TAG")?,
-        },
-        other => {
-            return Err(format!(
-                "unknown update-strategy {other:?}: use semver, newest-build (latest), alphabetical (name) or digest"
-            ));
-        }
-    };
-    let mut config = PolicyConfig::new(strategy);
-    config.allow_tags = text("allow-tags")?;
-    config.ignore_tags = list("ignore-tags")?;
-    config.platforms = list("platforms")?;
-    Ok((config, text("secret")?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reflector::kubesphere::ImageEntry;
     use crate::yaml::parse_values;
 
     fn docs(yaml: &str) -> Vec<PolicyDocument> {
@@ -865,7 +618,7 @@ status:
         assert_eq!(d.config.filter.as_ref().unwrap().extract, "$1");
         assert!(d.insecure);
         assert!(
-            matches!(&d.credentials, Some(CredentialSource::Secret { config_json, .. }) if config_json == "{}")
+            matches!(&d.credentials, Some(RegistryCredential::Secret { config_json, .. }) if config_json.expose() == "{}")
         );
         assert_eq!(d.previous.as_ref().unwrap().tag, "main-1");
         assert_eq!(d.labels.get("env").map(String::as_str), Some("prod"));

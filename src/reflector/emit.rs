@@ -15,7 +15,7 @@ use super::fetch::Resolved;
 use crate::reflector::selection::ImageRef;
 
 /// Annotation naming the ImageUpdater an emitted ImagePolicy comes from.
-pub const SOURCE_ANNOTATION: &str = "image-update.dev/image-updater";
+pub(crate) const SOURCE_ANNOTATION: &str = "image-update.dev/image-updater";
 
 fn image_ref(r: &ImageRef) -> Value {
     let mut m = Map::new();
@@ -29,7 +29,7 @@ fn image_ref(r: &ImageRef) -> Value {
 
 /// The ImagePolicy object for one resolved definition.
 #[must_use]
-pub fn image_policy(definition: &Definition, resolved: &Resolved) -> Value {
+pub(crate) fn image_policy(definition: &Definition, resolved: &Resolved) -> Value {
     let mut object = match &definition.kind {
         Kind::FluxPolicy { object } => object.clone(),
         Kind::KubeSphere { updater } => json!({
@@ -65,7 +65,7 @@ pub fn image_policy(definition: &Definition, resolved: &Resolved) -> Value {
 ///
 /// # Errors
 /// Only if YAML serialisation fails.
-pub fn render(definitions: &[Definition], resolved: &[Resolved]) -> Result<String, String> {
+pub(crate) fn render(definitions: &[Definition], resolved: &[Resolved]) -> Result<String, String> {
     let mut pairs: Vec<(&Definition, &Resolved)> = resolved
         .iter()
         .filter_map(|r| definitions.iter().find(|d| d.key == r.key).map(|d| (d, r)))

@@ -8,13 +8,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::definitions::{CredentialSource, Definition};
+use super::definitions::{Definition, RegistryCredential};
 use crate::diagnostic::Diagnostic;
 use crate::policies::{ImageRef, PolicyKey};
 use crate::reflector::selection::{
     Created, DigestAction, LookupError, PolicySpec, Selection, Strategy, digest_action,
     next_observed_previous,
 };
+use image_update_registry::Secret;
 use image_update_registry::credentials::credential_from_config_json;
 use image_update_registry::{
     ClientSettings, Credential, Error as RegistryError, Platform, RegistryClient, Repository,
@@ -22,10 +23,10 @@ use image_update_registry::{
 
 /// How many repositories are listed at once (each host's own
 /// `concurrency` setting still applies).
-pub const MAX_IN_FLIGHT: usize = 8;
+pub(crate) const MAX_IN_FLIGHT: usize = 8;
 
 /// Candidates kept per selection (for the `policy` command's report).
-pub const TOP: usize = 10;
+pub(crate) const TOP: usize = 10;
 
 /// The outcome for one policy.
 #[derive(Debug, Clone)]
@@ -42,20 +43,6 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// `ns:name: 57 tags listed, chose 1.4.2`.
-    #[must_use]
-    pub fn summary(&self) -> String {
-        let s = &self.selection;
-        format!(
-            "{}: {} tag{} listed, {} eligible, chose {}",
-            self.key,
-            s.listed,
-            if s.listed == 1 { "" } else { "s" },
-            s.eligible,
-            self.latest
-        )
-    }
-
     /// The new `status.latestRef` as an [`ImageRef`].
     #[must_use]
     pub fn latest_ref(&self) -> ImageRef {
@@ -69,7 +56,7 @@ impl Resolved {
 /// # Errors
 /// One diagnostic per failed policy, at its definition, naming the policy,
 /// with the registry error as its cause.
-pub fn resolve(
+pub(crate) fn resolve(
     definitions: &[Definition],
     settings: &ClientSettings,
 ) -> Result<Vec<Resolved>, Vec<Diagnostic>> {
@@ -82,7 +69,7 @@ pub fn resolve(
     for (i, d) in definitions.iter().enumerate() {
         groups
             .entry((
-                d.credentials.as_ref().map(CredentialSource::describe),
+                d.credentials.as_ref().map(RegistryCredential::describe),
                 d.insecure,
             ))
             .or_default()
@@ -222,20 +209,22 @@ pub fn resolve(
 }
 
 /// The registry credential in `source` for `repository`'s registry.
-fn credential(source: &CredentialSource, repository: &Repository) -> Result<Credential, String> {
+fn credential(source: &RegistryCredential, repository: &Repository) -> Result<Credential, String> {
     let (text, origin) = match source {
-        CredentialSource::Secret {
+        RegistryCredential::Secret {
             origin,
             config_json,
         } => (config_json.clone(), origin.clone()),
-        CredentialSource::File(path) => (
-            fs_err::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        RegistryCredential::File(path) => (
+            Secret::new(
+                crate::input::read_text(path, crate::input::SizeLimit::default())
+                    .map_err(|e| crate::diagnostic::one_line(&e))?,
+            ),
             path.display().to_string(),
         ),
     };
     credential_from_config_json(
-        &text,
+        text.expose(),
         repository.registry(),
         repository.repository(),
         &origin,
@@ -251,11 +240,9 @@ fn credential(source: &CredentialSource, repository: &Repository) -> Result<Cred
 
 /// Why one policy could not be resolved.
 #[derive(Debug, thiserror::Error)]
-pub enum ChooseError {
+pub(crate) enum ChooseError {
     #[error(transparent)]
     Select(#[from] crate::reflector::selection::SelectError),
-    #[error("invalid platform {0:?}: expected os/arch[/variant]")]
-    Platform(String),
     #[error("fetching the digest of {reference}")]
     Digest {
         reference: String,
@@ -268,13 +255,6 @@ pub enum ChooseError {
     Reference(#[from] crate::policies::RefError),
 }
 
-fn platforms(spec: &PolicySpec) -> Result<Vec<Platform>, ChooseError> {
-    spec.platforms()
-        .iter()
-        .map(|p| p.parse().map_err(|_| ChooseError::Platform(p.clone())))
-        .collect()
-}
-
 /// Select a tag of `repo` from `tags` with `spec`, then settle its digest:
 /// the digest strategy always records one; otherwise the policy's digest
 /// reflection decides, against `previous`. With platforms, the digest
@@ -285,7 +265,7 @@ fn platforms(spec: &PolicySpec) -> Result<Vec<Platform>, ChooseError> {
 /// # Errors
 /// [`ChooseError`]: no tag qualifies (the engine's message), or a registry
 /// failure while reading creation times or digests.
-pub fn choose(
+pub(crate) fn choose(
     client: &RegistryClient,
     repo: &Repository,
     image: &str,
@@ -294,17 +274,17 @@ pub fn choose(
     previous: Option<&ImageRef>,
     top: usize,
 ) -> Result<(Selection, ImageRef), ChooseError> {
-    let platforms = platforms(spec)?;
+    let platforms = spec.platforms();
     let filtered = spec.filter_tags(tags.iter().map(String::as_str))?;
     let selection = if spec.needs_created_time() {
         // Only the survivors are looked up, several at a time; the engine
         // then reads the answers in its own order.
         let survivors: Vec<&str> = filtered.tags().collect();
-        let mut times = created_many(client, repo, &survivors, &platforms);
+        let mut times = created_many(client, repo, &survivors, platforms);
         let mut lookup = |tag: &str| -> Result<Created, LookupError> {
             times
                 .remove(tag)
-                .unwrap_or_else(|| created(client, repo, tag, &platforms))
+                .unwrap_or_else(|| created(client, repo, tag, platforms))
         };
         spec.choose(filtered, &mut lookup, top)?
     } else {
@@ -330,7 +310,7 @@ pub fn choose(
             };
             if !platforms.is_empty() {
                 let mut found = false;
-                for p in &platforms {
+                for p in platforms {
                     match client.digest(repo, &tag, Some(p)) {
                         Ok(_) => {
                             found = true;
@@ -343,7 +323,7 @@ pub fn choose(
                 if !found {
                     return Err(ChooseError::NoPlatform {
                         tag,
-                        platforms: spec.platforms().join(" or "),
+                        platforms: spec.config().platforms.join(" or "),
                     });
                 }
             }

@@ -13,10 +13,11 @@
 //! one failing policy fails the whole run before any file is written
 //! (docs/fetch.md).
 
-pub mod definitions;
-pub mod emit;
-pub mod fetch;
-pub mod selection;
+pub(crate) mod definitions;
+pub(crate) mod emit;
+pub(crate) mod fetch;
+pub(crate) mod kubesphere;
+pub(crate) mod selection;
 
-pub use definitions::{CredentialSource, Definition, collect, may_define};
-pub use fetch::{Resolved, resolve};
+pub(crate) use definitions::{Definition, collect, may_define};
+pub(crate) use fetch::{Resolved, resolve};

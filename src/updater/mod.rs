@@ -2,15 +2,17 @@
 //! nothing else.
 //!
 //! ```text
-//! source ──> scan ──> plan ──> rewrite ──> report ──> sink
-//! (files,    (markers, (policy  (splice    (ResultV2)  (atomic
-//!  a list)    spans)    table)   values)               writes)
+//! source ──> scan ──> plan ──> rewrite ──> crate::sink
+//! (files,    (markers, (policy  (splice    (atomic
+//!  a list)    spans)    table)   values)    writes)
 //! ```
+//!
+//! What changed becomes the run's [`crate::outcome::Outcome`], which
+//! [`crate::render`] turns into every output (the ResultV2 report among
+//! them).
 
-pub mod plan;
-pub mod report;
-pub mod rewrite;
-pub mod scan;
-pub mod sink;
-pub mod source;
-pub mod tree;
+pub(crate) mod plan;
+pub(crate) mod rewrite;
+pub(crate) mod scan;
+pub(crate) mod source;
+pub(crate) mod tree;

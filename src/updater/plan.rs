@@ -11,7 +11,7 @@ use crate::updater::scan::{self, Layout, ObjectInfo};
 
 /// One field whose value changes, and the edit that changes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldChange {
+pub struct PlannedChange {
     /// Index into [`Planned::objects`].
     pub object: usize,
     pub old_value: String,
@@ -38,7 +38,7 @@ pub struct Warning {
 pub struct Planned {
     pub objects: Vec<ObjectInfo>,
     /// In document order.
-    pub changes: Vec<FieldChange>,
+    pub changes: Vec<PlannedChange>,
     /// In document order.
     pub warnings: Vec<Warning>,
 }
@@ -104,7 +104,7 @@ pub fn plan(
 /// objects for which `keep` holds: markers and findings in other objects are
 /// ignored, as if those objects were not there. Findings outside any object
 /// are kept.
-pub fn plan_edits(
+pub(crate) fn plan_edits(
     text: &str,
     found: scan::Scan,
     table: &PolicyTable,
@@ -167,7 +167,7 @@ pub fn plan_edits(
                         marker.setter
                     )));
                 }
-                planned.changes.push(FieldChange {
+                planned.changes.push(PlannedChange {
                     object: marker.object,
                     edit: rewrite::edit_for(marker, &new_value),
                     old_value: marker.value.clone(),
@@ -194,7 +194,7 @@ pub fn plan_edits(
 /// lower. Only the full-image and `:tag` setters write tags.
 fn downgrade<'a>(setter: &str, old: &'a str, new: &'a str) -> Option<(&'a str, &'a str)> {
     use crate::reflector::selection::semver::parse_tag;
-    use crate::updater::scan::marker::{Field, Setter};
+    use crate::setter::{Field, Setter};
     let tag = |value: &'a str| -> &'a str {
         match Setter::parse(setter).map(|s| s.field) {
             Some(Field::Tag) => value,

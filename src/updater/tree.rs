@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 
 use crate::input::{ReadError, SizeLimit, WideEncoding};
 use crate::policies::PolicyTable;
+use crate::sink;
 use crate::text::Position;
 use crate::updater::plan::{self, Plan, PlanError, PlanOptions, Planned};
 use crate::updater::scan::Layout;
-use crate::updater::sink;
-use crate::updater::source::dir::{self, Candidate, Skipped, WalkError};
+use crate::walk::{self as dir, Candidate, Skipped, WalkError};
 
 /// A file whose content changes.
 #[derive(Debug, Clone)]
@@ -36,7 +36,7 @@ pub struct FileUpdate {
 
 /// What became of one screened file.
 #[derive(Debug)]
-pub enum FileOutcome {
+pub(crate) enum FileOutcome {
     /// Planned: its changes and warnings, and the update when it changes
     /// and may be written.
     Planned {
@@ -52,7 +52,7 @@ pub enum FileOutcome {
 
 /// The plan of a whole tree.
 #[derive(Debug, Default)]
-pub struct TreePlan {
+pub(crate) struct TreePlan {
     /// Every screened file, by relative path, in path order.
     pub files: Vec<(String, FileOutcome)>,
     /// Files skipped before reading (dangling symlinks...).
@@ -62,19 +62,9 @@ pub struct TreePlan {
     pub files_screened: usize,
 }
 
-impl TreePlan {
-    /// The files that change.
-    pub fn updates(&self) -> impl Iterator<Item = &FileUpdate> {
-        self.files.iter().filter_map(|(_, f)| match f {
-            FileOutcome::Planned { update, .. } => update.as_ref(),
-            FileOutcome::Skipped { .. } => None,
-        })
-    }
-}
-
 /// A failure that stops the run before anything is written.
 #[derive(Debug, thiserror::Error)]
-pub enum TreeError {
+pub(crate) enum TreeError {
     #[error(transparent)]
     Walk(#[from] WalkError),
     /// A candidate could not be read, or is over the size limit.
@@ -269,7 +259,7 @@ fn plan_bytes(
 
 /// How a tree is planned.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TreeOptions {
+pub(crate) struct TreeOptions {
     /// How markers are planned (downgrades).
     pub plan: PlanOptions,
     /// Keep each changed file's old text (for a diff).
@@ -287,7 +277,7 @@ pub struct TreeOptions {
 /// # Errors
 /// When the tree cannot be walked, or a file cannot be read or is over the
 /// size limit.
-pub fn plan_tree(
+pub(crate) fn plan_tree(
     root: &Path,
     table: &PolicyTable,
     options: TreeOptions,
@@ -361,9 +351,10 @@ pub fn plan_tree(
 /// A tree made ready for a run: locked, and cleaned of what a killed run
 /// left.
 #[derive(Debug)]
-pub struct Prepared {
-    /// Held until the run's writes are done.
-    pub lock: sink::lock::TreeLock,
+pub(crate) struct Prepared {
+    /// Held (never read) until the run's writes are done: dropping it
+    /// unlocks the tree.
+    pub _lock: sink::lock::TreeLock,
     /// The directory locked, where an in-place commit keeps its journal.
     pub dir: PathBuf,
     /// What was recovered, one sentence each.
@@ -379,7 +370,7 @@ pub struct Prepared {
 ///
 /// # Errors
 /// When the directory cannot be locked.
-pub fn prepare(path: &Path, writes_in_place: bool) -> Result<Prepared, TreeError> {
+pub(crate) fn prepare(path: &Path, writes_in_place: bool) -> Result<Prepared, TreeError> {
     let dir = dir::base_dir(path);
     let lock = sink::lock::lock(&dir, writes_in_place)?;
     let recovered = if writes_in_place {
@@ -398,7 +389,7 @@ pub fn prepare(path: &Path, writes_in_place: bool) -> Result<Prepared, TreeError
         }
     };
     Ok(Prepared {
-        lock,
+        _lock: lock,
         dir,
         notes: recovered.notes,
         problems: recovered.problems,
@@ -407,7 +398,7 @@ pub fn prepare(path: &Path, writes_in_place: bool) -> Result<Prepared, TreeError
 
 /// Where updated files go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Destination {
+pub(crate) enum Destination {
     InPlace,
     /// Under this directory, at each file's relative path.
     Under(PathBuf),
@@ -416,7 +407,7 @@ pub enum Destination {
 impl Destination {
     /// Where `update` is written.
     #[must_use]
-    pub fn target(&self, update: &FileUpdate) -> PathBuf {
+    pub(crate) fn target(&self, update: &FileUpdate) -> PathBuf {
         match self {
             Destination::InPlace => update.write_to.clone(),
             Destination::Under(dir) => dir.join(&update.rel),
@@ -431,11 +422,12 @@ impl Destination {
 /// # Errors
 /// [`sink::dir::CommitError`]: nothing was written, except when putting
 /// back the originals failed too (the error names them).
-pub fn write_updates<'a>(
+pub(crate) fn write_updates<'a>(
     updates: impl IntoIterator<Item = &'a FileUpdate>,
     destination: &Destination,
     extra: &[sink::dir::FileWrite<'_>],
     journal_dir: Option<&Path>,
+    before_rename: sink::dir::BeforeRename<'_>,
 ) -> Result<Vec<PathBuf>, sink::dir::CommitError> {
     let updates: Vec<&FileUpdate> = updates.into_iter().collect();
     let targets: Vec<PathBuf> = updates.iter().map(|u| destination.target(u)).collect();
@@ -449,7 +441,7 @@ pub fn write_updates<'a>(
         })
         .chain(extra.iter().copied())
         .collect();
-    sink::dir::write_all(&writes, journal_dir)?;
+    sink::dir::write_all_then(&writes, journal_dir, before_rename)?;
     // A file reached twice (itself and a symlink to it) was written once.
     let mut seen = std::collections::HashSet::new();
     Ok(writes

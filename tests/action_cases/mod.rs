@@ -58,8 +58,8 @@ pub fn updating() -> Result<bool, Failed> {
 
 /// The one YAML document in `text`.
 pub fn yaml(what: &str, text: &str) -> Result<Value, Failed> {
-    let mut docs =
-        image_update::yaml::parse_values(text).map_err(|e| format!("{what}: not YAML: {e}"))?;
+    let mut docs = image_update::api::yaml::parse_values(text)
+        .map_err(|e| format!("{what}: not YAML: {e}"))?;
     if docs.len() != 1 {
         return Err(format!("{what}: {} documents, expected 1", docs.len()).into());
     }
@@ -95,7 +95,7 @@ pub fn input_env(with: &BTreeMap<String, String>) -> Result<Vec<(String, String)
                     .map(str::to_owned)
                     .unwrap_or_default()
             });
-            (image_update::cli::action::input_variable(name), value)
+            (image_update::api::action::input_variable(name), value)
         })
         .collect())
 }

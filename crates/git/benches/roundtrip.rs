@@ -31,10 +31,13 @@ const FILES: usize = 10_000;
 const SEED: u64 = 0x1d3a_9e57_2026_1123;
 const MARKED: &str = "apps/team-42/svc-04242/deployment.yaml";
 
-fn main() {
-    if let Err(err) = bench() {
-        eprintln!("roundtrip benchmark failed: {err}");
-        std::process::exit(1);
+fn main() -> std::process::ExitCode {
+    match bench() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("roundtrip benchmark failed: {err}");
+            std::process::ExitCode::FAILURE
+        }
     }
 }
 

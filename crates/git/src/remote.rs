@@ -16,9 +16,9 @@ use git2::{AutotagOption, FetchOptions, Oid, PushOptions, RemoteCallbacks, Repos
 use crate::error::Error;
 use crate::known_hosts::HostKeyCheck;
 use crate::reference::{CheckoutRef, Revision};
-use crate::secret::Secret;
 use crate::transport::{Activation, Failure, Session};
 use crate::url::{RemoteUrl, Transport, UrlPolicy};
+use image_update_secret::Secret;
 
 /// How to authenticate to the remote.
 #[derive(Debug, Clone, Default)]
@@ -509,7 +509,7 @@ fn unreachable_commit() -> Result<Revision, Error> {
 mod tests {
     use super::{Auth, HttpHeader, Remote, RemoteSettings};
     use crate::error::Error;
-    use crate::secret::Secret;
+    use image_update_secret::Secret;
 
     #[test]
     fn header_validation_never_quotes_the_value() {

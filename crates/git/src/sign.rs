@@ -14,7 +14,7 @@ use ssh_key::private::{KeypairData, RsaKeypair};
 use ssh_key::{Algorithm, HashAlg, LineEnding, Mpint, PrivateKey, SshSig};
 
 use crate::error::{Error, KeyKind};
-use crate::secret::Secret;
+use image_update_secret::Secret;
 
 /// A commit signer holding an unlocked key. Its `Debug` shows only the kind of key.
 pub struct Signer {

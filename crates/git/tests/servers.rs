@@ -38,6 +38,7 @@ fn main() {
         Ok(started) => started,
         Err(err) => {
             eprintln!("cannot set up the test bed: {err}");
+            #[allow(clippy::disallowed_methods)] // a test program ends itself
             std::process::exit(1);
         }
     };

@@ -31,7 +31,7 @@ use serde::Deserialize;
 
 use super::error::{Error, Result, describe_json_error};
 use super::reference::{DOCKER_HUB, DOCKER_HUB_API};
-use super::secret::Secret;
+use image_update_secret::Secret;
 
 const ENV_PREFIX: &str = "IMAGE_UPDATE_REGISTRY_";
 const HUB_HELPER_URL: &str = "https://index.docker.io/v1/";

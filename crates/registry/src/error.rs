@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::credentials::CredentialSource;
-use super::redact::Secrets;
+use super::redact::Redactor;
 use super::reference::ReferenceError;
 
 /// Registry host and repository an operation was about.
@@ -367,7 +367,7 @@ impl Error {
     /// field, and free text from responses (bodies, messages) made one
     /// bounded line. The one place errors are cleaned: the client's public
     /// methods return nothing else.
-    pub(crate) fn redact(self, secrets: &Secrets) -> Self {
+    pub(crate) fn redact(self, secrets: &Redactor) -> Self {
         let s = |t: String| secrets.scrub(&t);
         let q = |t: String| secrets.quote(&t);
         let ctx = |c: Box<Context>| {
@@ -581,7 +581,7 @@ mod tests {
 
     #[test]
     fn redact_cleans_and_bounds_every_text_field() {
-        let secrets = Secrets::default();
+        let secrets = Redactor::default();
         secrets.add("hunter2-secret");
         let e = Error::Status {
             context: Box::new(Context {

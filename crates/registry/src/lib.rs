@@ -52,9 +52,9 @@ mod manifest;
 pub mod observe;
 mod redact;
 pub mod reference;
-mod secret;
 pub mod settings;
 pub mod time;
+mod token;
 mod transport;
 mod url;
 
@@ -62,30 +62,30 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use base64::Engine;
 use regex::Regex;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use auth::{Challenge, TokenResponse, choose_challenge, parse_www_authenticate};
+use auth::{Challenge, choose_challenge, parse_www_authenticate};
 use cache::TagCache;
 use manifest::{ConfigDoc, MANIFEST_ACCEPT, ManifestDoc, select_child};
-use redact::Secrets;
+use redact::Redactor;
+use token::CachedToken;
 use transport::{Request, Response, Transport, lock};
 use url::Url;
 
 pub use crate::time::Timestamp;
 pub use credentials::{Credential, CredentialSource, CredentialStore};
 pub use error::{Attempts, Context, Error, Refusal, Result, TimeLimit};
+pub use image_update_secret::Secret;
 pub use manifest::{
     DOCKER_LIST, DOCKER_MANIFEST, ManifestKind, OCI_INDEX, OCI_MANIFEST, Platform, PlatformError,
     default_platform,
 };
 pub use observe::{Event, Observer};
 pub use reference::{Reference, ReferenceError, Repository, validate_reference};
-pub use secret::Secret;
 pub use settings::{ClientSettings, HostConfig, HostSettings, RetryPolicy, SettingsFile};
 
 /// Largest tag-list page or manifest the client reads.
@@ -109,11 +109,6 @@ pub struct Manifest {
     pub bytes: Vec<u8>,
 }
 
-struct CachedToken {
-    header: Secret,
-    expires: Instant,
-}
-
 /// Blocking registry client. Cheap to share across threads (`&RegistryClient`
 /// is `Send + Sync`); tokens, challenges and credentials are cached for the
 /// lifetime of the client, which is meant to be one run.
@@ -121,7 +116,7 @@ pub struct RegistryClient {
     settings: Arc<ClientSettings>,
     transport: Transport,
     /// Every secret this client has seen, for redaction.
-    secrets: Arc<Secrets>,
+    secrets: Arc<Redactor>,
     exclusion: Vec<Regex>,
     cache: Option<TagCache>,
     challenges: Mutex<HashMap<String, Challenge>>,
@@ -154,7 +149,7 @@ impl RegistryClient {
             .cache_dir
             .as_deref()
             .map(|d| TagCache::new(d, settings.cache_ttl));
-        let secrets = Arc::new(Secrets::default());
+        let secrets = Arc::new(Redactor::default());
         for credential in settings.credentials.explicit_credentials() {
             secrets.add_credential(credential);
         }
@@ -676,22 +671,6 @@ impl RegistryClient {
         ))
     }
 
-    /// The credential for `repo` and where it came from, looked up once;
-    /// its secrets are registered for redaction before anything is sent.
-    fn credential(&self, repo: &Repository) -> Result<(Credential, CredentialSource)> {
-        let key = (repo.registry().to_owned(), repo.repository().to_owned());
-        if let Some(c) = lock(&self.credentials).get(&key) {
-            return Ok(c.clone());
-        }
-        let found = self
-            .settings
-            .credentials
-            .lookup_with_source(repo.registry(), repo.repository())?;
-        self.secrets.add_credential(&found.0);
-        lock(&self.credentials).insert(key, found.clone());
-        Ok(found)
-    }
-
     /// Which credentials a 401 or 403 answer for `repo` refused, and what
     /// to check. A 401 whose challenge says `insufficient_scope` is a
     /// permission problem like a 403.
@@ -726,199 +705,6 @@ impl RegistryClient {
             *refusal = self.refusal(repo, resp);
         }
         e
-    }
-
-    /// The `Authorization` header value for `scope` on the registry of `repo`.
-    fn authorization(&self, repo: &Repository, scope: &str) -> Result<Option<Secret>> {
-        let ctx = context(repo);
-        let host = repo.api_host().to_owned();
-        // The credential first: its secrets are then known to the redaction
-        // before any answer is read.
-        let (credential, source) = self.credential(repo)?;
-        let challenge = self.challenge(repo)?;
-        match challenge {
-            Challenge::Anonymous => Ok(None),
-            Challenge::Basic => match credential {
-                Credential::Anonymous => Ok(None),
-                Credential::Basic { username, password } => {
-                    Ok(Some(basic_header(&username, &password)))
-                }
-                Credential::RegistryToken(t) => {
-                    Ok(Some(Secret::new(format!("Bearer {}", t.expose()))))
-                }
-                Credential::IdentityToken { .. } => Err(Error::Auth {
-                    context: Box::new(ctx),
-                    message: format!(
-                        "the registry wants Basic auth but the credential from {source} is an identity token"
-                    ),
-                    detail: String::new(),
-                    refusal: None,
-                }),
-            },
-            Challenge::Bearer { realm, service } => {
-                if let Credential::RegistryToken(t) = &credential {
-                    return Ok(Some(Secret::new(format!("Bearer {}", t.expose()))));
-                }
-                let key = (host, scope.to_owned());
-                if let Some(t) = lock(&self.tokens).get(&key)
-                    && t.expires > Instant::now()
-                {
-                    return Ok(Some(t.header.clone()));
-                }
-                let (token, lifetime) =
-                    self.fetch_token(repo, &realm, service.as_deref(), scope, &credential, source)?;
-                let header = Secret::new(format!("Bearer {}", token.expose()));
-                // Refresh a little early so a token does not expire in flight.
-                let expires = Instant::now() + lifetime.saturating_sub(Duration::from_secs(10));
-                lock(&self.tokens).insert(
-                    key,
-                    CachedToken {
-                        header: header.clone(),
-                        expires,
-                    },
-                );
-                Ok(Some(header))
-            }
-        }
-    }
-
-    /// `GET /v2/` once per host to learn the authentication scheme.
-    fn challenge(&self, repo: &Repository) -> Result<Challenge> {
-        let host = repo.api_host().to_owned();
-        if let Some(c) = lock(&self.challenges).get(&host) {
-            return Ok(c.clone());
-        }
-        let ctx = Context {
-            registry: repo.registry().to_owned(),
-            repository: None,
-        };
-        let url = self.registry_url(repo, "/v2/");
-        let resp = self.transport.send(&Request {
-            method: "GET",
-            url,
-            accept: None,
-            authorization: None,
-            body: None,
-            secret_body: false,
-            context: &ctx,
-            max_body: MAX_SMALL,
-        })?;
-        let challenge = match resp.status {
-            200..=299 => Challenge::Anonymous,
-            401 => choose_challenge(&resp.headers_all("www-authenticate")).ok_or_else(|| {
-                Error::Auth {
-                    context: Box::new(ctx.clone()),
-                    message: format!(
-                        "{} answered 401 without a Basic or Bearer challenge",
-                        resp.url
-                    ),
-                    detail: String::new(),
-                    refusal: None,
-                }
-            })?,
-            _ => return Err(status_error(&ctx, "GET", &resp)),
-        };
-        lock(&self.challenges).insert(host, challenge.clone());
-        Ok(challenge)
-    }
-
-    fn fetch_token(
-        &self,
-        repo: &Repository,
-        realm: &str,
-        service: Option<&str>,
-        scope: &str,
-        credential: &Credential,
-        source: CredentialSource,
-    ) -> Result<(Secret, Duration)> {
-        let ctx = &context(repo);
-        let auth_err = |message: String| Error::Auth {
-            context: Box::new(ctx.clone()),
-            message,
-            detail: String::new(),
-            refusal: None,
-        };
-        let realm_url =
-            Url::parse(realm).ok_or_else(|| auth_err(format!("invalid token realm {realm:?}")))?;
-        self.token_requests.fetch_add(1, Ordering::Relaxed);
-        let resp = match credential {
-            Credential::IdentityToken { token, .. } => {
-                // OAuth2 refresh-token grant.
-                let mut form = format!(
-                    "grant_type=refresh_token&client_id=image-update&scope={}",
-                    url::encode_component(scope)
-                );
-                if let Some(s) = service {
-                    form.push_str(&format!("&service={}", url::encode_component(s)));
-                }
-                form.push_str("&refresh_token=");
-                form.push_str(&url::encode_component(token.expose()));
-                self.transport.send(&Request {
-                    method: "POST",
-                    url: realm_url,
-                    accept: Some("application/json"),
-                    authorization: None,
-                    body: Some(("application/x-www-form-urlencoded", Secret::new(form))),
-                    secret_body: true,
-                    context: ctx,
-                    max_body: MAX_SMALL,
-                })?
-            }
-            _ => {
-                let mut url = realm_url;
-                if let Some(s) = service {
-                    url = url.with_query("service", s);
-                }
-                url = url.with_query("scope", scope);
-                let header = match credential {
-                    Credential::Basic { username, password } => {
-                        url = url.with_query("account", username);
-                        Some(basic_header(username, password))
-                    }
-                    _ => None,
-                };
-                self.transport.send(&Request {
-                    method: "GET",
-                    url,
-                    accept: Some("application/json"),
-                    authorization: header.as_ref(),
-                    body: None,
-                    secret_body: false,
-                    context: ctx,
-                    max_body: MAX_SMALL,
-                })?
-            }
-        };
-        if resp.status != 200 {
-            let refused = resp.status == 401 || resp.status == 403;
-            return Err(Error::Auth {
-                context: Box::new(ctx.clone()),
-                message: format!(
-                    "token request to {} answered HTTP {}{}",
-                    strip_query(&resp.url),
-                    resp.status,
-                    resp.attempts
-                ),
-                detail: error_detail(&resp.body).unwrap_or_default(),
-                refusal: refused
-                    .then(|| Box::new(refusal(repo, credential, source, resp.status == 403))),
-            });
-        }
-        let parsed: TokenResponse = serde_json::from_slice(&resp.body).map_err(|e| {
-            auth_err(format!(
-                "invalid token response from {}: {}",
-                strip_query(&resp.url),
-                error::describe_json_error(&e)
-            ))
-        })?;
-        let (token, lifetime) = parsed.into_parts().ok_or_else(|| {
-            auth_err(format!(
-                "token response from {} has no token",
-                strip_query(&resp.url)
-            ))
-        })?;
-        self.secrets.add(&token);
-        Ok((Secret::new(token), lifetime))
     }
 }
 

@@ -5,7 +5,7 @@
 //! sends back: some echo the `Authorization` header, the password or the
 //! refresh token in an error body, a header or a redirect URL. Every string
 //! derived from a response that the client turns into an error or a log
-//! line passes through [`Secrets::scrub`] (errors at the client's public
+//! line passes through [`Redactor::scrub`] (errors at the client's public
 //! boundary, [`crate::Error::redact`]; log lines through the crate's
 //! `scrubbed!` macro), which replaces every known secret with `<redacted>`.
 //!
@@ -38,7 +38,7 @@ const MIN_DERIVED: usize = 4;
 
 /// The secrets known to one client, shared by its transport.
 #[derive(Default)]
-pub(crate) struct Secrets {
+pub(crate) struct Redactor {
     inner: RwLock<Inner>,
 }
 
@@ -50,14 +50,14 @@ struct Inner {
     matcher: Option<AhoCorasick>,
 }
 
-impl std::fmt::Debug for Secrets {
+impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = self.read().needles.len();
-        write!(f, "Secrets({n} forms, <redacted>)")
+        write!(f, "Redactor({n} forms, <redacted>)")
     }
 }
 
-impl Secrets {
+impl Redactor {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
         self.inner
             .read()
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn every_form_is_replaced() {
-        let s = Secrets::default();
+        let s = Redactor::default();
         s.add_credential(&Credential::Basic {
             username: "alice".to_owned(),
             password: Secret::new("p@ss w/rd+\"x\""),
@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn tokens_and_nothing_known() {
-        let s = Secrets::default();
+        let s = Redactor::default();
         assert_eq!(s.scrub("token abc"), "token abc");
         s.add("eyJhbGciOi.payload.sig");
         s.add_credential(&Credential::IdentityToken {
@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn longest_form_wins() {
-        let s = Secrets::default();
+        let s = Redactor::default();
         s.add("abcd");
         s.add("abcdefgh");
         assert_eq!(s.scrub("xabcdefghx abcd"), "x<redacted>x <redacted>");
@@ -283,7 +283,7 @@ mod tests {
 
     #[test]
     fn quotes_are_one_bounded_line_cut_after_scrubbing() {
-        let s = Secrets::default();
+        let s = Redactor::default();
         s.add("hunter2hunter2");
         assert_eq!(s.quote("a\r\n\tb\u{1b}[2Kc  d"), "a b [2Kc d");
         // A secret straddling the cut is redacted, not cut in half.
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn short_secrets_keep_their_derived_forms_out() {
-        let s = Secrets::default();
+        let s = Redactor::default();
         s.add("a");
         // "YQ" (unpadded base64 of "a") is too short to be registered.
         assert_eq!(s.scrub("YQ b"), "YQ b");

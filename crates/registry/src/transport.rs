@@ -12,11 +12,11 @@ use ureq::http;
 
 use super::error::{Attempts, Context, Error, Result, TimeLimit, human_duration};
 use super::observe::Event;
-use super::redact::Secrets;
-use super::secret::Secret;
+use super::redact::Redactor;
 use super::settings::{ClientSettings, HostSettings};
 use super::url::Url;
 use crate::time::Timestamp;
+use image_update_secret::Secret;
 
 /// Retries after a timeout, at most (within `max_retries`): each timed-out
 /// attempt has already cost a whole `timeout`, and a registry too slow once
@@ -129,7 +129,7 @@ struct HostState {
 
 pub(crate) struct Transport {
     settings: Arc<ClientSettings>,
-    secrets: Arc<Secrets>,
+    secrets: Arc<Redactor>,
     /// When the client's deadline passes.
     deadline: Option<Instant>,
     hosts: Mutex<HashMap<String, Arc<HostState>>>,
@@ -137,7 +137,7 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    pub(crate) fn new(settings: Arc<ClientSettings>, secrets: Arc<Secrets>) -> Self {
+    pub(crate) fn new(settings: Arc<ClientSettings>, secrets: Arc<Redactor>) -> Self {
         let seed = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)

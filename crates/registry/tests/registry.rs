@@ -2289,10 +2289,12 @@ fn child_list(repository: &str) -> ! {
     match result {
         Ok(tags) => {
             println!("{}", tags.join("\n"));
+            #[allow(clippy::disallowed_methods)] // the child process ends itself
             std::process::exit(0)
         }
         Err(e) => {
             eprintln!("{e}");
+            #[allow(clippy::disallowed_methods)] // the child process ends itself
             std::process::exit(1)
         }
     }

@@ -5,7 +5,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use image_update_template::{Change, ObjectId, Template, TemplateData, render_commit_message};
+use image_update_template::{
+    ObjectId, Template, TemplateData, UpdateChange, render_commit_message,
+};
 
 const TEMPLATE: &str = include_str!("../../../testdata/templates/cases/flux-methods.tmpl");
 
@@ -20,7 +22,7 @@ fn data() -> TemplateData {
                 name: format!("app-{f:04}-{o}").into(),
                 namespace: format!("team-{}", f % 17).into(),
             };
-            let changes = (0..5).map(|c| Change {
+            let changes = (0..5).map(|c| UpdateChange {
                 old_value: format!("ghcr.io/acme/app-{f}-{o}-{c}:1.0.{c}").into(),
                 new_value: format!("ghcr.io/acme/app-{f}-{o}-{c}:1.1.{c}").into(),
                 setter: format!("flux-system:app-{f}-{o}-{c}").into(),

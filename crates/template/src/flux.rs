@@ -44,7 +44,7 @@ pub struct ObjectId {
 
 /// One field change (Flux's `update.Change`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Change {
+pub struct UpdateChange {
     /// Value before.
     pub old_value: Rc<str>,
     /// Value after.
@@ -62,7 +62,7 @@ pub struct TemplateData {
     pub automation_name: String,
     /// Changes by file path, then by object (in the order objects were first added), like Flux's
     /// `Result.FileChanges`.
-    pub file_changes: BTreeMap<String, Vec<(ObjectId, Vec<Change>)>>,
+    pub file_changes: BTreeMap<String, Vec<(ObjectId, Vec<UpdateChange>)>>,
     /// `spec.git.commit.messageTemplateValues`.
     pub values: BTreeMap<String, String>,
 }
@@ -127,7 +127,7 @@ impl TemplateData {
         &mut self,
         file: &str,
         object: ObjectId,
-        changes: impl IntoIterator<Item = Change>,
+        changes: impl IntoIterator<Item = UpdateChange>,
     ) {
         let objects = self.file_changes.entry(file.to_owned()).or_default();
         let idx = match objects.iter().position(|(o, _)| *o == object) {
@@ -221,7 +221,7 @@ impl TemplateData {
                         let mut out = Vec::new();
                         for (k, ch) in arr.iter().enumerate() {
                             let cp = format!("{epath}.changes[{k}]");
-                            out.push(Change {
+                            out.push(UpdateChange {
                                 old_value: json_str(ch.get("oldValue"), &format!("{cp}.oldValue"))?
                                     .into(),
                                 new_value: json_str(ch.get("newValue"), &format!("{cp}.newValue"))?
@@ -240,11 +240,11 @@ impl TemplateData {
 
     /// Flux's `Result.Changes()`: every change once (by value), first seen, files and objects in
     /// sorted order.
-    pub fn changes(&self) -> Vec<Change> {
-        let mut seen: HashSet<&Change, FastHash> = HashSet::default();
+    pub fn changes(&self) -> Vec<UpdateChange> {
+        let mut seen: HashSet<&UpdateChange, FastHash> = HashSet::default();
         let mut out = Vec::new();
         for objects in self.file_changes.values() {
-            let mut sorted: Vec<&(ObjectId, Vec<Change>)> = objects.iter().collect();
+            let mut sorted: Vec<&(ObjectId, Vec<UpdateChange>)> = objects.iter().collect();
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
             for (_, changes) in sorted {
                 for c in changes {
@@ -258,8 +258,8 @@ impl TemplateData {
     }
 
     /// Flux's `Result.Objects()`: objects across files, change lists concatenated in file order.
-    pub fn objects(&self) -> BTreeMap<ObjectId, Vec<Change>> {
-        let mut out: BTreeMap<ObjectId, Vec<Change>> = BTreeMap::new();
+    pub fn objects(&self) -> BTreeMap<ObjectId, Vec<UpdateChange>> {
+        let mut out: BTreeMap<ObjectId, Vec<UpdateChange>> = BTreeMap::new();
         for objects in self.file_changes.values() {
             for (id, changes) in objects {
                 out.entry(id.clone())
@@ -276,12 +276,12 @@ impl TemplateData {
         let oc_type = Type::Named(t.object_changes.clone());
         let mut id_values: HashMap<&ObjectId, Value, FastHash> = HashMap::default();
         let mut objects: BTreeMap<&ObjectId, Vec<Value>> = BTreeMap::new();
-        let mut seen: HashSet<&Change, FastHash> = HashSet::default();
+        let mut seen: HashSet<&UpdateChange, FastHash> = HashSet::default();
         let mut all_changes: Vec<Value> = Vec::new();
         let mut files: Vec<(Value, Value)> = Vec::with_capacity(self.file_changes.len());
         // One value per change and per identity, shared by FileChanges, Objects() and Changes().
         for (file, objs) in &self.file_changes {
-            let mut sorted: Vec<&(ObjectId, Vec<Change>)> = objs.iter().collect();
+            let mut sorted: Vec<&(ObjectId, Vec<UpdateChange>)> = objs.iter().collect();
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
             let mut entries = Vec::with_capacity(sorted.len());
             for (id, changes) in sorted {
@@ -537,7 +537,7 @@ impl FluxTypes {
         Value::structure(&self.object_id, vec![ri], Vec::new())
     }
 
-    fn change(&self, c: &Change) -> Value {
+    fn change(&self, c: &UpdateChange) -> Value {
         Value::structure(
             &self.change,
             vec![

@@ -89,7 +89,9 @@ mod value;
 
 pub use error::{ExecError, ExecErrorKind, ParseError};
 pub use exec::{Limits, Template};
-pub use flux::{Change, MessageError, ObjectId, ReportError, TemplateData, render_commit_message};
+pub use flux::{
+    MessageError, ObjectId, ReportError, TemplateData, UpdateChange, render_commit_message,
+};
 pub use value::{
     FieldDef, Kind, MapVal, MethodFn, NamedType, SliceVal, StructVal, Type, Underlying, Value,
 };
@@ -261,7 +263,7 @@ mod tests {
         data.add_change(
             "a.yaml",
             id.clone(),
-            [Change {
+            [UpdateChange {
                 old_value: "1".into(),
                 new_value: "2".into(),
                 setter: "s".into(),

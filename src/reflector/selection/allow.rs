@@ -16,7 +16,7 @@ use regex::Regex;
 
 /// A parsed `allow-tags` value.
 #[derive(Debug, Clone)]
-pub enum AllowTags {
+pub(crate) enum AllowTags {
     /// `any`: every tag is allowed.
     Any,
     /// `regexp:<re>`: tags in which `re` finds a match are allowed.
@@ -25,7 +25,7 @@ pub enum AllowTags {
 
 /// Why an `allow-tags` value was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AllowTagsError {
+pub(crate) enum AllowTagsError {
     /// Neither `any` nor `regexp:…`.
     #[error("expected `regexp:<regex>` or `any`")]
     UnknownFunction,
@@ -39,7 +39,7 @@ impl AllowTags {
     ///
     /// # Errors
     /// [`AllowTagsError`] for an unknown function or an invalid regex.
-    pub fn parse(value: &str) -> Result<Self, AllowTagsError> {
+    pub(crate) fn parse(value: &str) -> Result<Self, AllowTagsError> {
         if value.eq_ignore_ascii_case("any") {
             return Ok(Self::Any);
         }
@@ -55,7 +55,7 @@ impl AllowTags {
     }
 
     /// Whether `tag` is allowed.
-    pub fn allows(&self, tag: &str) -> bool {
+    pub(crate) fn allows(&self, tag: &str) -> bool {
         match self {
             Self::Any => true,
             Self::Regexp(re) => re.is_match(tag),

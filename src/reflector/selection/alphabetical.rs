@@ -12,7 +12,7 @@ use super::Order;
 /// Ranks `a` against `b`: `Greater` means `a` is the better candidate.
 /// `Asc` prefers the byte-wise greatest string (the last in ascending order),
 /// `Desc` the smallest.
-pub fn rank(a: &str, b: &str, order: Order) -> Ordering {
+pub(crate) fn rank(a: &str, b: &str, order: Order) -> Ordering {
     let asc = a.as_bytes().cmp(b.as_bytes());
     match order {
         Order::Asc => asc,

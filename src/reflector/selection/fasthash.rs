@@ -18,7 +18,7 @@ const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
 
 /// Multiply-rotate hasher; see the module docs.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct FastHasher {
+pub(super) struct FastHasher {
     hash: u64,
 }
 
@@ -60,7 +60,7 @@ impl Hasher for FastHasher {
 }
 
 /// `HashMap`/`HashSet` state using [`FastHasher`].
-pub type FastState = BuildHasherDefault<FastHasher>;
+pub(super) type FastState = BuildHasherDefault<FastHasher>;
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@ use regex::{CaptureLocations, Regex};
 
 /// A compiled `filterTags`.
 #[derive(Debug, Clone)]
-pub struct TagFilter {
+pub(crate) struct TagFilter {
     pattern: Regex,
     extract: String,
     template: Vec<Piece>,
@@ -37,7 +37,7 @@ impl TagFilter {
     ///
     /// # Errors
     /// The regex error, for the caller to wrap with the field name.
-    pub fn new(pattern: &str, extract: &str) -> Result<Self, regex::Error> {
+    pub(crate) fn new(pattern: &str, extract: &str) -> Result<Self, regex::Error> {
         let pattern = Regex::new(pattern)?;
         let template = parse_template(extract, &pattern);
         Ok(Self {
@@ -47,34 +47,30 @@ impl TagFilter {
         })
     }
 
-    /// The pattern as written.
-    pub fn pattern(&self) -> &str {
-        self.pattern.as_str()
-    }
-
     /// The extract template as written (empty: the key is the whole tag).
-    pub fn extract(&self) -> &str {
+    pub(crate) fn extract(&self) -> &str {
         &self.extract
     }
 
     /// Whether the pattern finds a match in `tag` (no key is built).
-    pub fn is_match(&self, tag: &str) -> bool {
+    pub(crate) fn is_match(&self, tag: &str) -> bool {
         self.pattern.is_match(tag)
     }
 
     /// Reusable capture storage for [`TagFilter::key_with`].
-    pub fn locations(&self) -> CaptureLocations {
+    pub(crate) fn locations(&self) -> CaptureLocations {
         self.pattern.capture_locations()
     }
 
     /// The ranking key of `tag`, or `None` when the pattern does not match.
-    pub fn key(&self, tag: &str) -> Option<String> {
+    #[cfg(test)]
+    pub(crate) fn key(&self, tag: &str) -> Option<String> {
         self.key_with(&mut self.locations(), tag)
     }
 
-    /// As [`TagFilter::key`], reusing `locs` (from [`TagFilter::locations`])
+    /// As `TagFilter::key` (a test helper), reusing `locs` (from [`TagFilter::locations`])
     /// so that ranking many tags does not allocate capture storage per tag.
-    pub fn key_with(&self, locs: &mut CaptureLocations, tag: &str) -> Option<String> {
+    pub(crate) fn key_with(&self, locs: &mut CaptureLocations, tag: &str) -> Option<String> {
         if self.extract.is_empty() {
             return self.pattern.is_match(tag).then(|| tag.to_owned());
         }

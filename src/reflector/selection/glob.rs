@@ -16,7 +16,7 @@
 
 /// A validated glob pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Glob {
+pub(crate) struct Glob {
     source: String,
     tokens: Vec<Token>,
 }
@@ -35,7 +35,7 @@ enum Token {
 /// Why a glob pattern is malformed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed glob: {0}")]
-pub struct GlobError(&'static str);
+pub(crate) struct GlobError(&'static str);
 
 impl Glob {
     /// Parses and validates `pattern`.
@@ -43,7 +43,7 @@ impl Glob {
     /// # Errors
     /// [`GlobError`] for an unclosed or empty class, a bad range or a trailing
     /// backslash.
-    pub fn new(pattern: &str) -> Result<Self, GlobError> {
+    pub(crate) fn new(pattern: &str) -> Result<Self, GlobError> {
         let mut tokens = Vec::new();
         let mut chars = pattern.chars().peekable();
         while let Some(c) = chars.next() {
@@ -107,13 +107,8 @@ impl Glob {
         })
     }
 
-    /// The pattern as written.
-    pub fn as_str(&self) -> &str {
-        &self.source
-    }
-
     /// Whether the whole of `text` matches.
-    pub fn matches(&self, text: &str) -> bool {
+    pub(crate) fn matches(&self, text: &str) -> bool {
         let text: Vec<char> = text.chars().collect();
         // Classic two-pointer wildcard matching with one backtrack point:
         // linear in practice, no recursion.

@@ -14,7 +14,7 @@
 //!
 //! Typical use:
 //! ```
-//! use image_update::reflector::selection::{NoCreatedTimes, PolicyConfig, PolicySpec, Strategy};
+//! use image_update::api::selection::{NoCreatedTimes, PolicyConfig, PolicySpec, Strategy};
 //!
 //! let spec = PolicySpec::new(PolicyConfig::new(Strategy::SemVer { range: "^1.2".into() }))?;
 //! let tags = ["1.1.0", "1.2.0", "1.4.2", "2.0.0", "1.4.2.sig", "latest"];
@@ -26,38 +26,36 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod allow;
-pub mod alphabetical;
+pub(crate) mod allow;
+pub(crate) mod alphabetical;
 mod fasthash;
-pub mod filter;
-pub mod glob;
-pub mod numerical;
-pub mod reflection;
-pub mod render;
-pub mod select;
-pub mod semver;
-pub mod spec;
-pub mod tags_file;
+pub(crate) mod filter;
+pub(crate) mod glob;
+pub(crate) mod numerical;
+pub(crate) mod reflection;
+pub(crate) mod render;
+pub(crate) mod select;
+pub(crate) mod semver;
+pub(crate) mod spec;
+pub(crate) mod tags_file;
 
-pub use image_update_registry::time::{TimeError, Timestamp};
-pub use reflection::{DigestAction, ImageRef, digest_action, next_observed_previous};
-pub use render::{render_json, render_text};
-pub use select::{
-    Candidate, Created, CreatedLookup, Drops, Filtered, LookupError, NoCreatedTimes, NoTag,
-    PatternCount, SelectError, Selection, TagInfo,
+#[cfg(test)]
+pub(crate) use image_update_registry::time::Timestamp;
+pub(crate) use reflection::{DigestAction, ImageRef, digest_action, next_observed_previous};
+#[cfg(test)]
+pub(crate) use select::TagInfo;
+pub(crate) use select::{Created, LookupError, NoCreatedTimes, SelectError, Selection};
+pub(crate) use spec::{
+    DigestReflection, FilterTagsConfig, Order, PolicyConfig, PolicySpec, Strategy,
 };
-pub use spec::{
-    DEFAULT_EXCLUDE, DigestReflection, FilterTagsConfig, Order, PolicyConfig, PolicySpec,
-    SpecError, Strategy,
-};
-pub use tags_file::{TagsFileError, parse_tags_file};
+pub(crate) use tags_file::parse_tags_file;
 
 #[cfg(test)]
 pub(crate) mod test_support {
     use super::{PolicyConfig, PolicySpec, TagInfo};
 
     /// Runs both steps over plain tags; `None` when selection fails.
-    pub fn select_keys(config: PolicyConfig, tags: &[&str]) -> Option<String> {
+    pub(crate) fn select_keys(config: PolicyConfig, tags: &[&str]) -> Option<String> {
         let spec = PolicySpec::new(config).unwrap();
         let tags: Vec<TagInfo> = tags.iter().map(|t| TagInfo::new(*t)).collect();
         spec.select(&tags, 10).ok().map(|s| s.tag)

@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 /// Parses `text` as Go's `strconv.ParseFloat(text, 64)` would.
 ///
 /// Returns `None` when Go would return an error (syntax or range).
-pub fn parse_go_float(text: &str) -> Option<f64> {
+pub(crate) fn parse_go_float(text: &str) -> Option<f64> {
     let (negative, body) = match text.as_bytes().first() {
         Some(b'+') => (false, &text[1..]),
         Some(b'-') => (true, &text[1..]),
@@ -102,7 +102,7 @@ fn parse_hex_float(text: &str) -> Option<f64> {
 /// it ranks below every number under **both** orders, so it can only win
 /// when nothing else is left. `Order::Desc` callers must therefore not simply
 /// reverse this comparison; see [`rank`].
-pub fn cmp_asc(a: f64, b: f64) -> Ordering {
+pub(crate) fn cmp_asc(a: f64, b: f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Less,
@@ -113,7 +113,7 @@ pub fn cmp_asc(a: f64, b: f64) -> Ordering {
 
 /// Ranks `a` against `b` for selection: `Greater` means `a` is better.
 /// `ascending` picks the maximum, otherwise the minimum; NaN is always worst.
-pub fn rank(a: f64, b: f64, ascending: bool) -> Ordering {
+pub(crate) fn rank(a: f64, b: f64, ascending: bool) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
         (false, false) if !ascending => cmp_asc(b, a),
         _ => cmp_asc(a, b),

@@ -8,11 +8,11 @@
 //! request on every run.
 
 use super::spec::DigestReflection;
-pub use crate::policies::ImageRef;
+pub(crate) use crate::policies::ImageRef;
 
 /// What to do about the digest of the newly chosen image.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DigestAction {
+pub(crate) enum DigestAction {
     /// Record no digest (`Never`); an existing one is removed.
     None,
     /// Look the digest up in the registry now.
@@ -29,7 +29,7 @@ pub enum DigestAction {
 ///   tag differs, or when it has no digest; otherwise keep its digest even if
 ///   the registry has moved on.
 /// * `Always`: fetch every time.
-pub fn digest_action(
+pub(crate) fn digest_action(
     policy: DigestReflection,
     previous: Option<&ImageRef>,
     name: &str,
@@ -50,7 +50,7 @@ pub fn digest_action(
 /// The new `observedPreviousRef`: when `latestRef` changes at all (name,
 /// tag or digest), it becomes the old `latestRef`, which may be `None`;
 /// otherwise it stays as it was.
-pub fn next_observed_previous(
+pub(crate) fn next_observed_previous(
     old_latest: Option<&ImageRef>,
     new_latest: &ImageRef,
     old_observed_previous: Option<&ImageRef>,

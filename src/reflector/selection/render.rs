@@ -105,7 +105,7 @@ pub fn render_json(
         listed: selection.listed,
         eligible: selection.eligible,
         dropped: JsonDrops::from(&selection.drops),
-        platforms: spec.platforms(),
+        platforms: &spec.config().platforms,
         digest_reflection: spec.digest_reflection().to_string(),
     };
     let mut out = serde_json::to_string_pretty(&report)?;
@@ -173,7 +173,7 @@ pub fn render_text(
         spec.strategy(),
         config.allow_tags.as_deref(),
         config.filter.as_ref().map(|f| f.pattern.as_str()),
-        spec.platforms(),
+        &config.platforms,
     );
     if parts.is_empty() {
         out.push_str("dropped: none\n");

@@ -181,7 +181,7 @@ impl Drops {
 }
 
 /// Formats `n` with comma thousands separators: `1204` → `1,204`.
-pub fn thousands(n: usize) -> String {
+pub(crate) fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

@@ -17,7 +17,7 @@ use super::semver::Range;
 
 /// The exclusion rule applied when none is configured: drop cosign
 /// signature tags. This is Flux ImageRepository's default `exclusionList`.
-pub const DEFAULT_EXCLUDE: &str = r"^.*\.sig$";
+pub(crate) const DEFAULT_EXCLUDE: &str = r"^.*\.sig$";
 
 /// Sort direction for alphabetical and numerical policies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -244,6 +244,8 @@ pub struct PolicySpec {
     pub(crate) exclude: Vec<Regex>,
     pub(crate) allow: Option<AllowTags>,
     pub(crate) ignore: Vec<Glob>,
+    /// `config.platforms`, parsed.
+    pub(crate) platforms: Vec<image_update_registry::Platform>,
 }
 
 impl PolicySpec {
@@ -252,7 +254,8 @@ impl PolicySpec {
     /// # Errors
     /// [`SpecError`] naming the first invalid field and its value: the semver
     /// range, an empty digest tag, `filterTags.pattern`, an `exclude`
-    /// regex, `allow-tags` or an `ignore-tags` glob.
+    /// regex, `allow-tags`, an `ignore-tags` glob or a platform (the one
+    /// parser of `os/arch[/variant]`, for every front end and definition).
     pub fn new(config: PolicyConfig) -> Result<Self, SpecError> {
         let compiled = match &config.strategy {
             Strategy::SemVer { range } => Compiled::SemVer(
@@ -295,6 +298,19 @@ impl PolicySpec {
             .iter()
             .map(|g| Glob::new(g).map_err(|e| SpecError::new("ignore-tags glob", g, e)))
             .collect::<Result<_, _>>()?;
+        let platforms = config
+            .platforms
+            .iter()
+            .map(|p| {
+                p.parse().map_err(|_| {
+                    SpecError::new(
+                        "platform",
+                        p,
+                        "expected os/arch[/variant], e.g. linux/arm64/v8",
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
         Ok(Self {
             config,
             compiled,
@@ -302,6 +318,7 @@ impl PolicySpec {
             exclude,
             allow,
             ignore,
+            platforms,
         })
     }
 
@@ -315,9 +332,9 @@ impl PolicySpec {
         &self.config.strategy
     }
 
-    /// The platform filters, for the registry client.
-    pub fn platforms(&self) -> &[String] {
-        &self.config.platforms
+    /// The platform filters, parsed, for the registry client.
+    pub fn platforms(&self) -> &[image_update_registry::Platform] {
+        &self.platforms
     }
 
     /// The digest reflection policy.

@@ -667,3 +667,20 @@ fn argo_suffix_variant_idiom() {
          4 outside range"
     );
 }
+
+#[test]
+fn platforms_are_parsed_once_when_the_policy_is_built() {
+    let mut config = PolicyConfig::new(Strategy::NewestBuild);
+    config.platforms = vec!["Linux/ARM64/v8".into(), "linux/amd64".into()];
+    let spec = PolicySpec::new(config.clone()).unwrap();
+    assert_eq!(
+        spec.platforms()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["linux/arm64/v8", "linux/amd64"]
+    );
+    config.platforms = vec!["linux".into()];
+    let error = PolicySpec::new(config).unwrap_err().to_string();
+    assert!(error.contains("invalid platform 'linux'"), "{error}");
+}

@@ -3,14 +3,14 @@
 //! The YAML is never re-serialised: an [`Edit`] replaces one byte range, and
 //! [`apply`] copies the source between ranges unchanged.
 
-pub mod quote;
+pub(crate) mod quote;
 
 use std::ops::Range;
 
 use crate::updater::scan::{Marker, Target};
 
 /// Replace a byte range of the source with new text. It travels with the
-/// change that produced it ([`crate::updater::plan::FieldChange`]).
+/// change that produced it ([`crate::updater::plan::PlannedChange`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
     range: Range<usize>,
@@ -48,7 +48,7 @@ pub struct EditError {
 
 /// The edit that writes `new_value` into the scalar governed by `marker`.
 #[must_use]
-pub fn edit_for(marker: &Marker, new_value: &str) -> Edit {
+pub(crate) fn edit_for(marker: &Marker, new_value: &str) -> Edit {
     match &marker.target {
         Target::Replace { range, style } => Edit {
             range: range.clone(),
@@ -73,7 +73,7 @@ pub fn edit_for(marker: &Marker, new_value: &str) -> Edit {
 /// # Errors
 /// Fails when two edits overlap, when one ends before it starts or past the
 /// end of the text, or when a range does not fall on character boundaries.
-pub fn apply(text: &str, edits: &mut [Edit]) -> Result<String, EditError> {
+pub(crate) fn apply(text: &str, edits: &mut [Edit]) -> Result<String, EditError> {
     let pieces = pieces(text, edits)?;
     let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
     for piece in pieces {
@@ -88,7 +88,7 @@ pub fn apply(text: &str, edits: &mut [Edit]) -> Result<String, EditError> {
 ///
 /// # Errors
 /// As [`apply`].
-pub fn pieces<'a>(text: &'a str, edits: &'a mut [Edit]) -> Result<Vec<&'a str>, EditError> {
+pub(crate) fn pieces<'a>(text: &'a str, edits: &'a mut [Edit]) -> Result<Vec<&'a str>, EditError> {
     edits.sort_by_key(|e| (e.range.start, e.range.end));
     let mut out = Vec::with_capacity(edits.len() * 2 + 1);
     let mut cursor = 0;

@@ -15,7 +15,7 @@ use crate::updater::scan::Style;
 /// Render `value` as a scalar in `style` (plain may be upgraded to double
 /// quotes, see the module docs).
 #[must_use]
-pub fn render(value: &str, style: Style, in_flow: bool) -> String {
+pub(crate) fn render(value: &str, style: Style, in_flow: bool) -> String {
     match style {
         Style::Plain if plain_is_safe(value, in_flow) => value.to_owned(),
         Style::SingleQuoted if !value.chars().any(char::is_control) => {
@@ -27,7 +27,7 @@ pub fn render(value: &str, style: Style, in_flow: bool) -> String {
 
 /// `"..."` with JSON-compatible escapes, which YAML double quotes accept.
 #[must_use]
-pub fn double_quoted(value: &str) -> String {
+pub(crate) fn double_quoted(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {
@@ -50,7 +50,7 @@ pub fn double_quoted(value: &str) -> String {
 /// Whether `value` written plain reads back as the same string in both YAML
 /// 1.1 and 1.2 parsers, in block or (if `in_flow`) flow context.
 #[must_use]
-pub fn plain_is_safe(value: &str, in_flow: bool) -> bool {
+pub(crate) fn plain_is_safe(value: &str, in_flow: bool) -> bool {
     let Some(first) = value.chars().next() else {
         return false;
     };

@@ -21,7 +21,7 @@
 //! in a directory), and a kpt `ResourceList`, whose objects are the elements
 //! of `items` (markers elsewhere, e.g. in `functionConfig`, are not edited).
 
-pub mod marker;
+pub(crate) mod marker;
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -29,6 +29,7 @@ use std::ops::Range;
 use granit_parser::{Event, Parser, ScalarStyle, Span, StructureStyle};
 
 use self::marker::Comment;
+use crate::object::ObjectId;
 
 /// How the objects of a YAML stream are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,29 +38,6 @@ pub enum Layout {
     Documents,
     /// One `ResourceList` document; its objects are the elements of `items`.
     ResourceList,
-}
-
-/// `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` of the
-/// object around a marker; `""` where absent.
-#[derive(
-    Debug,
-    Clone,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(default)]
-pub struct ObjectId {
-    #[serde(rename = "apiVersion")]
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub namespace: String,
 }
 
 /// Annotations a kpt orchestrator puts on items; empty outside ResourceLists.
@@ -86,7 +64,7 @@ pub struct ObjectInfo {
 
 /// How the value governed by a marker is written in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     Plain,
     SingleQuoted,
     DoubleQuoted,
@@ -94,7 +72,7 @@ pub enum Style {
 
 /// What to do with the bytes of a marked value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// Replace `range` (the scalar including its quotes).
     Replace { range: Range<usize>, style: Style },
     /// The value is empty (`key: # marker`): insert ` VALUE` at this offset,
@@ -104,7 +82,7 @@ pub enum Target {
 
 /// A scalar governed by a marker.
 #[derive(Debug, Clone)]
-pub struct Marker {
+pub(crate) struct Marker {
     /// The marker's `$imagepolicy` value, verbatim.
     pub setter: String,
     /// Index into [`Scan::objects`].
@@ -123,7 +101,7 @@ pub struct Marker {
 
 /// Something the user should know about a marker or a marker-like comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub offset: usize,
     /// Index into [`Scan::objects`] of the object the finding lies in.
     pub object: Option<usize>,
@@ -132,7 +110,7 @@ pub struct Finding {
 
 /// Everything found in one YAML stream.
 #[derive(Debug, Clone, Default)]
-pub struct Scan {
+pub(crate) struct Scan {
     pub objects: Vec<ObjectInfo>,
     pub markers: Vec<Marker>,
     pub findings: Vec<Finding>,
@@ -141,7 +119,7 @@ pub struct Scan {
 /// The stream is not valid YAML.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct ParseError {
+pub(crate) struct ParseError {
     /// Byte offset of the error, when the parser knows it.
     pub offset: usize,
     pub message: String,
@@ -153,7 +131,7 @@ pub struct ParseError {
 /// Returns the parser's error, with its position, when the stream is not
 /// valid YAML; nothing found before the error is returned then, so a broken
 /// file is never half-edited.
-pub fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
+pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
     let mut walker = Walker::new(text, layout);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {

@@ -1,5 +1,4 @@
-//! Where YAML comes from: a directory tree (or one file) on disk. The
-//! ResourceList source of the KRM function lives with the function.
+//! Where marked YAML comes from besides a directory tree (which
+//! [`crate::walk`] walks): a kpt ResourceList's text, laid out.
 
-pub mod dir;
-pub mod resource_list;
+pub(crate) mod resource_list;

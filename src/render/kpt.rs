@@ -1,5 +1,10 @@
-//! The change report as KRM function results (the kyaml/kpt `Result`
-//! schema), and their rendering into a ResourceList's `results` entry.
+//! kpt: the run as KRM function results (the kyaml/kpt `Result` schema),
+//! and their rendering into a ResourceList's `results` entry.
+//!
+//! [`results`] makes them from an [`Outcome`]: a summary first (kpt prints
+//! the first four results), one result per change, one per warning;
+//! [`error_messages`] the messages of the error results of a run that
+//! stopped.
 //!
 //! # Schema
 //!
@@ -24,8 +29,13 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
+use super::{Summary, Unit, change_text};
+use crate::diagnostic::Diagnostic;
+use crate::error::{Error, Part};
+use crate::object::ObjectId;
+use crate::outcome::{Mode, Outcome};
 use crate::updater::rewrite::quote;
-use crate::updater::scan::{ItemAnnotations, ObjectId, Style};
+use crate::updater::scan::{ItemAnnotations, Style};
 
 /// How serious a result is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,10 +141,101 @@ impl KptResult {
     }
 }
 
+/// The results of a run: the summary (and, when an automation asks for
+/// one, the commit message), one result per change (errors under `check`
+/// when there are changes), one per warning.
+#[must_use]
+pub(crate) fn results(outcome: &Outcome) -> Vec<KptResult> {
+    if let Some(what) = &outcome.suspended {
+        return vec![KptResult::new(
+            Severity::Info,
+            format!("{what} is suspended: nothing updated"),
+        )];
+    }
+    let counts = Summary::of(outcome);
+    let mut summary = format!("{}; {}", counts.changed(Unit::Resources), counts.warned());
+    if let Some(message) = &outcome.commit_message {
+        summary.push_str("\n\ncommit message:\n");
+        summary.push_str(message);
+    }
+    let pending_is_error = outcome.mode == Mode::Check && outcome.has_changes();
+    let change_severity = if pending_is_error {
+        Severity::Error
+    } else {
+        Severity::Info
+    };
+    let mut out = vec![KptResult::new(change_severity, summary)];
+    let file = |path: &str, index: Option<&String>| {
+        (!path.is_empty() || index.is_some()).then(|| ItemAnnotations {
+            path: Some(path.to_owned()).filter(|p| !p.is_empty()),
+            index: index.cloned(),
+        })
+    };
+    for change in &outcome.changes {
+        out.push(KptResult {
+            message: change_text(change, &change.new_value),
+            severity: change_severity,
+            resource: Some(change.object.clone()),
+            field: Some(FieldRef {
+                path: change.field_path.clone(),
+                current_value: Some(change.old_value.clone()),
+                proposed_value: Some(change.new_value.clone()),
+            }),
+            file: file(&change.file, change.index.as_ref()),
+            tags: vec![("setter".to_owned(), change.setter.clone())],
+        });
+    }
+    for warning in outcome.warnings() {
+        out.push(KptResult {
+            message: warning.full_message(),
+            severity: Severity::Warning,
+            resource: warning.object.clone(),
+            field: warning.field.as_ref().map(|path| FieldRef {
+                path: path.clone(),
+                current_value: None,
+                proposed_value: None,
+            }),
+            file: warning
+                .location
+                .as_ref()
+                .and_then(|at| file(&at.path, at.index.as_ref())),
+            tags: Vec::new(),
+        });
+    }
+    out
+}
+
+/// One error result's message per diagnostic: `location: message: causes`.
+#[must_use]
+pub(crate) fn messages(diagnostics: &[Diagnostic]) -> Vec<String> {
+    diagnostics.iter().map(located).collect()
+}
+
+fn located(d: &Diagnostic) -> String {
+    match &d.location {
+        Some(at) if !at.path.is_empty() => format!("{at}: {}", d.full_message()),
+        _ => d.full_message(),
+    }
+}
+
+/// The messages of the error results of a run that stopped.
+#[must_use]
+pub(crate) fn error_messages(error: &Error) -> Vec<String> {
+    error
+        .parts()
+        .into_iter()
+        .map(|part| match part {
+            Part::Summary(summary) => summary.to_owned(),
+            Part::Located(d) => located(d),
+            Part::Failure(e) => crate::diagnostic::one_line(e),
+        })
+        .collect()
+}
+
 /// `results:` and its items in block style, each line starting with
 /// `indent` and ending with `eol`.
 #[must_use]
-pub fn render_block(results: &[KptResult], indent: &str, eol: &str) -> String {
+pub(crate) fn render_block(results: &[KptResult], indent: &str, eol: &str) -> String {
     let mut out = String::new();
     if results.is_empty() {
         let _ = write!(out, "{indent}results: []{eol}");
@@ -189,7 +290,7 @@ fn block_scalar(value: &Value) -> String {
 
 /// `"results": [...]` as one line of JSON, for flow-style lists.
 #[must_use]
-pub fn render_flow(results: &[KptResult]) -> String {
+pub(crate) fn render_flow(results: &[KptResult]) -> String {
     let values: Vec<Value> = results.iter().map(KptResult::to_value).collect();
     format!("\"results\": {}", Value::Array(values))
 }

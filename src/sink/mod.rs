@@ -8,7 +8,7 @@
 //! * `interrupt`: SIGTERM, SIGINT and SIGHUP during a commit roll it back
 //!   instead of killing the process half-way.
 
-pub mod dir;
+pub(crate) mod dir;
 pub(crate) mod interrupt;
 mod journal;
-pub mod lock;
+pub(crate) mod lock;

@@ -39,7 +39,7 @@ use super::journal::{self, Journal, Slot, Unrestored, id_of, remove_if_present};
 /// A file to write: its target, its bytes, and a file whose permissions and
 /// owner it takes (usually the target itself).
 #[derive(Debug, Clone, Copy)]
-pub struct FileWrite<'a> {
+pub(crate) struct FileWrite<'a> {
     pub target: &'a Path,
     pub bytes: &'a [u8],
     pub permissions_from: Option<&'a Path>,
@@ -47,7 +47,7 @@ pub struct FileWrite<'a> {
 
 /// Why a commit wrote nothing, or what it could not undo.
 #[derive(Debug, thiserror::Error)]
-pub enum CommitError {
+pub(crate) enum CommitError {
     /// A file could not be staged or backed up: no file was changed.
     #[error("nothing was written: {}: cannot {action}", target.display())]
     Staging {
@@ -76,7 +76,22 @@ pub enum CommitError {
     /// A signal arrived during the commit: no file was changed.
     #[error("interrupted by {}; nothing was written", interrupt::name(*.signal))]
     Interrupted { signal: i32 },
+    /// What had to happen between staging and renaming (the outputs the
+    /// user asked for on stdout) failed: no file was changed.
+    #[error("nothing was written")]
+    Aborted {
+        #[source]
+        source: BoxError,
+    },
 }
+
+/// An error of a [`BeforeRename`] step.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What runs after every file is staged and before the first rename (or,
+/// when there is nothing to write, at once): its failure aborts the commit
+/// with nothing written.
+pub(crate) type BeforeRename<'a> = &'a mut dyn FnMut() -> Result<(), BoxError>;
 
 fn unrestored_count(u: &[Unrestored]) -> String {
     match u.len() {
@@ -102,7 +117,7 @@ fn describe(u: &[Unrestored]) -> String {
 impl CommitError {
     /// The signal that interrupted the commit, if one did.
     #[must_use]
-    pub fn signal(&self) -> Option<i32> {
+    pub(crate) fn signal(&self) -> Option<i32> {
         match self {
             CommitError::Interrupted { signal } => Some(*signal),
             _ => None,
@@ -112,7 +127,7 @@ impl CommitError {
 
 /// What [`recover`] did with the journals of runs that are gone.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Recovered {
+pub(crate) struct Recovered {
     /// One sentence per journal dealt with.
     pub notes: Vec<String>,
     /// Originals that could not be put back (the backup is kept), one
@@ -126,7 +141,7 @@ pub struct Recovered {
 /// leftover backups; in both cases its temporary files and journal go.
 /// Only files named by such a journal are touched.
 #[must_use]
-pub fn recover(dir: &Path) -> Recovered {
+pub(crate) fn recover(dir: &Path) -> Recovered {
     let mut out = Recovered::default();
     for stale in journal::stale(dir) {
         let pid = stale.pid;
@@ -162,7 +177,7 @@ pub fn recover(dir: &Path) -> Recovered {
 /// The processes whose killed commits left a journal in `dir` (looked at,
 /// not touched).
 #[must_use]
-pub fn interrupted(dir: &Path) -> Vec<u32> {
+pub(crate) fn interrupted(dir: &Path) -> Vec<u32> {
     journal::stale(dir).into_iter().map(|s| s.pid).collect()
 }
 
@@ -177,11 +192,30 @@ const WRITERS: usize = 8;
 ///
 /// # Errors
 /// [`CommitError`]: in every case but `RollbackFailed`, no file changed.
-pub fn write_all(
+#[cfg(test)]
+pub(crate) fn write_all(
     writes: &[FileWrite<'_>],
     journal_dir: Option<&Path>,
 ) -> Result<usize, CommitError> {
-    commit(writes, journal_dir, &NoFaults)
+    commit(writes, journal_dir, &NoFaults, &mut || Ok(()))
+}
+
+/// Write all files as one commit (see the module documentation), with the
+/// journal in `journal_dir` (default: the first target's directory),
+/// running `before_rename` once every file is staged and
+/// before the first rename: outputs that must arrive for the commit to be
+/// worth making (a diff on stdout) are written there, so that their
+/// failure changes nothing.
+///
+/// # Errors
+/// [`CommitError`]: in every case but `RollbackFailed`, no file changed;
+/// [`CommitError::Aborted`] when `before_rename` fails.
+pub(crate) fn write_all_then(
+    writes: &[FileWrite<'_>],
+    journal_dir: Option<&Path>,
+    before_rename: BeforeRename<'_>,
+) -> Result<usize, CommitError> {
+    commit(writes, journal_dir, &NoFaults, before_rename)
 }
 
 /// The steps at which a test can inject a failure.
@@ -211,8 +245,10 @@ pub(crate) fn commit(
     writes: &[FileWrite<'_>],
     journal_dir: Option<&Path>,
     faults: &dyn Faults,
+    before_rename: BeforeRename<'_>,
 ) -> Result<usize, CommitError> {
     if writes.is_empty() {
+        before_rename().map_err(|source| CommitError::Aborted { source })?;
         return Ok(0);
     }
     let _signals = interrupt::guard();
@@ -315,6 +351,9 @@ pub(crate) fn commit(
             journal,
             staging(&dir, "write the journal", e),
         ));
+    }
+    if let Err(source) = before_rename() {
+        return Err(abort(&slots, journal, CommitError::Aborted { source }));
     }
 
     // Rename every staged file over its target.

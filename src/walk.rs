@@ -23,7 +23,7 @@ use ignore::{WalkBuilder, WalkState};
 
 /// A candidate file.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// Path relative to the root, with `/` separators.
     pub rel: String,
     /// Where to read it.
@@ -44,7 +44,7 @@ pub struct Skipped {
 
 /// A failure that stops the run.
 #[derive(Debug, thiserror::Error)]
-pub enum WalkError {
+pub(crate) enum WalkError {
     #[error("{path}: {source}")]
     Io {
         path: String,
@@ -57,13 +57,13 @@ pub enum WalkError {
 
 /// Whether a file name is a candidate for markers.
 #[must_use]
-pub fn is_candidate_name(name: &str) -> bool {
+pub(crate) fn is_candidate_name(name: &str) -> bool {
     name.ends_with(".yaml") || name.ends_with(".yml") || name == "Kustomization"
 }
 
 /// The base directory that relative paths are computed from.
 #[must_use]
-pub fn base_dir(root: &Path) -> PathBuf {
+pub(crate) fn base_dir(root: &Path) -> PathBuf {
     if root.is_file() {
         // `a.yaml` has the parent `""`: the current directory.
         root.parent()
@@ -76,7 +76,7 @@ pub fn base_dir(root: &Path) -> PathBuf {
 
 /// What a walk produced.
 #[derive(Debug)]
-pub struct Walked<T> {
+pub(crate) struct Walked<T> {
     /// The workers' results, by relative path.
     pub results: Vec<(String, T)>,
     /// What was skipped, by relative path.
@@ -91,7 +91,7 @@ pub struct Walked<T> {
 /// # Errors
 /// When the root does not exist or the walk itself fails (e.g. a directory
 /// that cannot be read).
-pub fn walk<T, F>(root: &Path, work: F) -> Result<Walked<T>, WalkError>
+pub(crate) fn walk<T, F>(root: &Path, work: F) -> Result<Walked<T>, WalkError>
 where
     T: Send,
     F: Fn(&Candidate) -> Option<T> + Sync,
@@ -244,7 +244,7 @@ where
 ///
 /// # Errors
 /// When the file cannot be opened or its metadata read.
-pub fn open_regular(
+pub(crate) fn open_regular(
     path: &Path,
     known_regular: bool,
 ) -> std::io::Result<Option<(fs_err::File, Option<u64>)>> {

@@ -30,31 +30,31 @@ use std::time::{Duration, Instant};
 use image_update_registry::{Event, Observer};
 
 /// Nothing is shown before fetching has gone on this long.
-pub const QUIET_START: Duration = Duration::from_secs(1);
+pub(crate) const QUIET_START: Duration = Duration::from_secs(1);
 /// Shortest time between two redraws of the live line.
-pub const LIVE_REFRESH: Duration = Duration::from_millis(100);
+pub(crate) const LIVE_REFRESH: Duration = Duration::from_millis(100);
 /// Shortest time between two plain progress lines.
-pub const LINE_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const LINE_INTERVAL: Duration = Duration::from_secs(5);
 /// Width the live line is cut to unless told otherwise.
-pub const DEFAULT_WIDTH: usize = 80;
+pub(crate) const DEFAULT_WIDTH: usize = 80;
 
 /// Erase the current terminal line and return to its start.
 const CLEAR_LINE: &str = "\r\x1b[2K";
 
 /// Where "now" comes from: time since an arbitrary fixed start.
-pub trait Clock: Send + Sync {
+pub(crate) trait Clock: Send + Sync {
     /// The current time.
     fn now(&self) -> Duration;
 }
 
 /// The real clock: time since it was made.
 #[derive(Debug, Clone, Copy)]
-pub struct MonotonicClock(Instant);
+pub(crate) struct MonotonicClock(Instant);
 
 impl MonotonicClock {
     /// A clock starting now.
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(Instant::now())
     }
 }
@@ -79,7 +79,7 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 
 /// How progress is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// A terminal: one line rewritten in place, cleared at the end.
     Live,
     /// Anything else: plain lines, at most one every [`LINE_INTERVAL`].
@@ -89,13 +89,13 @@ pub enum Style {
 impl Style {
     /// [`Style::Live`] for a terminal, else [`Style::Lines`].
     #[must_use]
-    pub fn for_terminal(is_terminal: bool) -> Self {
+    pub(crate) fn for_terminal(is_terminal: bool) -> Self {
         if is_terminal { Self::Live } else { Self::Lines }
     }
 }
 
 /// Shows the registry client's progress; see the module documentation.
-pub struct ProgressRenderer<W, C = MonotonicClock> {
+pub(crate) struct ProgressRenderer<W, C = MonotonicClock> {
     clock: C,
     style: Style,
     width: usize,
@@ -132,7 +132,7 @@ struct State<W> {
 
 impl<W: Write + Send, C: Clock> ProgressRenderer<W, C> {
     /// A renderer writing to `out` in `style`, reading time from `clock`.
-    pub fn new(out: W, clock: C, style: Style) -> Self {
+    pub(crate) fn new(out: W, clock: C, style: Style) -> Self {
         Self {
             clock,
             style,
@@ -154,10 +154,11 @@ impl<W: Write + Send, C: Clock> ProgressRenderer<W, C> {
         }
     }
 
+    #[cfg(test)]
     /// Cut the live line to `width` columns (the terminal's width), so that
     /// it never wraps and can be rewritten in place.
     #[must_use]
-    pub fn with_width(mut self, width: usize) -> Self {
+    pub(crate) fn with_width(mut self, width: usize) -> Self {
         self.width = width.max(10);
         self
     }
@@ -170,14 +171,14 @@ impl<W: Write + Send, C: Clock> ProgressRenderer<W, C> {
 
     /// Redraw if it is time to: for a caller's timer, so that the line
     /// moves (retry waits count down) while no event arrives.
-    pub fn tick(&self) {
+    pub(crate) fn tick(&self) {
         let now = self.clock.now();
         self.lock().draw_if_due(now, self.style, self.width);
     }
 
     /// The end of fetching: clear the live line, or print a last plain
     /// line if any was printed. Further events start over quietly.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let now = self.clock.now();
         let mut state = self.lock();
         match self.style {
@@ -200,7 +201,7 @@ impl<W: Write + Send, C: Clock> ProgressRenderer<W, C> {
 
     /// Run `work` while a timer thread calls [`tick`](Self::tick) every
     /// 200 ms, then [`finish`](Self::finish).
-    pub fn during<R>(&self, work: impl FnOnce() -> R) -> R
+    pub(crate) fn during<R>(&self, work: impl FnOnce() -> R) -> R
     where
         W: Send,
         C: Sync,
@@ -223,7 +224,8 @@ impl<W: Write + Send, C: Clock> ProgressRenderer<W, C> {
     }
 
     /// The writer, for tests.
-    pub fn into_inner(self) -> W {
+    #[cfg(test)]
+    pub(crate) fn into_inner(self) -> W {
         self.state
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

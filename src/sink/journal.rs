@@ -318,7 +318,7 @@ fn died_at_birth(path: &Path, file: fs_err::File) -> Option<Stale> {
 
 /// A target that could not be put back, and where its original is.
 #[derive(Debug, Clone)]
-pub struct Unrestored {
+pub(crate) struct Unrestored {
     pub target: PathBuf,
     /// The original content, kept under this name.
     pub backup: PathBuf,

@@ -95,7 +95,13 @@ fn a_failure_while_staging_changes_nothing() {
     let paths = files(dir.path(), 12);
     let texts = new_contents(&paths);
     let before = names(dir.path());
-    let err = commit(&writes(&paths, &texts), None, &FailAt(Step::Stage, 7)).unwrap_err();
+    let err = commit(
+        &writes(&paths, &texts),
+        None,
+        &FailAt(Step::Stage, 7),
+        &mut || Ok(()),
+    )
+    .unwrap_err();
     assert!(matches!(err, CommitError::Staging { .. }), "{err}");
     assert!(err.to_string().contains("f07.yaml"), "{err}");
     assert_eq!(contents(&paths), olds(12));
@@ -113,7 +119,13 @@ fn a_failed_rename_puts_back_every_replaced_file_and_removes_created_ones() {
     paths.push(dir.path().join("sub/created.yaml"));
     let texts = new_contents(&paths);
     let before = names(dir.path());
-    let err = commit(&writes(&paths, &texts), None, &FailAt(Step::Rename, 20)).unwrap_err();
+    let err = commit(
+        &writes(&paths, &texts),
+        None,
+        &FailAt(Step::Rename, 20),
+        &mut || Ok(()),
+    )
+    .unwrap_err();
     assert!(matches!(err, CommitError::RolledBack { .. }), "{err}");
     assert!(err.to_string().contains("f20.yaml"), "{err}");
     assert!(err.to_string().starts_with("nothing was written"), "{err}");
@@ -134,7 +146,13 @@ fn a_killed_commit_is_undone_by_the_next_run_and_only_its_files_are_touched() {
     let foreign = dir.path().join(".image-update.1-deadbeef.0.tmp");
     fs_err::write(&foreign, "someone else's").unwrap();
     // "Killed" before the rename of file 25: some files are new, some old.
-    commit(&writes(&paths, &texts), None, &FailAt(Step::Crash, 25)).unwrap();
+    commit(
+        &writes(&paths, &texts),
+        None,
+        &FailAt(Step::Crash, 25),
+        &mut || Ok(()),
+    )
+    .unwrap();
     let mixed = contents(&paths);
     assert!(mixed.iter().any(|c| c.starts_with("new")));
     assert!(mixed.iter().any(|c| c.starts_with("old")));
@@ -157,7 +175,7 @@ fn a_killed_commit_is_undone_by_the_next_run_and_only_its_files_are_touched() {
     );
 
     // The next commit works, and still leaves the foreign file alone.
-    commit(&writes(&paths, &texts), None, &NoFaults).unwrap();
+    commit(&writes(&paths, &texts), None, &NoFaults, &mut || Ok(())).unwrap();
     assert_eq!(contents(&paths), texts);
     assert!(foreign.exists());
 }

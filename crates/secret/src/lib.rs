@@ -1,16 +1,19 @@
-//! A string that must never be shown: passwords, tokens, header values, key material.
+//! A string that must never be shown: passwords, tokens, HTTP header values,
+//! private key text, Docker `config.json` payloads.
 //!
-//! Every credential the crate holds lives in a [`Secret`]. Its `Debug` and `Display` print a fixed
-//! placeholder, and its memory is wiped when it is dropped, so a secret cannot reach a log line, an
-//! error message or a `{:?}` by accident. The only way to read it is [`Secret::expose`], which the
-//! crate calls at the last moment (handing it to libgit2 or a signer).
+//! Every credential image-update holds, in every crate, lives in a
+//! [`Secret`]. Its `Debug` and `Display` print a fixed placeholder, and its
+//! memory is wiped when it is dropped, so a secret cannot reach a log line,
+//! an error message or a `{:?}` by accident. The only way to read it is
+//! [`Secret::expose`], called at the last moment (handing it to a
+//! transport, a signer or a parser); keep those call sites few.
 
 use std::fmt;
 
 use zeroize::Zeroizing;
 
-/// A secret string (password, token, HTTP header value, private key text).
-#[derive(Clone, PartialEq, Eq)]
+/// A secret string.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct Secret(Zeroizing<String>);
 
 impl Secret {
@@ -20,7 +23,8 @@ impl Secret {
         Self(Zeroizing::new(value.into()))
     }
 
-    /// The secret value itself. Call it only to hand the value to the code that uses it.
+    /// The secret value itself. Call it only to hand the value to the code
+    /// that uses it.
     #[must_use]
     pub fn expose(&self) -> &str {
         &self.0
@@ -66,6 +70,8 @@ mod tests {
         let secret = Secret::new("hunter2-token");
         assert_eq!(format!("{secret:?}"), "Secret(<redacted>)");
         assert_eq!(format!("{secret}"), "<redacted>");
+        assert!(!format!("{:?}", Some(secret.clone())).contains("hunter2"));
         assert_eq!(secret.expose(), "hunter2-token");
+        assert!(Secret::default().is_empty());
     }
 }

@@ -8,12 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use image_update_template::flux::{self, Change, MessageError, ObjectId, TemplateData};
+use image_update_template::flux::{self, MessageError, ObjectId, TemplateData, UpdateChange};
 
 use crate::automation::Automation;
-use crate::updater::report::Report;
-
-pub use image_update_template::flux::DEFAULT_MESSAGE;
+use crate::render::report::Report;
 
 /// What a commit message is made of, besides the changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -73,7 +71,7 @@ impl MessageConfig {
                         name: o.object.name.as_str().into(),
                         namespace: o.object.namespace.as_str().into(),
                     },
-                    o.changes.iter().map(|c| Change {
+                    o.changes.iter().map(|c| UpdateChange {
                         old_value: c.old_value.as_str().into(),
                         new_value: c.new_value.as_str().into(),
                         setter: c.setter.as_str().into(),
@@ -99,8 +97,9 @@ impl MessageConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::updater::report::{Change as ReportChange, ObjectChanges};
-    use crate::updater::scan::ObjectId as ReportObject;
+    use crate::object::ObjectId as ReportObject;
+    use crate::render::report::{ObjectChanges, ReportChange};
+    use image_update_template::flux::DEFAULT_MESSAGE;
 
     fn report() -> Report {
         let mut r = Report::default();

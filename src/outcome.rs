@@ -1,17 +1,18 @@
-//! [`Outcome`]: everything one run found and did, for the front ends to
-//! render. It holds values only; it prints nothing.
+//! [`Outcome`]: everything one run of the operation found and did, the one
+//! model every output is rendered from ([`crate::render`]). It holds values
+//! only; it prints nothing.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::config::Mode;
 use crate::diagnostic::Diagnostic;
+use crate::object::ObjectId;
+use crate::policies::ImageRef;
 use crate::reflector::Resolved;
 use crate::text::Position;
-use crate::updater::report::Report;
 use crate::updater::rewrite::Edit;
-use crate::updater::scan::ObjectId;
-use crate::updater::source::dir::Skipped;
 use crate::updater::tree::FileUpdate;
+use crate::walk::Skipped;
 
 /// One changed field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,11 +77,13 @@ pub struct Outcome {
     /// Every changed field (pending ones under `DryRun`/`Check`), by file,
     /// then in document order.
     pub changes: Vec<Change>,
-    /// The ResultV2 change report.
-    pub report: Report,
     /// Warnings and notes, notes first, then warnings by location (tree),
-    /// or in the list's order (ResourceList).
+    /// or in the list's order (ResourceList). Every warning the run raised
+    /// is here, and only here: each output shows these.
     pub diagnostics: Vec<Diagnostic>,
+    /// Every policy in scope that has a latest image, keyed
+    /// `NAMESPACE:NAME`.
+    pub observed_policies: BTreeMap<String, ImageRef>,
     /// The files whose content changes (tree input).
     pub files: Vec<FileUpdate>,
     /// The edits of the ResourceList's text (ResourceList input, `Apply`).
@@ -178,5 +181,25 @@ impl Outcome {
         self.root
             .as_ref()
             .map_or_else(|| rel.to_owned(), |r| r.display(rel))
+    }
+}
+
+/// Whether files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Write the new values.
+    #[default]
+    Apply,
+    /// Write nothing; report what would change.
+    DryRun,
+    /// Write nothing; pending changes are a failure.
+    Check,
+}
+
+impl Mode {
+    /// Whether the input is written.
+    #[must_use]
+    pub fn writes(self) -> bool {
+        self == Mode::Apply
     }
 }

@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 
 /// A held lock; dropping it releases the lock.
 #[derive(Debug)]
-pub struct TreeLock {
+pub(crate) struct TreeLock {
     _file: Option<fs_err::File>,
 }
 
 /// The lock could not be taken.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: cannot lock the directory", path.display())]
-pub struct LockError {
+pub(crate) struct LockError {
     pub path: PathBuf,
     #[source]
     pub source: std::io::Error,
@@ -34,7 +34,7 @@ pub struct LockError {
 ///
 /// # Errors
 /// When the directory cannot be opened or the lock fails.
-pub fn lock(dir: &Path, exclusive: bool) -> Result<TreeLock, LockError> {
+pub(crate) fn lock(dir: &Path, exclusive: bool) -> Result<TreeLock, LockError> {
     let fail = |source| LockError {
         path: dir.to_path_buf(),
         source,

@@ -1,0 +1,481 @@
+//! The command line's arguments, and their conversion into the settings of
+//! a run: every `*Args` struct shared by several subcommands is defined
+//! here, next to the one function that turns it into library settings
+//! (ripgrep's low-level arguments becoming high-level ones), so that no
+//! subcommand imports another. Each raw value goes through the one parser
+//! of its kind in [`crate::operation::config`].
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use crate::automation::Automation;
+use crate::error::Error;
+use crate::input::SizeLimit;
+use crate::operation::config::{self, FetchSettings, Mode, Outputs, PolicyValue, UpdateConfig};
+use crate::policies::selector::Selector;
+use crate::render::message::MessageConfig;
+
+/// `image-update completions SHELL`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `image-update man [COMMAND]`.
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// A subcommand whose page to print (image-update-COMMAND(1)) instead
+    /// of the program's.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+}
+
+/// `image-update action` takes no arguments: its inputs come from the
+/// runner's `INPUT_*` variables.
+#[derive(Debug, Args)]
+pub(crate) struct ActionArgs {}
+
+/// Registry client options (`update --fetch`, `policy`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct RegistryArgs {
+    /// Registry settings file (per-registry insecure, CA file, page size,
+    /// concurrency, rate; retries; cache; exclusion list); see docs/registry.md.
+    #[arg(long, value_name = "FILE", help_heading = "Registry")]
+    pub registry_config: Option<PathBuf>,
+
+    /// Cache tag lists under DIR (overrides the settings file).
+    #[arg(long, value_name = "DIR", help_heading = "Registry")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// How long a cached tag list is used, e.g. 5m, 1h (default 5m).
+    #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
+    pub cache_ttl: Option<std::time::Duration>,
+
+    /// Give up fetching after DURATION in all (every registry, every
+    /// retry), e.g. 2m; 0 for no limit (default 5m, or the settings file's
+    /// `deadline`).
+    #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
+    pub fetch_timeout: Option<std::time::Duration>,
+}
+
+/// A duration flag ([`crate::operation::config::duration`]), for clap.
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    crate::operation::config::duration(s).map_err(|e| e.to_string())
+}
+
+/// `image-update policy IMAGE`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct PolicyCommandArgs {
+    /// The image repository, without tag (e.g. ghcr.io/acme/app, nginx).
+    pub image: String,
+
+    #[command(flatten)]
+    pub policy: super::policy_args::PolicyArgs,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    /// The most bytes read from --tags-file.
+    #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
+    pub max_file_size: SizeLimit,
+}
+
+/// `image-update fn` takes no arguments: everything comes in the
+/// ResourceList's functionConfig.
+#[derive(Debug, Args)]
+pub(crate) struct FnArgs {}
+
+/// `image-update update`.
+#[derive(Debug, Args)]
+pub(crate) struct UpdateArgs {
+    /// Directory or file to update.
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    #[command(flatten)]
+    pub source: PolicySourceArgs,
+
+    /// Follow a Flux ImageUpdateAutomation (v1 or v1beta2): its namespace
+    /// scopes the ImagePolicies, spec.policySelector selects them,
+    /// spec.update.path (under PATH) limits the edits, spec.suspend edits
+    /// nothing.
+    #[arg(long, value_name = "FILE")]
+    pub automation: Option<PathBuf>,
+
+    /// Write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print a unified diff of every change on stdout.
+    #[arg(long)]
+    pub diff: bool,
+
+    /// Write nothing; exit 3 if any field would change.
+    #[arg(long)]
+    pub check: bool,
+
+    /// Write changed files under DIR (same relative paths) instead of in place.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["dry_run", "check"])]
+    pub output_dir: Option<PathBuf>,
+
+    /// Write the change report to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE|-")]
+    pub report: Option<PathBuf>,
+
+    /// Format of the change report.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Json)]
+    pub report_format: ReportFormat,
+
+    /// Print only warnings and errors (and, with --check, the pending
+    /// changes).
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Leave a marker alone, with a warning, when its change would move a
+    /// tag backwards (a lower semver); without it such a change is made,
+    /// with a warning.
+    #[arg(long)]
+    pub no_downgrade: bool,
+
+    /// Exit 1, writing nothing, when any warning is raised.
+    #[arg(long)]
+    pub fail_on_warnings: bool,
+
+    /// Colour stderr (and a --diff on a terminal): auto (when it is a
+    /// terminal and NO_COLOR is unset), always or never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+
+    /// Also print skipped files and counts.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
+    /// The most bytes read from one file (under PATH, --policies, --automation,
+    /// stdin): a larger one is an error. Units KiB, MiB, GiB.
+    #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
+    pub max_file_size: SizeLimit,
+
+    /// Compute policy results from registries: ImageRepository/ImagePolicy
+    /// and KubeSphere ImageUpdater definitions in PATH and --policies files
+    /// (see docs/fetch.md).
+    #[arg(long, help_heading = "Fetching")]
+    pub fetch: bool,
+
+    /// Write the fetched ImagePolicies with their computed status to FILE
+    /// (multi-document YAML; `-` for stdout).
+    #[arg(
+        long,
+        value_name = "FILE|-",
+        requires = "fetch",
+        help_heading = "Fetching"
+    )]
+    pub emit_policies: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    #[command(flatten)]
+    pub message: MessageArgs,
+
+    /// Write the rendered commit message to FILE (`-` for stdout; empty
+    /// when nothing changed).
+    #[arg(long, value_name = "FILE|-", help_heading = "Commit message")]
+    pub commit_message_file: Option<PathBuf>,
+}
+
+/// Where the policy results come from (`update`, `job`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct PolicySourceArgs {
+    /// A policy result, `NAMESPACE:NAME=IMAGE:TAG[@DIGEST]` (repeatable).
+    #[arg(long = "policy", value_name = "NS:NAME=IMAGE:TAG[@DIGEST]")]
+    pub policies: Vec<String>,
+
+    /// Flux ImagePolicy objects with status (YAML; `-` reads stdin; repeatable).
+    #[arg(long = "policies", value_name = "FILE")]
+    pub policy_files: Vec<PathBuf>,
+
+    /// Label selector over the ImagePolicies (from --policies, and the
+    /// definitions with --fetch; kubectl -l syntax). --policy values are
+    /// always used.
+    #[arg(long, short = 'l', value_name = "EXPR")]
+    pub selector: Option<String>,
+}
+
+/// What a commit message is made of (`update`, `message`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct MessageArgs {
+    /// Go text/template for the commit message, as Flux's
+    /// spec.git.commit.messageTemplate (`-` reads stdin); default: the
+    /// automation's template, else Flux's default message.
+    #[arg(
+        long = "commit-template",
+        visible_alias = "template",
+        value_name = "FILE|-",
+        help_heading = "Commit message"
+    )]
+    pub template: Option<PathBuf>,
+
+    /// A `.Values` entry, KEY=VALUE (repeatable; added to, or replacing,
+    /// the automation's messageTemplateValues).
+    #[arg(
+        long = "commit-value",
+        visible_alias = "value",
+        value_name = "KEY=VALUE",
+        help_heading = "Commit message"
+    )]
+    pub values: Vec<String>,
+
+    /// `.AutomationObject` when no --automation gives it: NAMESPACE/NAME.
+    #[arg(long, value_name = "NAMESPACE/NAME", help_heading = "Commit message")]
+    pub automation_object: Option<String>,
+}
+
+/// `image-update message`.
+#[derive(Debug, Args)]
+pub(crate) struct MessageCommandArgs {
+    /// A report saved by `update --report` (JSON or YAML; `-` reads stdin).
+    #[arg(long, value_name = "FILE|-")]
+    pub report: PathBuf,
+
+    /// The most bytes read from one file (the report, the template, the
+    /// automation). Units KiB, MiB, GiB.
+    #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
+    pub max_file_size: SizeLimit,
+
+    /// The ImageUpdateAutomation whose template, values and name are used
+    /// (flags override them).
+    #[arg(long, value_name = "FILE")]
+    pub automation: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub message: MessageArgs,
+}
+
+/// `update --help`, after the options.
+pub(crate) const UPDATE_AFTER_HELP: &str = "\
+Exit status:
+  0  done (with or without changes; warnings included unless --fail-on-warnings)
+  1  error: invalid input or policies, a registry failure, a write failure, or
+     --fail-on-warnings with warnings (nothing is written then)
+  2  usage error (a malformed flag)
+  3  --check found fields that would change
+
+Examples:
+  image-update update ./clusters/prod --policy flux-system:app=ghcr.io/acme/app:1.4.2
+  kubectl get imagepolicies -A -o yaml | image-update update . --policies - --selector env=prod
+  image-update update . --fetch --check -q           # CI gate: fail when manifests lag behind
+  image-update update . --automation flux/automation.yaml --policies flux/policies.yaml \\
+      --commit-message-file msg.txt --report report.json";
+
+/// When to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour a stream that is (or is not) a terminal: `auto`
+    /// colours terminals when `NO_COLOR` is unset or empty.
+    #[must_use]
+    pub(crate) fn enabled(self, is_terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+
+    /// The `--color` of the command line, read before clap runs (the log
+    /// subscriber is set up first): `auto` when absent or unreadable.
+    #[must_use]
+    pub(crate) fn from_args() -> Self {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let value = args.iter().enumerate().find_map(|(i, a)| {
+            a.strip_prefix("--color=")
+                .map(str::to_owned)
+                .or_else(|| (a == "--color").then(|| args.get(i + 1).cloned()).flatten())
+        });
+        match value.as_deref() {
+            Some("always") => ColorChoice::Always,
+            Some("never") => ColorChoice::Never,
+            _ => ColorChoice::Auto,
+        }
+    }
+}
+
+/// Formats of the change report on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ReportFormat {
+    #[default]
+    Json,
+    Yaml,
+}
+
+impl From<ReportFormat> for crate::render::report::Format {
+    fn from(f: ReportFormat) -> Self {
+        match f {
+            ReportFormat::Json => Self::Json,
+            ReportFormat::Yaml => Self::Yaml,
+        }
+    }
+}
+
+impl UpdateArgs {
+    /// The run's settings.
+    ///
+    /// # Errors
+    /// Usage errors (malformed `--policy`, `--selector`, several outputs on
+    /// stdout); an unreadable or invalid `--automation` file.
+    pub(crate) fn config(&self) -> Result<UpdateConfig, Error> {
+        let stdout = Path::new("-");
+        let on_stdout: Vec<&str> = [
+            (self.diff, "--diff"),
+            (self.report.as_deref() == Some(stdout), "--report -"),
+            (
+                self.emit_policies.as_deref() == Some(stdout),
+                "--emit-policies -",
+            ),
+            (
+                self.commit_message_file.as_deref() == Some(stdout),
+                "--commit-message-file -",
+            ),
+            (
+                self.message.template.as_deref() == Some(stdout)
+                    && self.source.policy_files.iter().any(|f| f == stdout),
+                "--commit-template - and --policies -",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        if on_stdout.len() > 1 {
+            return Err(Error::Usage(format!(
+                "{} all write to stdout; pick one",
+                on_stdout.join(" and ")
+            )));
+        }
+        let mut config = UpdateConfig {
+            fetch: self.fetch.then(|| self.registry.fetch_settings()),
+            mode: if self.check {
+                Mode::Check
+            } else if self.dry_run {
+                Mode::DryRun
+            } else {
+                Mode::Apply
+            },
+            plan: crate::updater::plan::PlanOptions {
+                no_downgrade: self.no_downgrade,
+            },
+            fail_on_warnings: self.fail_on_warnings,
+            outputs: Outputs {
+                report: self
+                    .report
+                    .clone()
+                    .map(|path| (path, self.report_format.into())),
+                emit_policies: self.emit_policies.clone(),
+                commit_message: self.commit_message_file.clone(),
+                output_dir: self.output_dir.clone(),
+                keep_old_text: self.diff,
+            },
+            max_file_size: self.max_file_size,
+            ..UpdateConfig::default()
+        };
+        self.source.apply(&mut config)?;
+        if let Some(file) = &self.automation {
+            config =
+                config.with_automation(crate::automation::read_file(file, self.max_file_size)?);
+        }
+        if self.commit_message_file.is_some() {
+            config.message = Some(
+                self.message
+                    .message_config(config.automation.as_ref(), self.max_file_size)?,
+            );
+        }
+        Ok(config)
+    }
+}
+
+impl PolicySourceArgs {
+    /// Sets the policy values, the policy files and the `--selector` of
+    /// `config`.
+    ///
+    /// # Errors
+    /// A malformed `--policy` or `--selector`.
+    pub(crate) fn apply(&self, config: &mut UpdateConfig) -> Result<(), Error> {
+        config.values = self
+            .policies
+            .iter()
+            .map(|flag| {
+                PolicyValue::parse(flag, format!("--policy {flag}")).map_err(|e| {
+                    Error::Usage(format!(
+                        "--policy {flag:?}: {}",
+                        crate::diagnostic::one_line(&e)
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        config.policy_files.clone_from(&self.policy_files);
+        if let Some(expr) = &self.selector {
+            let selector =
+                Selector::parse(expr).map_err(|e| Error::Usage(format!("--selector: {e}")))?;
+            config.select("--selector", selector);
+        }
+        Ok(())
+    }
+}
+
+impl RegistryArgs {
+    /// The registry settings of `--fetch`.
+    #[must_use]
+    pub(crate) fn fetch_settings(&self) -> FetchSettings {
+        FetchSettings {
+            registry_config: self.registry_config.clone(),
+            cache_dir: self.cache_dir.clone(),
+            cache_ttl: self.cache_ttl,
+            deadline: self.fetch_timeout,
+            observer: None,
+        }
+    }
+}
+
+impl MessageArgs {
+    /// The message settings from the flags, over the automation's.
+    ///
+    /// # Errors
+    /// A malformed `--commit-value` or `--automation-object`; an unreadable
+    /// template file (or one over `limit`).
+    pub(crate) fn message_config(
+        &self,
+        automation: Option<&Automation>,
+        limit: SizeLimit,
+    ) -> Result<MessageConfig, Error> {
+        let mut message = automation
+            .map(MessageConfig::from_automation)
+            .unwrap_or_default();
+        if let Some(file) = &self.template {
+            message.template = Some(crate::input::read_text(file, limit)?);
+        }
+        for pair in &self.values {
+            let (k, v) = config::commit_value(pair)
+                .map_err(|e| Error::Usage(format!("--commit-value {pair:?}: {e}")))?;
+            message.values.insert(k, v);
+        }
+        if message.automation_object.is_none()
+            && let Some(object) = &self.automation_object
+        {
+            message.automation_object = Some(
+                config::namespaced_name(object)
+                    .map_err(|e| Error::Usage(format!("--automation-object {object:?}: {e}")))?,
+            );
+        }
+        Ok(message)
+    }
+}

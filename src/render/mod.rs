@@ -1,0 +1,127 @@
+//! Every output of a run, rendered from its [`Outcome`] (or, when it
+//! stopped, from its [`Error`](crate::error::Error)): one module per
+//! audience, over the one model, side by side.
+//!
+//! | audience | module | what it renders |
+//! |---|---|---|
+//! | a person at a terminal | [`terminal`] | stderr lines (changes, warnings, errors, summary, the Job's progress), `--diff` |
+//! | the GitHub runner | [`github`] | workflow commands, `GITHUB_OUTPUT` entries, the step summary |
+//! | kpt | [`kpt`] | function results, spliced into the ResourceList |
+//! | Kubernetes and scripts | [`status`] | the Job's status and termination message |
+//! | machines | [`report`] | the ResultV2 report (JSON, YAML) |
+//!
+//! What every audience shares lives here: the counts of a run
+//! ([`Summary`]), the text of one change ([`change_text`]) and of one
+//! fetched policy ([`fetched_line`]). The operation records each change and
+//! each warning once, in the outcome; nothing here adds to or drops from
+//! them, so every audience is told the same things.
+
+pub(crate) mod github;
+pub(crate) mod kpt;
+pub(crate) mod message;
+pub(crate) mod progress;
+pub(crate) mod report;
+#[cfg(feature = "job")]
+pub(crate) mod status;
+pub(crate) mod terminal;
+
+use std::collections::BTreeSet;
+
+use crate::outcome::{Change, Outcome};
+use crate::reflector::Resolved;
+
+/// `1 field`, `2 fields`.
+#[must_use]
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The counts of a run, which every summary line is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Summary {
+    /// Changed fields (or pending ones).
+    pub fields: usize,
+    /// Changed files (tree input).
+    pub files: usize,
+    /// Changed resources: distinct objects, an object twice in one file
+    /// counted once per appearance (ResourceList input).
+    pub resources: usize,
+    pub warnings: usize,
+    /// Whether the changes were written (else they would be).
+    pub writes: bool,
+}
+
+/// What a summary counts the changed places in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Files,
+    Resources,
+}
+
+impl Summary {
+    /// The counts of `outcome`.
+    #[must_use]
+    pub(crate) fn of(outcome: &Outcome) -> Self {
+        let resources: BTreeSet<(&str, Option<&str>, usize)> = outcome
+            .changes
+            .iter()
+            .map(|c| (c.file.as_str(), c.index.as_deref(), c.object_index))
+            .collect();
+        Self {
+            fields: outcome.changes.len(),
+            files: outcome.files.len(),
+            resources: resources.len(),
+            warnings: outcome.warnings().count(),
+            writes: outcome.mode.writes(),
+        }
+    }
+
+    /// `updated 3 fields in 2 files` (`would update ...` when nothing is
+    /// written), counted in `unit`.
+    #[must_use]
+    pub(crate) fn changed(&self, unit: Unit) -> String {
+        let verb = if self.writes {
+            "updated"
+        } else {
+            "would update"
+        };
+        let places = match unit {
+            Unit::Files => plural(self.files, "file", "files"),
+            Unit::Resources => plural(self.resources, "resource", "resources"),
+        };
+        format!(
+            "{verb} {} in {places}",
+            plural(self.fields, "field", "fields")
+        )
+    }
+
+    /// `1 warning`, `2 warnings`.
+    #[must_use]
+    pub(crate) fn warned(&self) -> String {
+        plural(self.warnings, "warning", "warnings")
+    }
+}
+
+/// One change as every audience words it: `OLD -> NEW (SETTER)`, the old
+/// value `""` when empty, the new one as `new` shows it (coloured, say).
+#[must_use]
+pub(crate) fn change_text(c: &Change, new: &str) -> String {
+    format!("{} -> {new} ({})", c.shown_old_value(), c.setter)
+}
+
+/// One fetched policy: `fetched ns:name: 57 tags listed, 12 eligible,
+/// chose IMAGE`.
+#[must_use]
+pub(crate) fn fetched_line(r: &Resolved) -> String {
+    let s = &r.selection;
+    format!(
+        "fetched {}: {} listed, {} eligible, chose {}",
+        r.key,
+        plural(s.listed, "tag", "tags"),
+        s.eligible,
+        r.latest
+    )
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
