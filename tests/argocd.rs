@@ -146,6 +146,7 @@ fn run(work: &Path, dir: &Path, case: &Case) -> Result<(WriteBack, Value), Vec<S
             .controller_namespace
             .clone()
             .unwrap_or_else(|| "argocd".to_owned()),
+        ..CollectOptions::default()
     };
     let render = |ds: &[Diagnostic]| -> Vec<String> {
         ds.iter()

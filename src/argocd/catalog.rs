@@ -34,14 +34,68 @@ pub struct CollectOptions {
     /// namespace are taken to be in it, and Applications in it get override files named
     /// `.argocd-source-APP.yaml` (others `.argocd-source-NAMESPACE_APP.yaml`).
     pub controller_namespace: String,
+    /// A Job's repository and branch: Applications writing back to git elsewhere are left
+    /// alone (with a note).
+    pub git_scope: Option<GitScope>,
 }
 
 impl Default for CollectOptions {
     fn default() -> Self {
         Self {
             controller_namespace: "argocd".to_owned(),
+            git_scope: None,
         }
     }
+}
+
+/// The repository and branch one Job clones and pushes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitScope {
+    /// The repository's URL.
+    pub repository: String,
+    /// The branch checked out (`None` for a tag or a detached commit).
+    pub branch: Option<String>,
+    /// The branch is the remote's default branch.
+    pub default_branch: bool,
+}
+
+impl GitScope {
+    /// Whether a git write-back to `repository`, checking out `checkout` (`None`: the remote's
+    /// default branch), is this Job's.
+    #[must_use]
+    pub fn admits(&self, repository: &str, checkout: Option<&str>) -> bool {
+        same_repository(&self.repository, repository)
+            && match checkout {
+                None => self.default_branch,
+                Some(b) => self.branch.as_deref() == Some(b),
+            }
+    }
+}
+
+/// Whether two repository URLs name the same repository: compared without scheme, user,
+/// port-less default, trailing `/` and `.git`, with the host in lower case, so that
+/// `https://Git.example.com/acme/fleet.git`, `ssh://git@git.example.com/acme/fleet` and
+/// `git@git.example.com:acme/fleet` are one repository.
+#[must_use]
+pub fn same_repository(a: &str, b: &str) -> bool {
+    fn normalise(url: &str) -> String {
+        let url = url.trim();
+        let (rest, scp) = match url.split_once("://") {
+            Some((_, rest)) => (rest, false),
+            None => (url, true),
+        };
+        let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+        // `host:path` (scp form) or `host[:port]/path`.
+        let (host, path) = if scp {
+            rest.split_once(':').unwrap_or(("", rest))
+        } else {
+            rest.split_once('/').unwrap_or((rest, ""))
+        };
+        let path = path.trim_matches('/');
+        let path = path.strip_suffix(".git").unwrap_or(path);
+        format!("{}/{}", host.to_ascii_lowercase(), path.trim_start_matches('/'))
+    }
+    normalise(a) == normalise(b)
 }
 
 /// What to ask the registry for one image of one Application.
@@ -99,7 +153,12 @@ pub(crate) const SCREEN: [&str; 2] = ["argoproj.io", kubesphere::GROUP];
 /// parsing).
 #[must_use]
 pub fn may_hold(text: &str) -> bool {
-    let bytes = text.as_bytes();
+    may_hold_bytes(text.as_bytes())
+}
+
+/// [`may_hold`] over bytes (a walk's buffer).
+#[must_use]
+pub fn may_hold_bytes(bytes: &[u8]) -> bool {
     SCREEN
         .iter()
         .any(|s| memchr::memmem::find(bytes, s.as_bytes()).is_some())

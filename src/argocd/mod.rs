@@ -76,6 +76,7 @@ pub(crate) mod application;
 pub(crate) mod catalog;
 pub(crate) mod config;
 pub(crate) mod crd;
+pub(crate) mod definitions;
 pub(crate) mod edit;
 pub(crate) mod image;
 pub(crate) mod kubesphere;

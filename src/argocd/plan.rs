@@ -226,6 +226,8 @@ pub struct FilePlan {
     pub created: bool,
     /// Its edits against the original text (for a new file, one insertion into `""`).
     pub edits: Vec<Edit>,
+    /// The original text (`""` for a new file).
+    pub old_text: String,
     pub new_text: String,
     /// In the order of the new text.
     pub changes: Vec<FieldChange>,
@@ -520,6 +522,7 @@ fn finish_file(path: String, state: &FileState<'_, '_>) -> Result<Option<FilePla
         path,
         created: state.created,
         edits,
+        old_text: state.original.to_owned(),
         new_text,
         changes,
     }))
@@ -563,6 +566,23 @@ fn resolve<'c>(
         .map_or_else(|| method_location.clone(), |t| t.location.clone());
     let (source, stype) = target::choose_source(app, &target, files);
     let is_git = matches!(method, Method::Git(_));
+    if let (true, Some(scope)) = (is_git, &catalog.options.git_scope) {
+        let to = git_destination(config, app, &app.sources[source]).map_err(|e| vec![e])?;
+        if !scope.admits(&to.repository, to.checkout.as_deref()) {
+            warnings.push(
+                Diagnostic::note(format!(
+                    "Application {} writes back to {} ({}), not to the repository and branch this run updates, so it is left alone",
+                    app.id,
+                    to.repository,
+                    to.checkout
+                        .as_deref()
+                        .map_or_else(|| "its default branch".to_owned(), |b| format!("branch {b}"))
+                ))
+                .at(method_location.clone()),
+            );
+            return Ok(None);
+        }
+    }
     let plugin_targets = config.images.iter().any(|i| i.target.is_plugin());
     let kind = match stype {
         SourceType::Kustomize => Some(OverrideKind::Kustomize),
@@ -798,16 +818,22 @@ fn check_branch(b: &Located<String>, app: &AppId) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// Repository, branches and credentials of a git write-back.
-fn git_plan(
-    w: &Work<'_>,
+/// Where a git write-back goes before its changes are known: the repository, the base branch as
+/// written (`""` for none), the write-branch template and where it is written, and the branch to
+/// check out (`None`: the remote's default branch).
+struct GitDestination {
+    repository: String,
+    base: String,
+    write: Option<(String, Location)>,
+    checkout: Option<String>,
+}
+
+fn git_destination(
+    config: &AppConfig,
     app: &super::application::Application,
     source: &super::application::Source,
-    credentials: &GitCredentials,
-    updates: &[ImageUpdate],
-    name_of: &dyn Fn(&ImageUpdate) -> String,
-) -> Result<GitPlan, Diagnostic> {
-    let wb = &w.config.write_back;
+) -> Result<GitDestination, Diagnostic> {
+    let wb = &config.write_back;
     let repository = wb
         .repository
         .as_ref()
@@ -847,6 +873,30 @@ fn git_plan(
         base.as_str()
     };
     let checkout = (!checkout.is_empty() && checkout != "HEAD").then(|| checkout.to_owned());
+    Ok(GitDestination {
+        repository,
+        base,
+        write,
+        checkout,
+    })
+}
+
+/// Repository, branches and credentials of a git write-back.
+fn git_plan(
+    w: &Work<'_>,
+    app: &super::application::Application,
+    source: &super::application::Source,
+    credentials: &GitCredentials,
+    updates: &[ImageUpdate],
+    name_of: &dyn Fn(&ImageUpdate) -> String,
+) -> Result<GitPlan, Diagnostic> {
+    let wb = &w.config.write_back;
+    let GitDestination {
+        repository,
+        base,
+        write,
+        checkout,
+    } = git_destination(w.config, app, source)?;
     let target_text = w.target.path().unwrap_or_default();
     let target_key = {
         let digest = Sha256::digest(format!("{repository}|{base}|{target_text}").as_bytes());

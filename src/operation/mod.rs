@@ -15,6 +15,7 @@
 //! [`Outcome`] their own way. `run` prints nothing and chooses no exit
 //! status.
 
+mod argocd;
 pub(crate) mod config;
 mod policies;
 
@@ -78,9 +79,22 @@ pub(crate) fn run_then(
     before_commit: BeforeCommit<'_>,
 ) -> Result<Outcome, Error> {
     let mut early = Vec::new();
-    let mut documents =
-        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
+    let mut argo_policy_files = Vec::new();
+    let mut documents = policies::read_policy_files(
+        &config.policy_files,
+        config.max_file_size,
+        &mut early,
+        &mut argo_policy_files,
+    )?;
     let mut prepared = None;
+    // The texts Argo CD objects are read from: the policy files, and the
+    // tree's files that may hold them (with the write-back targets), read by
+    // the definitions' walk when fetching, by a walk of their own when the
+    // marker scan walks only the update path, else by the marker scan.
+    let mut argo = argocd::Texts::default();
+    let mut argo_warnings = Vec::new();
+    let mut keep_in_scan = false;
+    let mut argo_base = None;
     match &input {
         Input::Tree(path) => {
             if !path.exists() {
@@ -97,23 +111,64 @@ pub(crate) fn run_then(
                 )
                 .map_err(tree_error)?,
             );
-            if config.fetch.is_some() {
-                documents.extend(policies::tree_definitions(
+            let kept = if config.fetch.is_some() {
+                let (found, kept) = policies::tree_definitions(
                     path,
                     &config.update_path,
                     config.max_file_size,
                     &mut early,
-                )?);
+                    Some(argocd::keep),
+                )?;
+                documents.extend(found);
+                kept
+            } else if !config.update_path.is_empty() {
+                argocd::read_tree(path, config.max_file_size, &mut argo_warnings)?
+            } else {
+                keep_in_scan = true;
+                Vec::new()
+            };
+            for (rel, text) in kept {
+                argo.add(rel.clone(), Some(rel), text);
             }
+            let base = crate::walk::base_dir(path);
+            // A policy file inside the tree is read as the tree's.
+            let canonical_base = fs_err::canonicalize(&base).ok();
+            for (origin, file, text) in argo_policy_files {
+                let inside = canonical_base.as_ref().is_some_and(|b| {
+                    fs_err::canonicalize(&file).is_ok_and(|f| f.starts_with(b))
+                });
+                if !inside {
+                    argo.add(origin, None, text);
+                }
+            }
+            argo_base = Some(base);
         }
         Input::ResourceList { text, layout, .. } => {
             documents.extend(list_documents(text, layout)?);
+            for (origin, _, text) in argo_policy_files {
+                argo.add(origin, None, text);
+            }
         }
     }
     if let Some(message) = &config.message {
         message.check()?;
     }
-    let gathered = policies::gather(config, &documents)?;
+    argocd::check(config)?;
+    let names = match &argo_base {
+        Some(base) => argocd::Names::tree(base, config, &argo),
+        None => argocd::Names::list(config),
+    };
+    early.extend(names.fix(argo_warnings));
+    // Fetching, the Applications' images are definitions: they are read
+    // before the policy table is built.
+    let fetching = config.fetch.is_some();
+    let early_catalog = if fetching {
+        argocd::collect(config, &[&argo.files], &names)?
+    } else {
+        None
+    };
+    let argo_definitions = argocd::definitions(early_catalog.as_ref(), &documents, &names)?;
+    let gathered = policies::gather(config, &documents, argo_definitions)?;
     let mut diagnostics = gathered.notes;
     diagnostics.extend(early);
     let mut outcome = Outcome {
@@ -136,6 +191,7 @@ pub(crate) fn run_then(
         );
     }
     outcome.observed_policies = observed(&gathered.table);
+    let mut marker_changes = Vec::new();
     if let Some(automation) = config.suspended() {
         let what = automation.describe();
         outcome.diagnostics.push(Diagnostic::note(format!(
@@ -145,7 +201,33 @@ pub(crate) fn run_then(
     } else {
         match input {
             Input::Tree(path) => {
-                absorb_tree(config, path, &gathered.table, &mut outcome)?;
+                let keep = keep_in_scan.then_some(argocd::keep as crate::updater::tree::Keep);
+                let mut late = argocd::Texts::default();
+                for (rel, text) in absorb_tree(config, path, &gathered.table, &mut outcome, keep)? {
+                    late.add(rel.clone(), Some(rel), text);
+                }
+                marker_changes.clone_from(&outcome.changes);
+                let late_catalog;
+                let catalog = match &early_catalog {
+                    Some(c) => Some(c),
+                    None => {
+                        late_catalog = argocd::collect(config, &[&argo.files, &late.files], &names)?;
+                        late_catalog.as_ref()
+                    }
+                };
+                if let (Some(catalog), Some(base)) = (catalog, &argo_base) {
+                    let mut known = std::mem::take(&mut argo.known);
+                    known.extend(late.known);
+                    argocd::plan_tree(
+                        config,
+                        catalog,
+                        &gathered.table,
+                        base,
+                        known,
+                        &names,
+                        &mut outcome,
+                    )?;
+                }
             }
             Input::ResourceList { text, scan, .. } => {
                 check_item_paths(&config.update_path, &scan)?;
@@ -164,7 +246,16 @@ pub(crate) fn run_then(
     if let Some(message) = &config.message
         && !report.file_changes.is_empty()
     {
-        outcome.commit_message = Some(message.render(&report)?);
+        let marker_report = Report::of(&Outcome {
+            changes: marker_changes,
+            ..Outcome::default()
+        });
+        outcome.commit_message = Some(
+            match argocd::commit_message(config, message, &outcome, &marker_report)? {
+                Some(m) => m,
+                None => message.render(&report)?,
+            },
+        );
     }
     let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
     let journal_dir = prepared.as_ref().map(|p| p.dir.as_path());
@@ -196,9 +287,13 @@ pub(crate) fn observe(
     config: &UpdateConfig,
 ) -> Result<std::collections::BTreeMap<String, crate::policies::ImageRef>, Error> {
     let mut early = Vec::new();
-    let documents =
-        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
-    let gathered = policies::gather(config, &documents)?;
+    let documents = policies::read_policy_files(
+        &config.policy_files,
+        config.max_file_size,
+        &mut early,
+        &mut Vec::new(),
+    )?;
+    let gathered = policies::gather(config, &documents, Vec::new())?;
     Ok(observed(&gathered.table))
 }
 
@@ -331,7 +426,8 @@ fn absorb_tree(
     path: &Path,
     table: &crate::policies::PolicyTable,
     outcome: &mut Outcome,
-) -> Result<(), Error> {
+    keep: Option<crate::updater::tree::Keep>,
+) -> Result<Vec<(String, String)>, Error> {
     let root = if config.update_path.is_empty() {
         path.to_path_buf()
     } else {
@@ -355,6 +451,7 @@ fn absorb_tree(
             keep_old: config.outputs.keep_old_text,
             writing_in_place: config.mode.writes() && in_place,
             max_file_size: config.max_file_size,
+            keep,
         },
     )
     .map_err(tree_error)?;
@@ -406,7 +503,7 @@ fn absorb_tree(
         skipped: tree.skipped,
     };
     outcome.root = Some(tree_root);
-    Ok(())
+    Ok(tree.kept)
 }
 
 /// The warnings of one planned text as diagnostics; `location` gives each
