@@ -193,15 +193,33 @@ pub(crate) fn short_form(name: &str) -> &str {
 }
 
 /// Argo CD's kustomize image match: both images' names up to the first of `=`, `:`, `@` found in
-/// `other` (`:` when it has none) are equal.
+/// `other` (`:` when it has none) are equal. Argo CD cuts at the first `:` even in a registry's
+/// port, so that every image of `registry:5000` matches every other and one replaces the next;
+/// here a `:` delimiter is looked for after the last `/`, so a port stays in the name.
 #[must_use]
 pub(crate) fn kustomize_match(image: &str, other: &str) -> bool {
     let delim = ['=', ':', '@']
         .into_iter()
-        .find(|d| other.contains(*d))
+        .find(|d| tag_part(other).contains(*d))
         .unwrap_or(':');
-    let cut = |s: &str| s.split_once(delim).map_or(s, |(a, _)| a).to_owned();
+    let cut = |s: &str| {
+        if delim == ':' {
+            let from = s.rfind('/').map_or(0, |i| i + 1);
+            s[from..].find(':').map_or(s, |i| &s[..from + i]).to_owned()
+        } else {
+            s.split_once(delim).map_or(s, |(a, _)| a).to_owned()
+        }
+    };
     cut(image) == cut(other)
+}
+
+/// `image` from its last `/` on (the part a tag delimiter `:` may be in), with whatever comes
+/// before `=` kept (a kustomize name cannot hold `/`).
+fn tag_part(image: &str) -> &str {
+    match image.split_once('=') {
+        Some(_) => image,
+        None => image.rfind('/').map_or(image, |i| &image[i..]),
+    }
 }
 
 struct Normalized {
@@ -519,5 +537,18 @@ mod tests {
             "acme/cart@sha256:00"
         ));
         assert!(!kustomize_match("acme/cart:1", "acme"));
+        // A registry's port is not a tag.
+        assert!(!kustomize_match(
+            "registry.local:5000/acme/web:1.4.3",
+            "registry.local:5000/acme/worker:main-3"
+        ));
+        assert!(kustomize_match(
+            "registry.local:5000/acme/web:1.4.3",
+            "registry.local:5000/acme/web:1.5.0"
+        ));
+        assert!(kustomize_match(
+            "registry.local:5000/acme/web",
+            "registry.local:5000/acme/web"
+        ));
     }
 }
