@@ -73,7 +73,11 @@ fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 out.insert(rel, fs_err::read(&path).unwrap());
             }
         }
@@ -89,7 +93,11 @@ fn write_tree(root: &Path, files: &BTreeMap<String, Vec<u8>>) {
     }
 }
 
-fn replace_all(files: &BTreeMap<String, Vec<u8>>, from: &str, to: &str) -> BTreeMap<String, Vec<u8>> {
+fn replace_all(
+    files: &BTreeMap<String, Vec<u8>>,
+    from: &str,
+    to: &str,
+) -> BTreeMap<String, Vec<u8>> {
     files
         .iter()
         .map(|(k, v)| {
@@ -199,7 +207,11 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
     let after = replace_all(&snapshot(&root), &host, "{host}");
     let outputs: BTreeMap<String, Vec<u8>> = replace_all(&snapshot(tmp.path()), &host, "{host}")
         .into_iter()
-        .filter(|(rel, _)| !["repo/", "home/", "policies/"].iter().any(|p| rel.starts_with(p)))
+        .filter(|(rel, _)| {
+            !["repo/", "home/", "policies/"]
+                .iter()
+                .any(|p| rel.starts_with(p))
+        })
         .collect();
     if updating() {
         for (name, files) in [("out", &after), ("outputs", &outputs)] {
@@ -249,6 +261,70 @@ fn run_case(dir: &Path) -> Result<(), Failed> {
     }
 }
 
+/// `kpt fn source PKG | image-update fn | kpt fn sink OUT` over `testdata/argocd-kpt/pkg`: the
+/// override file the write-back creates arrives as a new item with path annotations, and kpt
+/// writes it (with the values file's change) where Argo CD reads it; `out/` is what kpt writes.
+fn kpt_source_fn_sink() -> Result<(), Failed> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/argocd-kpt");
+    let tmp = tempfile::tempdir()?;
+    let source = Command::new("kpt")
+        .args(["fn", "source"])
+        .arg(dir.join("pkg"))
+        .arg("--fn-config")
+        .arg(dir.join("fn-config.yaml"))
+        .output()?;
+    if !source.status.success() {
+        return Err(format!("kpt fn source: {}", String::from_utf8_lossy(&source.stderr)).into());
+    }
+    let mut function = Command::new(BIN)
+        .arg("fn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    {
+        use std::io::Write;
+        function.stdin.take().unwrap().write_all(&source.stdout)?;
+    }
+    let answer = function.wait_with_output()?;
+    if !answer.status.success() {
+        return Err(format!(
+            "image-update fn: {}",
+            String::from_utf8_lossy(&answer.stdout)
+        )
+        .into());
+    }
+    let out = tmp.path().join("out");
+    let mut sink = Command::new("kpt")
+        .args(["fn", "sink"])
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    {
+        use std::io::Write;
+        sink.stdin.take().unwrap().write_all(&answer.stdout)?;
+    }
+    let sunk = sink.wait_with_output()?;
+    if !sunk.status.success() {
+        return Err(format!("kpt fn sink: {}", String::from_utf8_lossy(&sunk.stderr)).into());
+    }
+    let got = snapshot(&out);
+    if updating() {
+        let expected = dir.join("out");
+        if expected.exists() {
+            fs_err::remove_dir_all(&expected)?;
+        }
+        write_tree(&expected, &got);
+    }
+    let problems = compare_trees(&snapshot(&dir.join("out")), &got);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n").into())
+    }
+}
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/argocd-cli");
     let mut dirs: Vec<PathBuf> = fs_err::read_dir(&root)
@@ -270,6 +346,12 @@ fn main() {
             };
             trial_with(name, needs, move || run_case(&dir))
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut trials = trials;
+    trials.push(trial_with(
+        "kpt_source_fn_sink",
+        &["kpt"],
+        kpt_source_fn_sink,
+    ));
     testkit::run(trials);
 }

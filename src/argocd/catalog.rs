@@ -93,7 +93,11 @@ pub fn same_repository(a: &str, b: &str) -> bool {
         };
         let path = path.trim_matches('/');
         let path = path.strip_suffix(".git").unwrap_or(path);
-        format!("{}/{}", host.to_ascii_lowercase(), path.trim_start_matches('/'))
+        format!(
+            "{}/{}",
+            host.to_ascii_lowercase(),
+            path.trim_start_matches('/')
+        )
     }
     normalise(a) == normalise(b)
 }

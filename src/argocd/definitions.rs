@@ -136,7 +136,9 @@ fn credential(
         }
         PullSecret::Env(variable) => {
             let pair = env.var(variable).ok_or_else(|| {
-                format!("pull secret env:{variable}: the environment variable {variable} is not set")
+                format!(
+                    "pull secret env:{variable}: the environment variable {variable} is not set"
+                )
             })?;
             basic(s, &pair, &format!("environment variable {variable}"))
         }
@@ -257,7 +259,12 @@ mod tests {
         };
         let web = by_alias("web");
         assert_eq!(web.labels.get("team").map(String::as_str), Some("a"));
-        assert_eq!(web.kind, Kind::ArgoCd { app: "argocd/shop".into() });
+        assert_eq!(
+            web.kind,
+            Kind::ArgoCd {
+                app: "argocd/shop".into()
+            }
+        );
         assert_eq!(
             config_json(web.credentials.as_ref().unwrap())["auths"]["registry.example.test"]["auth"],
             "dTpw"
@@ -286,7 +293,11 @@ mod tests {
         let errors = definitions(&catalog, &documents(), &Env(BTreeMap::new())).unwrap_err();
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(messages.len(), 2, "{messages:?}");
-        assert!(messages.iter().any(|m| m.contains("no Secret argocd/absent")));
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("no Secret argocd/absent"))
+        );
         assert!(
             messages
                 .iter()

@@ -537,7 +537,7 @@ impl<'t, 'a> Editor<'t, 'a> {
         // (offset, order) -> pieces of replacement text, with tracked markers.
         // (range, order among insertions at one offset, text): an inner collection's new lines come
         // before its parent's when both end on the same line.
-        let mut edits: Vec<(std::ops::Range<usize>, usize, Rendered)> = Vec::new();
+        let mut edits: Vec<(std::ops::Range<usize>, (usize, usize), Rendered)> = Vec::new();
         for (id, value) in &self.replaced {
             if self.tree.text_value(*id) == Some(value.as_str()) {
                 continue;
@@ -554,7 +554,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                 r.mark(self.tracked_index(Handle::Real(*id)));
                 r.push(&quote::render(value, Style::Plain, node.in_flow));
                 let at = node.range.start + usize::from(text[node.range.start..].starts_with(':'));
-                edits.push((at..at, 0, r));
+                edits.push((at..at, (0, 0), r));
                 continue;
             }
             r.mark(self.tracked_index(Handle::Real(*id)));
@@ -568,7 +568,7 @@ impl<'t, 'a> Editor<'t, 'a> {
             } else {
                 r.push(&quote::render(value, style, node.in_flow));
             }
-            edits.push((node.range.clone(), 0, r));
+            edits.push((node.range.clone(), (0, 0), r));
         }
         for (id, new) in &self.filled {
             let node = self.tree.node(*id);
@@ -577,7 +577,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                 let mut r = Rendered::default();
                 self.render_block_body(*new, 0, &mut r);
                 r.trim_last_newline(self.newline);
-                edits.push((node.range.clone(), 0, r));
+                edits.push((node.range.clone(), (0, 0), r));
                 continue;
             }
             let indent = self.indent_of_parent_key(*id);
@@ -599,7 +599,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                 }
                 s
             };
-            edits.push((start..node.range.end.max(start), 0, r));
+            edits.push((start..node.range.end.max(start), (0, 0), r));
         }
         for (id, children) in &self.appended {
             let node = self.tree.node(*id);
@@ -631,7 +631,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                 while at > node.range.start + 1 && matches!(text.as_bytes()[at - 1], b' ' | b'\t') {
                     at -= 1;
                 }
-                edits.push((at..at, usize::MAX - node.range.start, r));
+                edits.push((at..at, (usize::MAX - node.range.start, usize::MAX - id), r));
                 continue;
             }
             match &node.kind {
@@ -651,7 +651,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                             self.render_block_entry(k, *value, indent, &mut r);
                         }
                     }
-                    edits.push((at..at, usize::MAX - node.range.start, r));
+                    edits.push((at..at, (usize::MAX - node.range.start, usize::MAX - id), r));
                 }
                 Kind::Seq { items, .. } => {
                     let Some(&first) = items.first() else {
@@ -671,7 +671,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                     for (_, value) in children {
                         self.render_block_item(*value, indent, &mut r);
                     }
-                    edits.push((at..at, usize::MAX - node.range.start, r));
+                    edits.push((at..at, (usize::MAX - node.range.start, usize::MAX - id), r));
                 }
                 _ => return Err(not_a("collection")),
             }
@@ -688,7 +688,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                     self.render_flow(*h, &mut r);
                     r.push(", ");
                 }
-                edits.push((at..at, usize::MAX, r));
+                edits.push((at..at, (usize::MAX, 0), r));
                 continue;
             }
             let dash = self
@@ -700,7 +700,7 @@ impl<'t, 'a> Editor<'t, 'a> {
             for h in items {
                 self.render_block_item(*h, indent, &mut r);
             }
-            edits.push((at..at, usize::MAX, r));
+            edits.push((at..at, (usize::MAX, 0), r));
         }
         let mut rerender: BTreeSet<NodeId> = BTreeSet::new();
         for (id, index) in &self.removed {
@@ -722,7 +722,7 @@ impl<'t, 'a> Editor<'t, 'a> {
             } else {
                 ls..self.tree.end_of_line_after(self.last_line_node_of(value))
             };
-            edits.push((range, 0, Rendered::default()));
+            edits.push((range, (0, 0), Rendered::default()));
         }
         for id in rerender {
             let node = self.tree.node(id);
@@ -731,7 +731,7 @@ impl<'t, 'a> Editor<'t, 'a> {
             edits.retain(|(range, _, _)| {
                 !(range.start >= node.range.start && range.end <= node.range.end)
             });
-            edits.push((node.range.clone(), 0, r));
+            edits.push((node.range.clone(), (0, 0), r));
         }
         if let Some(v) = self.virtual_root
             && !self.entries(v).is_empty()
@@ -740,13 +740,13 @@ impl<'t, 'a> Editor<'t, 'a> {
             if text.trim().is_empty() {
                 r.push(&self.header);
                 self.render_block_body(v, 0, &mut r);
-                edits.push((0..text.len(), 0, r));
+                edits.push((0..text.len(), (0, 0), r));
             } else {
                 if !text.ends_with('\n') {
                     r.push(self.newline);
                 }
                 self.render_block_body(v, 0, &mut r);
-                edits.push((text.len()..text.len(), usize::MAX, r));
+                edits.push((text.len()..text.len(), (usize::MAX, 0), r));
             }
         }
         // Insertions at one offset are joined, in the order they were planned.

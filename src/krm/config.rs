@@ -10,7 +10,8 @@
 //!   `noDowngrade` (leave a change that moves a tag backwards alone) and
 //!   `fetch` (compute policy results from the ImageRepository/ImagePolicy
 //!   and ImageUpdater items, see docs/fetch.md; the ConfigMap takes
-//!   `fetch: "true"` too).
+//!   `fetch: "true"` too) and `argocdNamespace` (the namespace Argo CD runs
+//!   in, `argocd` by default; docs/argocd.md).
 //! * Flux `ImageUpdateAutomation` (`image.toolkit.fluxcd.io`), read by
 //!   [`crate::automation`] as in every mode: only the ImagePolicies among
 //!   the items that live in the automation's namespace and match
@@ -126,6 +127,7 @@ impl Reader {
                     Err(e) => self.fail(format!("{field}: {e}")),
                 },
                 "path" => self.config.update_path = normalise_path(&text),
+                "argocdNamespace" => self.argocd_namespace(&text, &field),
                 "check" | "dryRun" | "fetch" | "noDowngrade" => match text.as_str() {
                     "true" => self.set(key),
                     "false" | "" => {}
@@ -134,7 +136,7 @@ impl Reader {
                     )),
                 },
                 _ => self.fail(format!(
-                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade"
+                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade, argocdNamespace"
                 )),
             }
         }
@@ -179,15 +181,27 @@ impl Reader {
                     Value::String(p) => self.config.update_path = normalise_path(p),
                     _ => self.fail(format!("{field}: expected a string")),
                 },
+                "argocdNamespace" => match v {
+                    Value::Null => {}
+                    Value::String(ns) => self.argocd_namespace(ns, &field),
+                    _ => self.fail(format!("{field}: expected a string")),
+                },
                 "check" | "dryRun" | "fetch" | "noDowngrade" => match v {
                     Value::Bool(true) => self.set(key),
                     Value::Bool(false) | Value::Null => {}
                     _ => self.fail(format!("{field}: expected true or false")),
                 },
                 _ => self.fail(format!(
-                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch and noDowngrade"
+                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch, noDowngrade and argocdNamespace"
                 )),
             }
+        }
+    }
+
+    fn argocd_namespace(&mut self, text: &str, what: &str) {
+        match crate::operation::config::namespace(text) {
+            Ok(ns) => self.config.argocd.controller_namespace = ns,
+            Err(e) => self.fail(format!("{what}: {e}")),
         }
     }
 
@@ -250,6 +264,20 @@ mod tests {
         assert_eq!(c.update_path, "apps");
         assert_eq!(c.mode, Mode::DryRun);
         assert_eq!(c.scope.selectors.len(), 1);
+        assert_eq!(c.argocd.controller_namespace, "argocd");
+        let c = read(&value(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {argocdNamespace: gitops}\n",
+        ))
+        .unwrap();
+        assert_eq!(c.argocd.controller_namespace, "gitops");
+        let errors = read(&value(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {argocdNamespace: Not_A_Namespace}\n",
+        ))
+        .unwrap_err();
+        assert!(
+            messages(&errors)[0].contains("is not a namespace name"),
+            "{errors:?}"
+        );
     }
 
     #[test]

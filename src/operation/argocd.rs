@@ -426,11 +426,12 @@ pub(super) fn commit_message(
     if outcome.argocd.is_empty() || message.template.as_deref().is_some_and(|t| !t.is_empty()) {
         return Ok(None);
     }
-    let template = parse_commit_template(config.argocd.commit_template.as_deref()).map_err(|e| {
-        Error::invalid(vec![Diagnostic::error(format!(
-            "the Argo CD commit message template does not parse: {e}"
-        ))])
-    })?;
+    let template =
+        parse_commit_template(config.argocd.commit_template.as_deref()).map_err(|e| {
+            Error::invalid(vec![Diagnostic::error(format!(
+                "the Argo CD commit message template does not parse: {e}"
+            ))])
+        })?;
     let mut parts: Vec<String> = outcome
         .argocd
         .iter()
@@ -440,4 +441,307 @@ pub(super) fn commit_message(
         parts.push(message.render(marker_report)?);
     }
     Ok(Some(parts.join("\n")))
+}
+
+/// A ResourceList item as a file: its text from its line's start, with what precedes it on that
+/// line (`- `, or a flow list's earlier items) as spaces, so that its offsets are the list's less
+/// `base` and its columns are the list's.
+#[derive(Debug)]
+pub(super) struct ListItem {
+    /// How the plan names it: its path annotation, or `PATH#INDEX` when several items share the
+    /// path (a file of several documents).
+    key: String,
+    path: String,
+    index: Option<String>,
+    base: usize,
+    /// The item's range in the list's text.
+    range: std::ops::Range<usize>,
+}
+
+/// The items of the ResourceList `text` that may hold Argo CD objects (into `argo`) or be
+/// write-back targets (by their path annotation); none when the list mentions no Argo CD object.
+pub(super) fn list_items(
+    text: &str,
+    layout: &crate::updater::source::resource_list::ListLayout,
+    argo: &mut Texts,
+) -> Vec<ListItem> {
+    if !catalog::may_hold(text) {
+        return Vec::new();
+    }
+    let ranges = layout.items.as_deref().unwrap_or(&[]);
+    let mut found: Vec<(ListItem, String)> = Vec::new();
+    for range in ranges {
+        let Some(slice) = text.get(range.clone()) else {
+            continue;
+        };
+        let holds = catalog::may_hold(slice);
+        if !holds && !crate::argocd::plan::likely_target(&path_hint(slice)) {
+            continue;
+        }
+        let line_start = text[..range.start].rfind('\n').map_or(0, |i| i + 1);
+        let mut item_text = " ".repeat(range.start - line_start);
+        // A block item runs to the end of its last line (its text ends as a file does); a flow
+        // item (JSON) ends where it ends, others may follow on its line.
+        let block = text[line_start..range.start].trim() == "-";
+        let end = if block {
+            after_line(text, range.end)
+        } else {
+            range.end
+        };
+        item_text.push_str(&text[range.start..end]);
+        let annotations = crate::updater::source::resource_list::parse_slice(text, range.clone())
+            .ok()
+            .and_then(|v| v.pointer("/metadata/annotations").cloned());
+        let annotation = |keys: [&str; 2]| {
+            keys.iter().find_map(|k| {
+                annotations
+                    .as_ref()
+                    .and_then(|a| a.get(*k))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+            })
+        };
+        let Some(path) = annotation([
+            "internal.config.kubernetes.io/path",
+            "config.kubernetes.io/path",
+        ]) else {
+            continue;
+        };
+        let index = annotation([
+            "internal.config.kubernetes.io/index",
+            "config.kubernetes.io/index",
+        ]);
+        found.push((
+            ListItem {
+                key: path.clone(),
+                path,
+                index,
+                base: line_start,
+                range: range.clone(),
+            },
+            item_text,
+        ));
+    }
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for (item, _) in &found {
+        *count.entry(item.path.clone()).or_default() += 1;
+    }
+    let mut items = Vec::new();
+    for (mut item, item_text) in found {
+        if count.get(&item.path).is_some_and(|n| *n > 1) {
+            item.key = format!("{}#{}", item.path, item.index.as_deref().unwrap_or("0"));
+        }
+        argo.add(item.key.clone(), Some(item.key.clone()), item_text);
+        items.push(item);
+    }
+    items
+}
+
+/// The path annotation's value as the text writes it, cheaply (for screening only).
+fn path_hint(item: &str) -> String {
+    let Some(at) = item.find("config.kubernetes.io/path") else {
+        return String::new();
+    };
+    let rest = &item[at + "config.kubernetes.io/path".len()..];
+    let rest = rest.trim_start_matches(['"', '\'', ':', ' ']);
+    rest.split(['"', '\'', '\n', ',', '}'])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_owned()
+}
+
+/// Plan the write-back of `catalog` over the ResourceList's items and absorb it into `outcome`:
+/// changed items become edits of the list's text, new files new items (with path annotations,
+/// as `kpt fn source` gives a package's files), changes carry the items' path and index.
+///
+/// # Errors
+/// Every problem found; an item that both markers and a write-back edit.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn plan_list(
+    config: &UpdateConfig,
+    catalog: &Catalog<'_>,
+    table: &PolicyTable,
+    text: &str,
+    layout: &crate::updater::source::resource_list::ListLayout,
+    items: &[ListItem],
+    known: HashMap<String, String>,
+    names: &Names,
+    outcome: &mut Outcome,
+) -> Result<(), Error> {
+    let mut texts: std::collections::BTreeMap<String, String> = known.into_iter().collect();
+    for f in &catalog.files {
+        if let Some(p) = &f.tree_path {
+            texts.insert(p.clone(), f.tree.text().to_owned());
+        }
+    }
+    let files = plan::MemoryFiles(texts);
+    let wb = plan_with(catalog, table, &files, names)?;
+    let by_key: HashMap<&str, &ListItem> = items.iter().map(|i| (i.key.as_str(), i)).collect();
+    let marked: HashSet<String> = outcome.changes.iter().map(|c| c.file.clone()).collect();
+    let mut diagnostics = names.fix(catalog.diagnostics.clone());
+    diagnostics.extend(names.fix(wb.diagnostics));
+    let mut errors = Vec::new();
+    let mut edits = Vec::new();
+    let mut new_items = Vec::new();
+    for file in wb.files {
+        let item = by_key.get(file.path.as_str());
+        let path = item.map_or_else(|| file.path.clone(), |i| i.path.clone());
+        if !names.update_path.is_empty() && !is_under(&names.update_path, &path) {
+            diagnostics.push(
+                Diagnostic::warning(format!(
+                    "the Argo CD write-back of {} is not under the update path {}, so it is not written",
+                    apps_of(&file),
+                    config.update_path
+                ))
+                .at(Location::new(path.clone(), None)),
+            );
+            continue;
+        }
+        if marked.contains(&path) {
+            errors.push(
+                Diagnostic::error(format!(
+                    "both $imagepolicy markers and the Argo CD write-back of {} edit this item",
+                    apps_of(&file)
+                ))
+                .at(Location::new(path.clone(), None)),
+            );
+            continue;
+        }
+        let index = item.and_then(|i| i.index.clone());
+        let first_line = item.map_or(0, |i| text[..i.base].matches('\n').count());
+        for c in &file.changes {
+            outcome.changes.push(Change {
+                file: path.clone(),
+                display: path.clone(),
+                object: c.object.clone(),
+                object_index: 0,
+                index: index.clone(),
+                field_path: c.field_path.clone(),
+                old_value: c.old_value.clone(),
+                new_value: c.new_value.clone(),
+                setter: c.setter.clone(),
+                position: crate::text::Position {
+                    line: c.position.line + first_line,
+                    column: c.position.column,
+                },
+            });
+        }
+        match item {
+            Some(item) => edits.extend(file.edits.iter().map(|e| {
+                let r = e.range();
+                crate::updater::rewrite::Edit::new(
+                    r.start + item.base..r.end + item.base,
+                    e.replacement(),
+                )
+            })),
+            None => new_items.push((path, file.new_text)),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::invalid(errors));
+    }
+    if !new_items.is_empty() {
+        edits.push(new_items_edit(text, layout, items, &new_items)?);
+    }
+    outcome.diagnostics.extend(diagnostics);
+    outcome.argocd = wb.apps;
+    if config.mode.writes() {
+        outcome.list_edits.extend(edits);
+    }
+    Ok(())
+}
+
+/// Whether the item path `item` lies under `base` (both normalised).
+fn is_under(base: &str, item: &str) -> bool {
+    super::is_under(base, item)
+}
+
+/// The edit that appends `new` (path and text of each new file) to the list's items: block items
+/// in the style of the last one, or JSON objects in a flow list.
+fn new_items_edit(
+    text: &str,
+    layout: &crate::updater::source::resource_list::ListLayout,
+    items: &[ListItem],
+    new: &[(String, String)],
+) -> Result<crate::updater::rewrite::Edit, Error> {
+    let last = layout
+        .items
+        .as_deref()
+        .and_then(<[_]>::last)
+        .or_else(|| items.last().map(|i| &i.range))
+        .ok_or_else(|| {
+            Error::Internal("an Argo CD write-back in a ResourceList without items".to_owned())
+        })?;
+    let annotations = |path: &str| {
+        serde_json::json!({
+            "config.kubernetes.io/path": path,
+            "internal.config.kubernetes.io/path": path,
+        })
+    };
+    let line_start = text[..last.start].rfind('\n').map_or(0, |i| i + 1);
+    let prefix = &text[line_start..last.start];
+    let block = !layout.flow && prefix.trim_start().starts_with('-') && prefix.trim().len() == 1;
+    if !block {
+        let mut out = String::new();
+        for (path, body) in new {
+            let mut value = crate::yaml::parse_values(body)
+                .ok()
+                .and_then(|mut d| (!d.is_empty()).then(|| d.swap_remove(0)))
+                .filter(serde_json::Value::is_object)
+                .unwrap_or_else(|| serde_json::json!({}));
+            if let Some(map) = value.as_object_mut() {
+                map.insert(
+                    "metadata".to_owned(),
+                    serde_json::json!({"annotations": annotations(path)}),
+                );
+            }
+            out.push_str(", ");
+            out.push_str(&value.to_string());
+        }
+        return Ok(crate::updater::rewrite::Edit::new(last.end..last.end, out));
+    }
+    let dash = prefix.find('-').unwrap_or(0);
+    let key = " ".repeat(prefix.len());
+    let eol = layout.line_ending;
+    let mut out = String::new();
+    if !text[..last.end].ends_with('\n') && after_line(text, last.end) == text.len() {
+        out.push_str(eol);
+    }
+    for (path, body) in new {
+        let mut first = true;
+        for line in body.lines() {
+            if first {
+                out.push_str(&" ".repeat(dash));
+                out.push_str("- ");
+                out.push_str(&" ".repeat(prefix.len().saturating_sub(dash + 2)));
+                first = false;
+            } else if !line.is_empty() {
+                out.push_str(&key);
+            }
+            out.push_str(line);
+            out.push_str(eol);
+        }
+        let quoted = serde_json::Value::from(path.as_str()).to_string();
+        for line in [
+            "metadata:".to_owned(),
+            "  annotations:".to_owned(),
+            format!("    config.kubernetes.io/path: {quoted}"),
+            format!("    internal.config.kubernetes.io/path: {quoted}"),
+        ] {
+            out.push_str(&key);
+            out.push_str(&line);
+            out.push_str(eol);
+        }
+    }
+    let at = after_line(text, last.end);
+    Ok(crate::updater::rewrite::Edit::new(at..at, out))
+}
+
+/// Just past the end of the line `offset` is on.
+fn after_line(text: &str, offset: usize) -> usize {
+    if offset == 0 || text.as_bytes().get(offset - 1) == Some(&b'\n') {
+        return offset;
+    }
+    memchr::memchr(b'\n', &text.as_bytes()[offset..]).map_or(text.len(), |i| offset + i + 1)
 }

@@ -95,6 +95,7 @@ pub(crate) fn run_then(
     let mut argo_warnings = Vec::new();
     let mut keep_in_scan = false;
     let mut argo_base = None;
+    let mut list_items = Vec::new();
     match &input {
         Input::Tree(path) => {
             if !path.exists() {
@@ -134,9 +135,9 @@ pub(crate) fn run_then(
             // A policy file inside the tree is read as the tree's.
             let canonical_base = fs_err::canonicalize(&base).ok();
             for (origin, file, text) in argo_policy_files {
-                let inside = canonical_base.as_ref().is_some_and(|b| {
-                    fs_err::canonicalize(&file).is_ok_and(|f| f.starts_with(b))
-                });
+                let inside = canonical_base
+                    .as_ref()
+                    .is_some_and(|b| fs_err::canonicalize(&file).is_ok_and(|f| f.starts_with(b)));
                 if !inside {
                     argo.add(origin, None, text);
                 }
@@ -145,6 +146,7 @@ pub(crate) fn run_then(
         }
         Input::ResourceList { text, layout, .. } => {
             documents.extend(list_documents(text, layout)?);
+            list_items = argocd::list_items(text, layout, &mut argo);
             for (origin, _, text) in argo_policy_files {
                 argo.add(origin, None, text);
             }
@@ -211,7 +213,8 @@ pub(crate) fn run_then(
                 let catalog = match &early_catalog {
                     Some(c) => Some(c),
                     None => {
-                        late_catalog = argocd::collect(config, &[&argo.files, &late.files], &names)?;
+                        late_catalog =
+                            argocd::collect(config, &[&argo.files, &late.files], &names)?;
                         late_catalog.as_ref()
                     }
                 };
@@ -229,7 +232,7 @@ pub(crate) fn run_then(
                     )?;
                 }
             }
-            Input::ResourceList { text, scan, .. } => {
+            Input::ResourceList { text, layout, scan } => {
                 check_item_paths(&config.update_path, &scan)?;
                 let planned =
                     plan::plan_edits(text, scan, &gathered.table, config.plan, |object| {
@@ -238,6 +241,28 @@ pub(crate) fn run_then(
                 absorb_list(&planned, &mut outcome);
                 if config.mode.writes() {
                     outcome.list_edits = planned.edits();
+                }
+                marker_changes.clone_from(&outcome.changes);
+                let late_catalog;
+                let catalog = match &early_catalog {
+                    Some(c) => Some(c),
+                    None => {
+                        late_catalog = argocd::collect(config, &[&argo.files], &names)?;
+                        late_catalog.as_ref()
+                    }
+                };
+                if let Some(catalog) = catalog {
+                    argocd::plan_list(
+                        config,
+                        catalog,
+                        &gathered.table,
+                        text,
+                        layout,
+                        &list_items,
+                        std::mem::take(&mut argo.known),
+                        &names,
+                        &mut outcome,
+                    )?;
                 }
             }
         }
