@@ -22,8 +22,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use image_update::api::argocd::{
-    CollectOptions, DirFiles, InputFile, KnownFiles, SizeLimit, collect, likely_target, may_hold,
-    plan, read_text, walk,
+    CollectOptions, DirFiles, InputFile, KnownFiles, SizeLimit, collect, plan, read_candidates,
 };
 use image_update::api::plan::{ImageRef, PolicyKey};
 
@@ -243,6 +242,25 @@ fn generate(root: &Path, apps: usize) -> BTreeMap<PolicyKey, ImageRef> {
     chosen
 }
 
+/// The size of every YAML file under `dir`.
+fn file_sizes(dir: &Path) -> Vec<u64> {
+    let mut out = Vec::new();
+    for entry in fs_err::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        if meta.is_dir() {
+            out.extend(file_sizes(&entry.path()));
+        } else if entry
+            .path()
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml")
+        {
+            out.push(meta.len());
+        }
+    }
+    out
+}
+
 /// Read the candidate files and plan every write-back; returns (files planned, changes) and the
 /// time of each phase (walk and read, collect, plan).
 fn run(
@@ -253,20 +271,10 @@ fn run(
     let c0 = cpu().0;
     let t0 = Instant::now();
     // The walk reads every file once: Argo CD objects are parsed, likely targets kept for the plan.
-    let walked = walk(root, |c| {
-        let text = read_text(&c.path, limit).ok()?;
-        if may_hold(&text) {
-            Some((true, text))
-        } else if likely_target(&c.rel) {
-            Some((false, text))
-        } else {
-            None
-        }
-    })
-    .unwrap();
+    let walked = read_candidates(root, limit).unwrap();
     let mut known = std::collections::HashMap::new();
     let mut argo = Vec::new();
-    for (rel, (holds, text)) in walked.results {
+    for (rel, holds, text) in walked {
         if holds {
             argo.push((rel, text));
         } else {
@@ -310,26 +318,22 @@ fn main() {
         .unwrap_or(11);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/argocd");
     let chosen = generate(&root, apps);
-    let walked = walk(&root, |c| fs_err::metadata(&c.path).ok().map(|m| m.len())).unwrap();
-    let bytes: u64 = walked.results.iter().map(|(_, n)| n).sum();
+    let sizes = file_sizes(&root);
+    let bytes: u64 = sizes.iter().sum();
     println!(
         "repository: {apps} Applications, {} images; {} YAML files, {:.1} MB",
         chosen.len(),
-        walked.results.len(),
+        sizes.len(),
         bytes as f64 / 1e6
     );
     let (files, changes, _, _) = run(&root, &chosen);
     println!("plan: {files} files to write, {changes} changed values");
     // The parser alone, on one thread, over the Applications (what collect parses).
-    let apps_text: Vec<String> = walk(&root, |c| {
-        let text = fs_err::read_to_string(&c.path).ok()?;
-        may_hold(&text).then_some(text)
-    })
-    .unwrap()
-    .results
-    .into_iter()
-    .map(|(_, t)| t)
-    .collect();
+    let apps_text: Vec<String> = read_candidates(&root, SizeLimit(64 << 20))
+        .unwrap()
+        .into_iter()
+        .filter_map(|(_, holds, text)| holds.then_some(text))
+        .collect();
     let app_bytes: usize = apps_text.iter().map(String::len).sum();
     let (parse, _, _) = time(5, || {
         for t in &apps_text {

@@ -84,6 +84,34 @@ pub mod argocd {
     pub use crate::diagnostic::Diagnostic;
     pub use crate::input::SizeLimit;
 
+    /// The texts of every file under `root` that may hold Argo CD objects (`true`) or is named
+    /// like a write-back target (`false`), by path relative to `root`, read once each by the
+    /// crate's parallel walk (as `update` reads them).
+    ///
+    /// # Errors
+    /// The walk's failure (a message).
+    pub fn read_candidates(
+        root: &std::path::Path,
+        limit: SizeLimit,
+    ) -> Result<Vec<(String, bool, String)>, String> {
+        let walked = crate::walk::walk(root, |c| {
+            let text = crate::input::read_text(&c.path, limit).ok()?;
+            if may_hold(&text) {
+                Some((true, text))
+            } else if likely_target(&c.rel) {
+                Some((false, text))
+            } else {
+                None
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(walked
+            .results
+            .into_iter()
+            .map(|(rel, (holds, text))| (rel, holds, text))
+            .collect())
+    }
+
     /// `text` with `edits` spliced in.
     ///
     /// # Errors

@@ -77,7 +77,7 @@ impl GitScope {
 /// `https://Git.example.com/acme/fleet.git`, `ssh://git@git.example.com/acme/fleet` and
 /// `git@git.example.com:acme/fleet` are one repository.
 #[must_use]
-pub fn same_repository(a: &str, b: &str) -> bool {
+pub(crate) fn same_repository(a: &str, b: &str) -> bool {
     fn normalise(url: &str) -> String {
         let url = url.trim();
         let (rest, scp) = match url.split_once("://") {
@@ -162,7 +162,7 @@ pub fn may_hold(text: &str) -> bool {
 
 /// [`may_hold`] over bytes (a walk's buffer).
 #[must_use]
-pub fn may_hold_bytes(bytes: &[u8]) -> bool {
+pub(crate) fn may_hold_bytes(bytes: &[u8]) -> bool {
     SCREEN
         .iter()
         .any(|s| memchr::memmem::find(bytes, s.as_bytes()).is_some())

@@ -46,7 +46,6 @@ pub(crate) struct ImageUpdater {
     pub write_back: WriteBackSettings,
     pub verify: Option<bool>,
     pub refs: Vec<AppRef>,
-    pub location: Location,
 }
 
 /// One `applicationRefs` entry.
@@ -449,7 +448,6 @@ pub(crate) fn read(
         errors: Vec::new(),
         warnings: Vec::new(),
     };
-    let location = file.location(file.tree.at(node, &["metadata", "name"]).unwrap_or(node));
     let mut updater = ImageUpdater {
         namespace,
         name,
@@ -457,7 +455,6 @@ pub(crate) fn read(
         write_back: WriteBackSettings::default(),
         verify: None,
         refs: Vec::new(),
-        location: location.clone(),
     };
     let Some(spec) = f.map(node, "spec", "spec") else {
         f.error(node, "spec is missing");

@@ -71,13 +71,6 @@ impl Texts {
             }
         }
     }
-
-    /// Move `other`'s texts into these.
-    pub(super) fn append(&mut self, other: &mut Texts) {
-        self.files.append(&mut other.files);
-        self.known.extend(other.known.drain());
-        self.policy_origins.extend(other.policy_origins.drain());
-    }
 }
 
 /// The texts `keep` wants of every file under `root` (relative to its base directory), for a run

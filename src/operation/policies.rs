@@ -289,6 +289,9 @@ fn unreadable(
         .caused_by(cause)
 }
 
+/// Texts kept by a walk, by path relative to its root.
+pub(super) type Kept = Vec<(String, String)>;
+
 /// The documents of every file under `root` that may hold definitions
 /// (screened by substring before parsing). They supply no results: only
 /// their definitions are read. A screened file that is not YAML (a Helm
@@ -305,7 +308,7 @@ pub(super) fn tree_definitions(
     limit: SizeLimit,
     warnings: &mut Vec<Diagnostic>,
     keep: Option<crate::updater::tree::Keep>,
-) -> Result<(Vec<PolicyDocument>, Vec<(String, String)>), Error> {
+) -> Result<(Vec<PolicyDocument>, Kept), Error> {
     // How the report names a file of the tree: relative to the update path.
     let tree_path = |rel: &str| {
         if update_path.is_empty() {
