@@ -818,6 +818,67 @@ fn check_branch(b: &Located<String>, app: &AppId) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// Where one Application writes back to git, as far as it is known before anything is planned.
+#[cfg(feature = "job")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Destination {
+    pub app: AppId,
+    /// The repository's URL.
+    pub repository: String,
+    /// The branch checked out (`None`: the remote's default branch).
+    pub checkout: Option<String>,
+    /// Where the repository is named: its setting (`git-repository`, `gitConfig.repository`),
+    /// else the Application.
+    pub location: Location,
+}
+
+/// The git destination of every Application of `catalog` whose write-back method is git (those
+/// whose settings are invalid are left out: planning reports them).
+#[cfg(feature = "job")]
+#[must_use]
+pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<Destination> {
+    let none = MemoryFiles::default();
+    catalog
+        .configs
+        .iter()
+        .filter_map(|config| {
+            let method = config.write_back.method.as_ref()?;
+            let Ok(Method::Git(_)) = Method::parse(&method.value, config.kubesphere) else {
+                return None;
+            };
+            let app = &catalog.apps[config.app];
+            let target = config
+                .write_back
+                .target
+                .as_ref()
+                .and_then(|t| {
+                    target::resolve(
+                        &Method::Git(GitCredentials::RepoCreds),
+                        Some(t),
+                        app,
+                        &app.sources.first()?.path,
+                        &catalog.options.controller_namespace,
+                    )
+                    .ok()
+                })
+                .unwrap_or(Target::Application);
+            let (source, _) = target::choose_source(app, &target, &none);
+            let to = git_destination(config, app, &app.sources[source]).ok()?;
+            let location = config
+                .write_back
+                .repository
+                .as_ref()
+                .map_or_else(|| app.location.clone(), |r| r.location.clone());
+            Some(Destination {
+                app: app.id.clone(),
+                repository: to.repository,
+                checkout: to.checkout,
+                location,
+            })
+        })
+        .collect()
+}
+
 /// Where a git write-back goes before its changes are known: the repository, the base branch as
 /// written (`""` for none), the write-branch template and where it is written, and the branch to
 /// check out (`None`: the remote's default branch).

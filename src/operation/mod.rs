@@ -322,6 +322,34 @@ pub(crate) fn observe(
     Ok(observed(&gathered.table))
 }
 
+#[cfg(feature = "job")]
+/// Where the Argo CD Applications of the policy files write back to git,
+/// known before any repository is cloned (the Job's repository and branch
+/// when no flag names them). Standard input (`-`) is left for the run.
+///
+/// # Errors
+/// Unreadable policy files; invalid Argo CD objects in them.
+pub(crate) fn argocd_destinations(
+    config: &UpdateConfig,
+) -> Result<Vec<crate::argocd::plan::Destination>, Error> {
+    let files: Vec<_> = config
+        .policy_files
+        .iter()
+        .filter(|f| f.as_os_str() != "-")
+        .cloned()
+        .collect();
+    let mut texts = Vec::new();
+    policies::read_policy_files(&files, config.max_file_size, &mut Vec::new(), &mut texts)?;
+    let mut argo = argocd::Texts::default();
+    for (origin, _, text) in texts {
+        argo.add(origin, None, text);
+    }
+    let names = argocd::Names::list(config);
+    Ok(argocd::collect(config, &[&argo.files], &names)?
+        .map(|catalog| crate::argocd::plan::git_destinations(&catalog))
+        .unwrap_or_default())
+}
+
 /// Every policy of `table` with a latest image, keyed `NAMESPACE:NAME`.
 fn observed(
     table: &crate::policies::PolicyTable,
