@@ -36,6 +36,12 @@ fn main() {
         ),
         trial(
             &env,
+            "image_updater_git_config_and_long_branch",
+            true,
+            image_updater_git_config_and_long_branch,
+        ),
+        trial(
+            &env,
             "applications_name_two_repositories",
             false,
             applications_name_two_repositories,
@@ -202,24 +208,24 @@ spec:
     )
 }
 
+/// `branch` holds the override file with the new tag, its comment kept.
+fn expect_override(env: &Env, fixture: &Fixture, branch: &str, host: &str) -> TestResult {
+    let path = format!("{branch}:deploy/web/.argocd-source-web.yaml");
+    let file = git(env, fixture, &["show", &path])?;
+    let expected =
+        format!("kustomize:\n  images:\n  - {host}/team/web:1.2.0 # set by the image updater");
+    ensure(file == expected, || format!("{path}:\n{file}"))
+}
+
 fn applications_give_repository_branches_and_message(env: &Env) -> TestResult {
     let registry = Registry::start(Auth::Anonymous);
-    for (i, tag) in ["1.0.0", "1.2.0", "2.0.0"].iter().enumerate() {
-        let created = format!("2024-01-{:02}T00:00:00Z", i + 1);
-        registry.push_image(
-            "team/web",
-            tag,
-            &ImageSpec::new("linux", "amd64", None, &created),
-        );
-    }
+    push_web(&registry);
     let host = registry.authority();
     let (fixture, release) = fleet(env, "argocd-fleet", &host)?;
     let main = git(env, &fixture, &["rev-parse", "main"])?;
     let policies = env.root.join("trees").join("argocd-fleet-app.yaml");
     fs::write(&policies, application(&env.http_url(&fixture), &host))?;
     let branch = "image-updater/argocd/web-web-1.2.0";
-    let expected_file =
-        format!("kustomize:\n  images:\n  - {host}/team/web:1.2.0 # set by the image updater\n");
 
     // No --url, no --branch: the Application gives both; the default message.
     let (mut command, parent) = job(env, "argocd-default");
@@ -242,15 +248,7 @@ fn applications_give_repository_branches_and_message(env: &Env) -> TestResult {
     ensure(changed == "deploy/web/.argocd-source-web.yaml", || {
         format!("changed files: {changed}")
     })?;
-    let file = git(
-        env,
-        &fixture,
-        &[
-            "show",
-            &format!("{branch}:deploy/web/.argocd-source-web.yaml"),
-        ],
-    )?;
-    ensure(file == expected_file.trim_end(), || file.clone())?;
+    expect_override(env, &fixture, branch, &host)?;
     let message = git(env, &fixture, &["log", "-1", "--format=%B", branch])?;
     let default = "build: automatic update of web
 
@@ -290,6 +288,82 @@ updates image team/web tag '1.0.0' to '1.2.0'";
         git(env, &fixture, &["rev-parse", branch])? != pushed,
         || "the write branch did not move".to_owned(),
     )?;
+    empty_dir(&parent)
+}
+
+/// `registry` with `team/web` 1.0.0, 1.2.0 and 2.0.0.
+fn push_web(registry: &Registry) {
+    for (i, tag) in ["1.0.0", "1.2.0", "2.0.0"].iter().enumerate() {
+        let created = format!("2024-01-{:02}T00:00:00Z", i + 1);
+        registry.push_image(
+            "team/web",
+            tag,
+            &ImageSpec::new("linux", "amd64", None, &created),
+        );
+    }
+}
+
+/// The ImageUpdater CRD's `writeBackConfig.gitConfig` names the repository (the Application's
+/// `repoURL` is another) and the `base:write` branch, whose rendering, over 255 characters, is
+/// cut to 255.
+fn image_updater_git_config_and_long_branch(env: &Env) -> TestResult {
+    use sha2::{Digest, Sha256};
+    let registry = Registry::start(Auth::Anonymous);
+    push_web(&registry);
+    let host = registry.authority();
+    let (fixture, release) = fleet(env, "argocd-crd", &host)?;
+    let url = env.http_url(&fixture);
+    let policies = env.root.join("trees").join("argocd-crd-updater.yaml");
+    fs::write(
+        &policies,
+        format!(
+            "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {{name: web, namespace: argocd}}
+spec:
+  source:
+    repoURL: https://mirror.example.test/fleet.git
+    targetRevision: main
+    path: deploy/web
+---
+apiVersion: argocd-image-updater.argoproj.io/v1alpha1
+kind: ImageUpdater
+metadata: {{name: fleet, namespace: argocd}}
+spec:
+  writeBackConfig:
+    method: git
+    gitConfig:
+      repository: {url}
+      branch: 'release:u/{{{{.SHA256}}}}/{{{{.SHA256}}}}/{{{{.SHA256}}}}/{{{{.SHA256}}}}'
+  applicationRefs:
+  - namePattern: web
+    images:
+    - {{alias: web, imageName: '{host}/team/web:~1'}}
+"
+        ),
+    )?;
+    let sha = format!("{:x}", Sha256::digest(b"team/web-1.0.0-1.2.0,".as_slice()));
+    // 261 characters rendered, cut to 255 (each path component stays short enough for a file).
+    let branch = format!("u/{sha}/{sha}/{sha}/{sha}")[..255].to_owned();
+    let (mut command, parent) = job(env, "argocd-crd");
+    let ran = run(command.arg("--policies").arg(&policies).arg("--fetch"))?;
+    ensure(
+        ran.code == Some(0) && ran.status["result"] == "pushed",
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    let heads = git(
+        env,
+        &fixture,
+        &["for-each-ref", "--format=%(refname:short)", "refs/heads/u/"],
+    )?;
+    ensure(heads == branch, || {
+        format!("write branches: {heads:?}, expected {branch:?}")
+    })?;
+    ensure(
+        git(env, &fixture, &["rev-parse", &format!("{branch}~1")])? == release,
+        || "the write branch is not on top of release".to_owned(),
+    )?;
+    expect_override(env, &fixture, &branch, &host)?;
     empty_dir(&parent)
 }
 
