@@ -74,6 +74,10 @@ base_version="$(go env GOVERSION)"
 build base go
 mkdir -p "$work/base"
 "$work/oracle-base" "$tdir/cases" "$tdir/reports" "$work/base" "${base_cases[@]}"
+# Argo CD Image Updater's commit-message and write-branch templates (Go's builtins, no Sprig).
+adir="$tdir/argocd"
+mkdir -p "$work/argocd-out"
+"$work/oracle-base" argocd "$adir/cases" "$adir/data" "$work/argocd-out"
 
 newer_version=
 if [ -x "$newer_go" ]; then
@@ -99,6 +103,9 @@ if [ -n "$updating" ]; then
   for c in "${base_cases[@]}"; do rm -f "$tdir/expected/${c}__"*; done
   cp "$work/base/"* "$tdir/expected/"
   echo "template-oracle: rewrote $(ls "$work/base" | wc -l) expectations in expected/ with Go $base_version"
+  rm -f "$adir/expected/"*
+  cp "$work/argocd-out/"* "$adir/expected/"
+  echo "template-oracle: rewrote $(ls "$work/argocd-out" | wc -l) expectations in argocd/expected/ with Go $base_version"
   if [ -z "$newer_version" ]; then
     echo "template-oracle: expected-newer-go/ NOT rewritten: no Go 1.24 or later at $newer_go" >&2
     exit 2
@@ -137,6 +144,25 @@ compare() {
 }
 
 compare expected "$work/base" "$base_version" "${base_cases[@]}"
+# The Argo CD templates: the whole directory, both ways.
+for f in "$work/argocd-out/"*; do
+  name="$(basename "$f")"
+  if [ ! -f "$adir/expected/$name" ]; then
+    echo "template-oracle: missing expectation testdata/templates/argocd/expected/$name (Go $base_version renders it)"
+    status=1
+  elif ! cmp -s "$f" "$adir/expected/$name"; then
+    echo "template-oracle: differs from Go $base_version: testdata/templates/argocd/expected/$name"
+    diff -u "$adir/expected/$name" "$f" | head -20 || true
+    status=1
+  fi
+done
+for f in "$adir/expected/"*; do
+  [ -e "$f" ] || continue
+  if [ ! -f "$work/argocd-out/$(basename "$f")" ]; then
+    echo "template-oracle: Go $base_version does not produce testdata/templates/argocd/expected/$(basename "$f")"
+    status=1
+  fi
+done
 if [ "${#newer_cases[@]}" -gt 0 ] && [ -z "$newer_version" ]; then
   echo "template-oracle: NOT CHECKED, no Go 1.24 or later at $newer_go (apt-get install golang-1.24-go from" \
     "Debian trixie, or set TEMPLATE_ORACLE_NEWER_GO): the $(ls "$tdir/expected-newer-go" | wc -l)" \
@@ -163,7 +189,7 @@ elif [ "${#newer_cases[@]}" -gt 0 ]; then
   done | sed 's/__[^ ]*\.\(out\|err\)$//' | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)/\2 (\1 reports)/'
 fi
 if [ "$status" -eq 0 ]; then
-  echo "template-oracle: $(ls "$work/base" | wc -l) expectations agree with Go $base_version," \
-    "$(ls "$work/newer" | wc -l) with Go $newer_version"
+  echo "template-oracle: $(ls "$work/base" | wc -l) + $(ls "$work/argocd-out" | wc -l) (Argo CD) expectations" \
+    "agree with Go $base_version, $(ls "$work/newer" | wc -l) with Go $newer_version"
 fi
 exit "$status"

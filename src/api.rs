@@ -97,3 +97,55 @@ pub mod objects {
     pub use crate::create::{dns_label, dns_subdomain};
     pub use crate::kubesphere::FIELDS as IMAGE_UPDATER_FIELDS;
 }
+
+/// Argo CD users: Applications and Argo CD Image Updater's settings read
+/// into a catalog, and the write-back planned from chosen images.
+pub mod argocd {
+    pub use crate::argocd::application::InputFile;
+    pub use crate::argocd::catalog::{CollectOptions, collect, may_hold};
+    pub use crate::argocd::plan::{
+        DirFiles, FieldChange, FilePlan, KnownFiles, WriteBack, likely_target, plan,
+    };
+    pub use crate::argocd::spans::SpanTree;
+    pub use crate::diagnostic::Diagnostic;
+    pub use crate::input::SizeLimit;
+
+    /// The texts of every file under `root` that may hold Argo CD objects (`true`) or is named
+    /// like a write-back target (`false`), by path relative to `root`, read once each by the
+    /// crate's parallel walk (as `update` reads them).
+    ///
+    /// # Errors
+    /// The walk's failure (a message).
+    pub fn read_candidates(
+        root: &std::path::Path,
+        limit: SizeLimit,
+    ) -> Result<Vec<(String, bool, String)>, String> {
+        let walked = crate::walk::walk(root, |c| {
+            let text = crate::input::read_text(&c.path, limit).ok()?;
+            if may_hold(&text) {
+                Some((true, text))
+            } else if likely_target(&c.rel) {
+                Some((false, text))
+            } else {
+                None
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(walked
+            .results
+            .into_iter()
+            .map(|(rel, (holds, text))| (rel, holds, text))
+            .collect())
+    }
+
+    /// `text` with `edits` spliced in.
+    ///
+    /// # Errors
+    /// Overlapping edits (a message).
+    pub fn apply_edits(
+        text: &str,
+        edits: &mut [crate::updater::rewrite::Edit],
+    ) -> Result<String, String> {
+        crate::updater::rewrite::apply(text, edits).map_err(|e| e.to_string())
+    }
+}

@@ -169,17 +169,23 @@ pub(crate) fn read_text(path: &Path, limit: SizeLimit) -> Result<String, Error> 
         read_capped(std::io::stdin().lock(), &name, limit, FILE_KNOB, &mut bytes)?;
     } else {
         let file = fs_err::File::open(path)?;
-        // A regular file's size is known: refuse before reading.
-        if file
+        // A regular file's size is known: refuse before reading, and read it in one go (without
+        // a capacity, reading through `take` starts with small probing reads).
+        let size = file
             .metadata()
-            .is_ok_and(|m| m.is_file() && m.len() > limit.bytes())
-        {
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .map(|m| m.len());
+        if size.is_some_and(|n| n > limit.bytes()) {
             return Err(ReadError::TooLarge {
                 name,
                 limit,
                 knob: FILE_KNOB,
             }
             .into());
+        }
+        if let Some(n) = size.and_then(|n| usize::try_from(n).ok()) {
+            bytes.reserve(n.saturating_add(1));
         }
         read_capped(file, &name, limit, FILE_KNOB, &mut bytes)?;
     }

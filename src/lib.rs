@@ -30,7 +30,8 @@
 //!    (the objects `create` writes), [`updater`] (find markers, splice
 //!    values; [`updater::plan`] is its pure core), [`reflector`] (policy
 //!    results from registries; the client is the `image-update-registry`
-//!    crate), [`outcome`] (what a run found and did).
+//!    crate), [`argocd`] (Argo CD Applications, Argo CD Image Updater's
+//!    settings and their write-back), [`outcome`] (what a run found and did).
 //! 2. The views the operation writes: [`render`]'s report and commit message.
 //! 3. [`operation`]: the one orchestration every front end shares; [`deploy`]:
 //!    automations into the workloads that run them.
@@ -49,6 +50,7 @@
 #![warn(unreachable_pub)]
 
 pub mod api;
+pub(crate) mod argocd;
 pub(crate) mod automation;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;

@@ -110,6 +110,9 @@ pub struct Outcome {
     /// The directory (or file) the report's paths are relative to (tree
     /// input).
     pub root: Option<TreeRoot>,
+    /// The Argo CD Applications whose images change: what each writes back
+    /// where, its commit message data and git settings.
+    pub argocd: Vec<crate::argocd::plan::AppPlan>,
 }
 
 /// The root of a tree run, for turning report paths into display paths.

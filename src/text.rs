@@ -64,9 +64,76 @@ pub fn position_of(text: &str, offset: usize) -> Position {
     }
 }
 
+/// The start of every line of one text, for many lookups into a text that
+/// no parser positioned (the Argo CD write-back's planned new texts and span
+/// trees). Lines end as [`position_of`] says.
+#[derive(Debug, Clone)]
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    #[must_use]
+    pub(crate) fn new(text: &str) -> Self {
+        let bytes = text.as_bytes();
+        let mut starts = Vec::with_capacity(text.len() / 32 + 1);
+        starts.push(0);
+        starts.extend(
+            memchr::memchr2_iter(b'\n', b'\r', bytes)
+                .filter(|&i| !(bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n')))
+                .map(|i| i + 1),
+        );
+        Self { starts }
+    }
+
+    /// The position of `offset` (clamped to the text, and to a character
+    /// boundary) in `text`, which must be the text this index was built
+    /// from: the same as [`position_of`], without reading the text up to it.
+    #[must_use]
+    pub(crate) fn position(&self, text: &str, offset: usize) -> Position {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self
+            .starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1);
+        let start = self.starts.get(line).copied().unwrap_or(0);
+        let mut prefix = text.get(start..offset).unwrap_or("");
+        if line == 0 {
+            prefix = prefix.strip_prefix('\u{feff}').unwrap_or(prefix);
+        }
+        Position {
+            line: line + 1,
+            column: prefix.chars().count() + 1,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_line_index_agrees_with_position_of() {
+        for text in [
+            "a: 1\né: x\n\r\nlast",
+            "\u{feff}a\rb\r\nc\n",
+            "",
+            "x\r",
+            "é\n\n",
+        ] {
+            let index = LineIndex::new(text);
+            for offset in 0..=text.len() + 2 {
+                assert_eq!(
+                    index.position(text, offset),
+                    position_of(text, offset),
+                    "{text:?} at {offset}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn positions_are_one_based_and_count_chars() {

@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("create", 1),
     ("updater", 1),
     ("reflector", 1),
+    ("argocd", 1),
     ("outcome", 1),
     ("render", 2),
     ("render::report", 2),

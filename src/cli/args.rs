@@ -356,6 +356,48 @@ pub(crate) struct UpdateArgs {
     /// when nothing changed).
     #[arg(long, value_name = "FILE|-", help_heading = "Commit message")]
     pub commit_message_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub argocd: ArgoArgs,
+}
+
+/// Argo CD Applications (`update`, `job`; docs/argocd.md).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ArgoArgs {
+    /// The namespace Argo CD runs in: Applications and ImageUpdaters
+    /// without a namespace are in it, and it names the override files
+    /// (.argocd-source-APP.yaml for Applications in it,
+    /// .argocd-source-NAMESPACE_APP.yaml for others). Default: argocd.
+    #[arg(long, value_name = "NAMESPACE", value_parser = parse_namespace, help_heading = "Argo CD")]
+    pub argocd_namespace: Option<String>,
+
+    /// Argo CD Image Updater's commit message template (Go text/template
+    /// over .AppName and .AppChanges), rendered for each Argo CD Application
+    /// that changes when no --commit-template is given; default: Argo CD
+    /// Image Updater's default message.
+    #[arg(long, value_name = "FILE", help_heading = "Argo CD")]
+    pub argocd_commit_template: Option<PathBuf>,
+}
+
+/// A namespace flag ([`crate::operation::config::namespace`]), for clap.
+pub(crate) fn parse_namespace(s: &str) -> Result<String, String> {
+    crate::operation::config::namespace(s).map_err(|e| e.to_string())
+}
+
+impl ArgoArgs {
+    /// Sets the Argo CD settings of `config`.
+    ///
+    /// # Errors
+    /// An unreadable template file (or one over `limit`).
+    pub(crate) fn apply(&self, config: &mut UpdateConfig, limit: SizeLimit) -> Result<(), Error> {
+        if let Some(namespace) = &self.argocd_namespace {
+            config.argocd.controller_namespace.clone_from(namespace);
+        }
+        if let Some(file) = &self.argocd_commit_template {
+            config.argocd.commit_template = Some(crate::input::read_text(file, limit)?);
+        }
+        Ok(())
+    }
 }
 
 /// Where the policy results come from (`update`, `job`).
@@ -574,6 +616,7 @@ impl UpdateArgs {
             ..UpdateConfig::default()
         };
         self.source.apply(&mut config)?;
+        self.argocd.apply(&mut config, self.max_file_size)?;
         if let Some(file) = &self.automation {
             config =
                 config.with_automation(crate::automation::read_file(file, self.max_file_size)?);

@@ -13,7 +13,7 @@ use image_update_forge::{Credentials, MergeMethod, Options, Provider, WhenNothin
 use image_update_git::{Auth, Author, CheckoutRef, Remote, RemoteSettings, RetryPolicy};
 
 use super::Exit;
-use super::args::{MessageArgs, PolicySourceArgs, RegistryArgs};
+use super::args::{ArgoArgs, MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
 use crate::git_repository::{self, GitRepository};
@@ -90,7 +90,8 @@ Examples:
 pub(crate) struct JobArgs {
     /// The repository: https://, ssh:// or user@host:path (plain http:// only to
     /// loopback; file:// and paths only with --allow-local).
-    /// Default: the --git-repository's spec.url.
+    /// Default: the --git-repository's spec.url, else the repository the Argo
+    /// CD Applications of the --policies files write back to.
     #[arg(long, value_name = "URL", help_heading = "Repository")]
     pub url: Option<String>,
 
@@ -131,7 +132,8 @@ pub(crate) struct JobArgs {
     pub secrets: Vec<PathBuf>,
 
     /// Check out this branch (default: the automation's checkout ref, else the
-    /// GitRepository's spec.ref, else the remote's default branch).
+    /// GitRepository's spec.ref, else the base branch the Argo CD Applications
+    /// of the --policies files write back to, else the remote's default branch).
     #[arg(
         long,
         value_name = "NAME",
@@ -225,6 +227,9 @@ pub(crate) struct JobArgs {
 
     #[command(flatten)]
     pub source: PolicySourceArgs,
+
+    #[command(flatten)]
+    pub argocd: ArgoArgs,
 
     /// Follow a Flux ImageUpdateAutomation: its namespace and
     /// spec.policySelector scope the policies, spec.update.path limits the
@@ -653,11 +658,6 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         }
         _ => None,
     };
-    let url = match (&args.url, &repository) {
-        (Some(url), _) => url.clone(),
-        (None, Some(r)) => r.url.clone(),
-        (None, None) => return Err(no_repository(automation.as_ref(), automation_file, args)),
-    };
     let mut update = UpdateConfig {
         fetch: args.registry.fetch_settings_if(args.fetch)?,
         mode: Mode::Apply,
@@ -671,6 +671,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     if let Some(policies) = member.as_ref().and_then(|m| m.policies.clone()) {
         update.policy_files.push(policies);
     }
+    args.argocd.apply(&mut update, args.max_file_size)?;
     if let Some(automation) = automation.clone() {
         update = update.with_automation(automation);
         if let Some(file) = automation_file {
@@ -702,7 +703,30 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             .clone()
             .unwrap_or_else(|| commit.author_email.clone()),
     };
-    let reference = checkout_ref(args, automation.as_ref(), repository.as_ref())?;
+    // Argo CD Applications of the policy files name the repository and base branch when
+    // nothing else does.
+    let argo = match (&args.url, &repository) {
+        (None, None) => crate::job::argocd::destination(&update)?,
+        _ => None,
+    };
+    let url = match args
+        .url
+        .clone()
+        .or_else(|| repository.as_ref().map(|r| r.url.clone()))
+        .or_else(|| argo.as_ref().map(|d| d.url.clone()))
+    {
+        Some(url) => url,
+        None => return Err(no_repository(automation.as_ref(), automation_file, args)),
+    };
+    // With --url, the Applications that write to it give the base branch when they agree; a
+    // policy file that cannot be read here fails the run, which reports it.
+    let argo_branch = || match &argo {
+        Some(d) => d.checkout.clone(),
+        None => crate::job::argocd::checkout_for(&update, &url)
+            .ok()
+            .flatten(),
+    };
+    let reference = checkout_ref(args, automation.as_ref(), repository.as_ref(), argo_branch)?;
     let push_spec = git
         .as_ref()
         .and_then(|g| g.push.clone())
@@ -819,7 +843,11 @@ fn no_repository(
                 .at(crate::automation::source_ref_location(file, args.max_file_size)),
             ])
         }
-        _ => Error::Usage("give --url or --git-repository".to_owned()),
+        _ => Error::Usage(
+            "give --url or --git-repository (or --policies with Argo CD Applications that \
+             write back to git)"
+                .to_owned(),
+        ),
     }
 }
 
@@ -980,11 +1008,13 @@ fn forge_config(
 }
 
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,
-/// else the GitRepository's `spec.ref`, else the remote's default branch.
+/// else the GitRepository's `spec.ref`, else the Argo CD Applications' base
+/// branch, else the remote's default branch.
 fn checkout_ref(
     args: &JobArgs,
     automation: Option<&Automation>,
     repository: Option<&GitRepository>,
+    argo_branch: impl FnOnce() -> Option<String>,
 ) -> Result<CheckoutTarget, Error> {
     let flag = if let Some(branch) = &args.branch {
         Some(CheckoutRef::Branch(branch.clone()))
@@ -1011,6 +1041,7 @@ fn checkout_ref(
                 .and_then(|r| r.reference.as_ref())
                 .and_then(checkout::from_git_ref)
         })
+        .or_else(|| argo_branch().map(|b| CheckoutTarget::Checkout(CheckoutRef::Branch(b))))
         .unwrap_or(CheckoutTarget::Checkout(CheckoutRef::DefaultBranch));
     if let CheckoutTarget::Semver(range) = &reference {
         crate::reflector::selection::semver::Range::parse(range)

@@ -40,6 +40,7 @@ use crate::policies::{ImageRef, PolicyKey};
 use crate::render::report::Report;
 use crate::sink::interrupt;
 
+pub(crate) mod argocd;
 pub(crate) mod checkout;
 pub(crate) mod credentials;
 pub(crate) mod pull_request;
@@ -679,8 +680,15 @@ fn run_in(
             .switch_branch(branch)
             .map_err(JobError::git("switching to the push branch"))?;
     }
-    let outcome = operation::run(&config.update, Input::Tree(checkout.work_dir()))
-        .map_err(JobError::Update)?;
+    // Argo CD Applications that write back to git elsewhere are left alone.
+    let update = argocd::scoped(
+        &config.update,
+        &url,
+        checkout.checkout_branch(),
+        reference == CheckoutRef::DefaultBranch,
+    );
+    let outcome =
+        operation::run(&update, Input::Tree(checkout.work_dir())).map_err(JobError::Update)?;
     observer.event(&Event::Updated(&outcome));
     for warning in outcome.warnings() {
         observer.event(&Event::Warning(warning));
@@ -715,6 +723,18 @@ fn run_in(
         observer.event(&Event::NothingToChange);
         return Ok(status);
     };
+    // Argo CD Applications that write back to git here push to their write branch, unless
+    // --push-branch names one.
+    if config.push.branch.is_none()
+        && let Some(branch) = argocd::write_branch(&outcome).map_err(JobError::Update)?
+    {
+        checkout
+            .switch_branch(&branch)
+            .map_err(JobError::git("switching to the Argo CD write branch"))?;
+    }
+    for warning in argocd::warnings(&outcome) {
+        observer.event(&Event::Warning(&warning));
+    }
     let settings = CommitSettings {
         author: &config.author,
         signer: config.signer.as_ref(),
@@ -733,7 +753,7 @@ fn run_in(
         refspecs: config.push.refspec.iter().cloned().collect(),
         options: config.push.options.clone(),
     };
-    let again = reapply_config(&config.update, &outcome);
+    let again = reapply_config(&update, &outcome);
     let mut latest = None;
     let pushed = push_with_retry(&mut checkout, &request, &settings, &config.retry, |tree| {
         let outcome = operation::run(&again, Input::Tree(tree))?;

@@ -18,7 +18,8 @@
 //!   `builder`). The ConfigMap takes them as `verifyKey`,
 //!   `verifyIdentity`, `verifyIdentityRegexp`, `verifyIssuer`,
 //!   `verifyIssuerRegexp`, `trustedRoot` (JSON text), `verifyRequire`,
-//!   `minAge` and `ageSource`.
+//!   `minAge` and `ageSource`. Both kinds take `argocdNamespace` (the
+//!   namespace Argo CD runs in, `argocd` by default; docs/argocd.md).
 //! * Flux `ImageUpdateAutomation` (`image.toolkit.fluxcd.io`), read by
 //!   [`crate::automation`] as in every mode: only the ImagePolicies among
 //!   the items that live in the automation's namespace and match
@@ -194,6 +195,7 @@ impl Reader {
                         self.supply_chain_value(key, &text, &field);
                     }
                 }
+                "argocdNamespace" => self.argocd_namespace(&text, &field),
                 "check" | "dryRun" | "fetch" | "noDowngrade" => match text.as_str() {
                     "true" => self.set(key),
                     "false" | "" => {}
@@ -202,7 +204,7 @@ impl Reader {
                     )),
                 },
                 _ => self.fail(format!(
-                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade, verifyKey, verifyIdentity, verifyIdentityRegexp, verifyIssuer, verifyIssuerRegexp, trustedRoot, verifyRequire, minAge, ageSource"
+                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade, verifyKey, verifyIdentity, verifyIdentityRegexp, verifyIssuer, verifyIssuerRegexp, trustedRoot, verifyRequire, minAge, ageSource, argocdNamespace"
                 )),
             }
         }
@@ -247,6 +249,11 @@ impl Reader {
                     Value::String(p) => self.config.update_path = normalise_path(p),
                     _ => self.fail(format!("{field}: expected a string")),
                 },
+                "argocdNamespace" => match v {
+                    Value::Null => {}
+                    Value::String(ns) => self.argocd_namespace(ns, &field),
+                    _ => self.fail(format!("{field}: expected a string")),
+                },
                 "check" | "dryRun" | "fetch" | "noDowngrade" => match v {
                     Value::Bool(true) => self.set(key),
                     Value::Bool(false) | Value::Null => {}
@@ -259,7 +266,7 @@ impl Reader {
                     _ => self.fail(format!("{field}: expected a string")),
                 },
                 _ => self.fail(format!(
-                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch, noDowngrade, verify, minAge and ageSource"
+                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch, noDowngrade, verify, minAge, ageSource and argocdNamespace"
                 )),
             }
         }
@@ -458,6 +465,13 @@ impl Reader {
         }
     }
 
+    fn argocd_namespace(&mut self, text: &str, what: &str) {
+        match crate::operation::config::namespace(text) {
+            Ok(ns) => self.config.argocd.controller_namespace = ns,
+            Err(e) => self.fail(format!("{what}: {e}")),
+        }
+    }
+
     fn select(&mut self, what: &str, selector: Selector) {
         self.config.select(what, selector);
     }
@@ -517,6 +531,20 @@ mod tests {
         assert_eq!(c.update_path, "apps");
         assert_eq!(c.mode, Mode::DryRun);
         assert_eq!(c.scope.selectors.len(), 1);
+        assert_eq!(c.argocd.controller_namespace, "argocd");
+        let c = read(&value(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {argocdNamespace: gitops}\n",
+        ))
+        .unwrap();
+        assert_eq!(c.argocd.controller_namespace, "gitops");
+        let errors = read(&value(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {argocdNamespace: Not_A_Namespace}\n",
+        ))
+        .unwrap_err();
+        assert!(
+            messages(&errors)[0].contains("is not a namespace name"),
+            "{errors:?}"
+        );
     }
 
     #[test]

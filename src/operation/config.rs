@@ -62,6 +62,55 @@ pub struct UpdateConfig {
     /// Job's retry after a lost push race), with what the supply-chain gate
     /// found then: the report and the commit message still say it.
     pub carried: Vec<crate::reflector::Resolved>,
+    /// How Argo CD Applications are read and written back.
+    pub argocd: ArgoSettings,
+}
+
+/// The settings of Argo CD Applications' write-back (`docs/argocd.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgoSettings {
+    /// The namespace Argo CD runs in (`--argocd-namespace`): Applications
+    /// without a namespace are in it, and it names the override files.
+    pub controller_namespace: String,
+    /// Argo CD Image Updater's commit message template
+    /// (`--argocd-commit-template`); `None` is its default message.
+    pub commit_template: Option<String>,
+    /// The repository and branch a Job writes: Applications that write back
+    /// to git elsewhere are left alone.
+    pub git_scope: Option<crate::argocd::catalog::GitScope>,
+}
+
+impl Default for ArgoSettings {
+    fn default() -> Self {
+        Self {
+            controller_namespace: DEFAULT_ARGOCD_NAMESPACE.to_owned(),
+            commit_template: None,
+            git_scope: None,
+        }
+    }
+}
+
+/// The namespace Argo CD runs in unless told otherwise.
+pub(crate) const DEFAULT_ARGOCD_NAMESPACE: &str = "argocd";
+
+/// A Kubernetes namespace name (`--argocd-namespace`, a functionConfig's
+/// `argocdNamespace`): a DNS label, 1 to 63 lowercase letters, digits and
+/// `-`, starting and ending with a letter or digit.
+///
+/// # Errors
+/// Anything else.
+pub(crate) fn namespace(text: &str) -> Result<String, ValueError> {
+    let ok = (1..=63).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !text.starts_with('-')
+        && !text.ends_with('-');
+    if ok {
+        Ok(text.to_owned())
+    } else {
+        Err(ValueError::NotNamespace(text.to_owned()))
+    }
 }
 
 impl UpdateConfig {
@@ -162,6 +211,8 @@ pub enum ValueError {
     NotDuration(String),
     #[error("{0}")]
     Setting(String),
+    #[error("{0:?} is not a namespace name (lowercase letters, digits and `-`, at most 63)")]
+    NotNamespace(String),
 }
 
 /// A commit message value, `KEY=VALUE` (the value may hold `=`).

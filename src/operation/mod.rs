@@ -15,6 +15,7 @@
 //! [`Outcome`] their own way. `run` prints nothing and chooses no exit
 //! status.
 
+mod argocd;
 pub(crate) mod config;
 mod list;
 mod policies;
@@ -81,9 +82,23 @@ pub(crate) fn run_then(
     before_commit: BeforeCommit<'_>,
 ) -> Result<Outcome, Error> {
     let mut early = Vec::new();
-    let mut documents =
-        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
+    let mut argo_policy_files = Vec::new();
+    let mut documents = policies::read_policy_files(
+        &config.policy_files,
+        config.max_file_size,
+        &mut early,
+        &mut argo_policy_files,
+    )?;
     let mut prepared = None;
+    // The texts Argo CD objects are read from: the policy files, and the
+    // tree's files that may hold them (with the write-back targets), read by
+    // the definitions' walk when fetching, by a walk of their own when the
+    // marker scan walks only the update path, else by the marker scan.
+    let mut argo = argocd::Texts::default();
+    let mut argo_warnings = Vec::new();
+    let mut keep_in_scan = false;
+    let mut argo_base = None;
+    let mut list_items = Vec::new();
     match &input {
         Input::Tree(path) => {
             if !path.exists() {
@@ -100,17 +115,44 @@ pub(crate) fn run_then(
                 )
                 .map_err(tree_error)?,
             );
-            if config.fetch.is_some() {
-                documents.extend(policies::tree_definitions(
+            let kept = if config.fetch.is_some() {
+                let (found, kept) = policies::tree_definitions(
                     path,
                     &config.update_path,
                     config.max_file_size,
                     &mut early,
-                )?);
+                    Some(argocd::keep),
+                )?;
+                documents.extend(found);
+                kept
+            } else if !config.update_path.is_empty() {
+                argocd::read_tree(path, config.max_file_size, &mut argo_warnings)?
+            } else {
+                keep_in_scan = true;
+                Vec::new()
+            };
+            for (rel, text) in kept {
+                argo.add(rel.clone(), Some(rel), text);
             }
+            let base = crate::walk::base_dir(path);
+            // A policy file inside the tree is read as the tree's.
+            let canonical_base = fs_err::canonicalize(&base).ok();
+            for (origin, file, text) in argo_policy_files {
+                let inside = canonical_base
+                    .as_ref()
+                    .is_some_and(|b| fs_err::canonicalize(&file).is_ok_and(|f| f.starts_with(b)));
+                if !inside {
+                    argo.add(origin, None, text);
+                }
+            }
+            argo_base = Some(base);
         }
         Input::ResourceList { text, layout, .. } => {
             documents.extend(list_documents(text, layout)?);
+            list_items = argocd::list_items(text, layout, &mut argo);
+            for (origin, _, text) in argo_policy_files {
+                argo.add(origin, None, text);
+            }
         }
     }
     let given = config_documents(config, &documents);
@@ -118,7 +160,22 @@ pub(crate) fn run_then(
     if let Some(message) = &config.message {
         message.check()?;
     }
-    let gathered = policies::gather(config, &documents)?;
+    argocd::check(config)?;
+    let names = match &argo_base {
+        Some(base) => argocd::Names::tree(base, config, &argo),
+        None => argocd::Names::list(config),
+    };
+    early.extend(names.fix(argo_warnings));
+    // Fetching, the Applications' images are definitions: they are read
+    // before the policy table is built.
+    let fetching = config.fetch.is_some();
+    let early_catalog = if fetching {
+        argocd::collect(config, &[&argo.files], &names)?
+    } else {
+        None
+    };
+    let argo_definitions = argocd::definitions(early_catalog.as_ref(), &documents, &names)?;
+    let gathered = policies::gather(config, &documents, argo_definitions)?;
     let mut diagnostics = gathered.notes;
     diagnostics.extend(early);
     let mut outcome = Outcome {
@@ -142,6 +199,7 @@ pub(crate) fn run_then(
         );
     }
     outcome.observed_policies = observed(&gathered.table);
+    let mut marker_changes = Vec::new();
     if let Some(automation) = config.suspended() {
         let what = automation.describe();
         outcome.diagnostics.push(Diagnostic::note(format!(
@@ -151,14 +209,64 @@ pub(crate) fn run_then(
     } else {
         match input {
             Input::Tree(path) => {
-                absorb_tree(config, path, &gathered.table, &mut outcome)?;
+                let keep = keep_in_scan.then_some(argocd::keep as crate::updater::tree::Keep);
+                let mut late = argocd::Texts::default();
+                for (rel, text) in absorb_tree(config, path, &gathered.table, &mut outcome, keep)? {
+                    late.add(rel.clone(), Some(rel), text);
+                }
+                marker_changes.clone_from(&outcome.changes);
+                let late_catalog;
+                let catalog = match &early_catalog {
+                    Some(c) => Some(c),
+                    None => {
+                        late_catalog =
+                            argocd::collect(config, &[&argo.files, &late.files], &names)?;
+                        late_catalog.as_ref()
+                    }
+                };
+                if let (Some(catalog), Some(base)) = (catalog, &argo_base) {
+                    let mut known = std::mem::take(&mut argo.known);
+                    known.extend(late.known);
+                    argocd::plan_tree(
+                        config,
+                        catalog,
+                        &gathered.table,
+                        base,
+                        known,
+                        &names,
+                        &mut outcome,
+                    )?;
+                }
             }
-            Input::ResourceList { scan, .. } => {
+            Input::ResourceList { text, layout, scan } => {
                 check_item_paths(&config.update_path, &scan)?;
                 let planned = plan::plan_edits(scan, &gathered.table, config.plan, |object| {
                     in_update_path(&config.update_path, object)
                 });
                 absorb_list(planned, &mut outcome, config.mode.writes());
+                let late_catalog;
+                let catalog = match &early_catalog {
+                    Some(c) => Some(c),
+                    None => {
+                        late_catalog = argocd::collect(config, &[&argo.files], &names)?;
+                        late_catalog.as_ref()
+                    }
+                };
+                if let Some(catalog) = catalog {
+                    // Only with Argo CD objects: a large list has many changes.
+                    marker_changes.clone_from(&outcome.changes);
+                    argocd::plan_list(
+                        config,
+                        catalog,
+                        &gathered.table,
+                        text,
+                        layout,
+                        &list_items,
+                        std::mem::take(&mut argo.known),
+                        &names,
+                        &mut outcome,
+                    )?;
+                }
             }
         }
     }
@@ -169,7 +277,16 @@ pub(crate) fn run_then(
     if let Some(message) = &config.message
         && !report.file_changes.is_empty()
     {
-        outcome.commit_message = Some(message.render(&report)?);
+        let marker_report = Report::of(&Outcome {
+            changes: marker_changes,
+            ..Outcome::default()
+        });
+        outcome.commit_message = Some(
+            match argocd::commit_message(config, message, &outcome, &marker_report)? {
+                Some(m) => m,
+                None => message.render(&report)?,
+            },
+        );
     }
     let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
     let journal_dir = prepared.as_ref().map(|p| p.dir.as_path());
@@ -201,10 +318,42 @@ pub(crate) fn observe(
     config: &UpdateConfig,
 ) -> Result<std::collections::BTreeMap<String, crate::policies::ImageRef>, Error> {
     let mut early = Vec::new();
-    let documents =
-        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
-    let gathered = policies::gather(config, &documents)?;
+    let documents = policies::read_policy_files(
+        &config.policy_files,
+        config.max_file_size,
+        &mut early,
+        &mut Vec::new(),
+    )?;
+    let gathered = policies::gather(config, &documents, Vec::new())?;
     Ok(observed(&gathered.table))
+}
+
+#[cfg(feature = "job")]
+/// Where the Argo CD Applications of the policy files write back to git,
+/// known before any repository is cloned (the Job's repository and branch
+/// when no flag names them). Standard input (`-`) is left for the run.
+///
+/// # Errors
+/// Unreadable policy files; invalid Argo CD objects in them.
+pub(crate) fn argocd_destinations(
+    config: &UpdateConfig,
+) -> Result<Vec<crate::argocd::plan::Destination>, Error> {
+    let files: Vec<_> = config
+        .policy_files
+        .iter()
+        .filter(|f| f.as_os_str() != "-")
+        .cloned()
+        .collect();
+    let mut texts = Vec::new();
+    policies::read_policy_files(&files, config.max_file_size, &mut Vec::new(), &mut texts)?;
+    let mut argo = argocd::Texts::default();
+    for (origin, _, text) in texts {
+        argo.add(origin, None, text);
+    }
+    let names = argocd::Names::list(config);
+    Ok(argocd::collect(config, &[&argo.files], &names)?
+        .map(|catalog| crate::argocd::plan::git_destinations(&catalog))
+        .unwrap_or_default())
 }
 
 /// Every policy of `table` with a latest image, keyed `NAMESPACE:NAME`.
@@ -362,7 +511,8 @@ fn absorb_tree(
     path: &Path,
     table: &crate::policies::PolicyTable,
     outcome: &mut Outcome,
-) -> Result<(), Error> {
+    keep: Option<crate::updater::tree::Keep>,
+) -> Result<Vec<(String, String)>, Error> {
     let root = if config.update_path.is_empty() {
         path.to_path_buf()
     } else {
@@ -386,6 +536,7 @@ fn absorb_tree(
             keep_old: config.outputs.keep_old_text,
             writing_in_place: config.mode.writes() && in_place,
             max_file_size: config.max_file_size,
+            keep,
         },
     )
     .map_err(tree_error)?;
@@ -437,7 +588,7 @@ fn absorb_tree(
         skipped: tree.skipped,
     };
     outcome.root = Some(tree_root);
-    Ok(())
+    Ok(tree.kept)
 }
 
 /// The warnings of one planned text as diagnostics; `location` gives each

@@ -25,8 +25,9 @@ pub(super) struct Gathered {
 }
 
 /// Build the policy table of a run from the config's values and the
-/// policy `documents`, fetching the definitions among them when the config
-/// says so (and the automation is not suspended).
+/// policy `documents`, fetching the definitions among them and the
+/// `extra` ones (Argo CD images) when the config says so (and the
+/// automation is not suspended).
 ///
 /// # Errors
 /// Every invalid policy or definition at once; every policy that could not
@@ -34,6 +35,7 @@ pub(super) struct Gathered {
 pub(super) fn gather(
     config: &UpdateConfig,
     documents: &[PolicyDocument],
+    extra: Vec<Definition>,
 ) -> Result<Gathered, Error> {
     let fetching = config.fetch.is_some();
     let mut g = Gathered::default();
@@ -77,7 +79,20 @@ pub(super) fn gather(
     }
     if fetching {
         match reflector::collect(documents) {
-            Ok(definitions) => {
+            Ok(mut definitions) => {
+                for d in extra {
+                    if let Some(first) = definitions.iter().find(|f| f.key == d.key) {
+                        errors.push(
+                            Diagnostic::error(format!(
+                                "policy {} is defined twice: by {} and by {}",
+                                d.key, first.source, d.source
+                            ))
+                            .at(d.location.clone()),
+                        );
+                    } else {
+                        definitions.push(d);
+                    }
+                }
                 for d in definitions {
                     if let Some(why) = config.scope.excludes(&d.key, &d.labels) {
                         g.table.exclude(d.key.clone(), &why);
@@ -202,9 +217,14 @@ pub(crate) fn client_settings(
     Ok(settings)
 }
 
+/// A policy file that may hold Argo CD objects: how messages name it, its
+/// path, its text.
+pub(super) type ArgoPolicyFile = (String, PathBuf, String);
+
 /// Read the policy files (`-` is stdin): every ImagePolicy in them may be
-/// a supplied result. A file that holds no Flux image object at all gets a
-/// warning (in `warnings`).
+/// a supplied result. A file that holds no Flux image object at all (nor an
+/// Argo CD one) gets a warning (in `warnings`). The texts of the files that
+/// may hold Argo CD objects go into `argo`.
 ///
 /// # Errors
 /// An unreadable file, or one that is not YAML (at its line and column).
@@ -212,6 +232,7 @@ pub(super) fn read_policy_files(
     files: &[PathBuf],
     limit: SizeLimit,
     warnings: &mut Vec<Diagnostic>,
+    argo: &mut Vec<ArgoPolicyFile>,
 ) -> Result<Vec<PolicyDocument>, Error> {
     let mut out = Vec::new();
     for file in files {
@@ -241,10 +262,11 @@ pub(super) fn read_policy_files(
                 .iter()
                 .any(|o| reflector::definitions::may_hold(o.value))
         });
-        if !holds_policies {
+        let holds_argo = crate::argocd::catalog::may_hold(&text);
+        if !holds_policies && !holds_argo {
             warnings.push(
                 Diagnostic::warning(
-                    "holds no ImagePolicy, ImageRepository or ImageUpdater, so it supplies no policy",
+                    "holds no ImagePolicy, ImageRepository, ImageUpdater or Argo CD Application, so it supplies no policy",
                 )
                 .at(Location::new(origin.clone(), None)),
             );
@@ -256,6 +278,9 @@ pub(super) fn read_policy_files(
             dir: dir.clone(),
             supplies: true,
         }));
+        if holds_argo {
+            argo.push((origin, file.clone(), text));
+        }
     }
     Ok(out)
 }
@@ -273,11 +298,15 @@ fn unreadable(
         .caused_by(cause)
 }
 
+/// Texts kept by a walk, by path relative to its root.
+pub(super) type Kept = Vec<(String, String)>;
+
 /// The documents of every file under `root` that may hold definitions
 /// (screened by substring before parsing). They supply no results: only
 /// their definitions are read. A screened file that is not YAML (a Helm
 /// template of an ImagePolicy) gets a warning in `warnings` and is left
-/// out.
+/// out. The texts `keep` asks for (Argo CD objects and write-back targets)
+/// are returned too, by path relative to `root`.
 ///
 /// # Errors
 /// A walk failure. A file that cannot be read (or is over the size
@@ -287,7 +316,8 @@ pub(super) fn tree_definitions(
     update_path: &str,
     limit: SizeLimit,
     warnings: &mut Vec<Diagnostic>,
-) -> Result<Vec<PolicyDocument>, Error> {
+    keep: Option<crate::updater::tree::Keep>,
+) -> Result<(Vec<PolicyDocument>, Kept), Error> {
     // How the report names a file of the tree: relative to the update path.
     let tree_path = |rel: &str| {
         if update_path.is_empty() {
@@ -309,17 +339,19 @@ pub(super) fn tree_definitions(
         if let Err(e) = read_capped(file, &name, limit, FILE_KNOB, &mut bytes) {
             return Some(Err(unreadable(&c.path, tree_path(&c.rel), e)));
         }
+        let kept = keep.is_some_and(|keep| keep(&c.rel, &bytes));
         // Files that are not UTF-8 are the updater's to report.
         let Ok(text) = String::from_utf8(bytes) else {
             return None;
         };
         if !reflector::may_define(&text) {
-            return None;
+            return kept.then(|| Ok((Vec::new(), Some(text))));
         }
         let origin = c.path.display().to_string();
         let dir = c.path.parent().map(Path::to_path_buf);
+        let parsed = yaml::parse_documents(&text);
         Some(
-            yaml::parse_documents(&text)
+            parsed
                 .map_err(|e| {
                     let mut at = Location::new(origin.clone(), e.position);
                     at.tree_path = tree_path(&c.rel);
@@ -334,7 +366,7 @@ pub(super) fn tree_definitions(
                     )
                 })
                 .map(|documents| {
-                    documents
+                    let documents = documents
                         .into_iter()
                         .map(|document| PolicyDocument {
                             document,
@@ -343,16 +375,23 @@ pub(super) fn tree_definitions(
                             dir: dir.clone(),
                             supplies: false,
                         })
-                        .collect::<Vec<_>>()
+                        .collect::<Vec<_>>();
+                    (documents, kept.then_some(text))
                 }),
         )
     })?;
     let mut out = Vec::new();
-    for (_, result) in walked.results {
+    let mut texts = Vec::new();
+    for (rel, result) in walked.results {
         match result {
-            Ok(documents) => out.extend(documents),
+            Ok((documents, kept)) => {
+                out.extend(documents);
+                if let Some(text) = kept {
+                    texts.push((rel, text));
+                }
+            }
             Err(warning) => warnings.push(warning),
         }
     }
-    Ok(out)
+    Ok((out, texts))
 }

@@ -121,6 +121,11 @@ pub enum Kind {
         /// `NAMESPACE/NAME` of the ImageUpdater.
         updater: String,
     },
+    /// An image of an Argo CD Application (`crate::argocd`).
+    ArgoCd {
+        /// `NAMESPACE/NAME` of the Application.
+        app: String,
+    },
 }
 
 /// One policy to resolve against a registry.
@@ -366,7 +371,7 @@ pub fn collect(documents: &[PolicyDocument]) -> Result<Vec<Definition>, Vec<Diag
     }
 }
 
-fn is_secret(value: &Value) -> bool {
+pub(crate) fn is_secret(value: &Value) -> bool {
     value.get("kind").and_then(Value::as_str) == Some("Secret")
         && value.get("apiVersion").and_then(Value::as_str) == Some("v1")
 }
@@ -671,7 +676,7 @@ pub(super) fn credential_source(
 
 /// The `.dockerconfigjson` payload of a Secret: `data` (base64) or
 /// `stringData`.
-fn secret_config_json(secret: &Value, origin: &str) -> Result<String, String> {
+pub(crate) fn secret_config_json(secret: &Value, origin: &str) -> Result<String, String> {
     let kind = secret.get("type").and_then(Value::as_str).unwrap_or("");
     if kind != DOCKER_CONFIG_JSON_TYPE {
         return Err(format!(

@@ -32,7 +32,7 @@ fn image_ref(r: &ImageRef) -> Value {
 pub(crate) fn image_policy(definition: &Definition, resolved: &Resolved) -> Value {
     let mut object = match &definition.kind {
         Kind::FluxPolicy { object } => object.clone(),
-        Kind::KubeSphere { updater } => json!({
+        Kind::KubeSphere { updater } | Kind::ArgoCd { app: updater } => json!({
             "apiVersion": "image.toolkit.fluxcd.io/v1",
             "kind": "ImagePolicy",
             "metadata": {

@@ -213,7 +213,14 @@ pub(crate) fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
     let text = similar::TextDiff::from_lines(old, &update.new_text)
         .unified_diff()
         .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .header(
+            &if update.created {
+                "/dev/null".to_owned()
+            } else {
+                format!("a/{path}")
+            },
+            &format!("b/{path}"),
+        )
         .to_string();
     if !paint.0 {
         return text;

@@ -296,14 +296,73 @@ pub(crate) fn commit(
         action,
         source,
     };
+    // Directories a new file needs are created first, and removed again
+    // when the commit writes nothing.
+    let mut created = Vec::new();
     for w in writes {
-        if let Some(parent) = w.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs_err::create_dir_all(parent)
-                .map_err(|e| staging(w.target, "create its directory", e))?;
+        if let Some(parent) = w.target.parent().filter(|p| !p.as_os_str().is_empty())
+            && let Err(e) = create_dirs(parent, &mut created)
+        {
+            remove_dirs(&created);
+            return Err(staging(w.target, "create its directory", e));
         }
     }
+    let result = commit_staged(writes, slots, &dir, &id, faults, before_rename);
+    if result
+        .as_ref()
+        .is_err_and(|e| !matches!(e, CommitError::RollbackFailed { .. }))
+    {
+        remove_dirs(&created);
+    }
+    result
+}
+
+/// Create `dir` and the missing directories above it, adding each one
+/// created to `created` (outermost first).
+fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    for d in dir.ancestors().filter(|d| !d.as_os_str().is_empty()) {
+        if fs_err::symlink_metadata(d).is_ok() {
+            break;
+        }
+        missing.push(d.to_path_buf());
+    }
+    for d in missing.into_iter().rev() {
+        match fs_err::create_dir(&d) {
+            Ok(()) => created.push(d),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Remove the directories a commit created, innermost first, as far as
+/// they are empty.
+fn remove_dirs(created: &[PathBuf]) {
+    for d in created.iter().rev() {
+        let _ = fs_err::remove_dir(d);
+    }
+}
+
+/// Journal, stage, back up and rename (steps 1 to 5) once the directories
+/// exist.
+fn commit_staged(
+    writes: &[FileWrite<'_>],
+    mut slots: Vec<Slot>,
+    dir: &Path,
+    id: &str,
+    faults: &dyn Faults,
+    before_rename: BeforeRename<'_>,
+) -> Result<usize, CommitError> {
+    let dir = dir.to_path_buf();
+    let staging = |target: &Path, action, source| CommitError::Staging {
+        target: target.to_path_buf(),
+        action,
+        source,
+    };
     let mut journal =
-        Journal::create(&dir, &id, &slots).map_err(|e| staging(&dir, "create the journal", e))?;
+        Journal::create(&dir, id, &slots).map_err(|e| staging(&dir, "create the journal", e))?;
 
     // Stage and back up every file; nothing is changed yet.
     let stop = AtomicBool::new(false);

@@ -32,6 +32,8 @@ pub struct FileUpdate {
     /// The original text (kept only when asked for, e.g. for diffs).
     pub old_text: Option<String>,
     pub new_text: String,
+    /// The file does not exist yet (an Argo CD override file).
+    pub created: bool,
 }
 
 /// What became of one screened file.
@@ -60,6 +62,8 @@ pub(crate) struct TreePlan {
     /// Candidate files read, and how many of them were screened in.
     pub files_read: usize,
     pub files_screened: usize,
+    /// The UTF-8 texts [`TreeOptions::keep`] asked for, by relative path.
+    pub kept: Vec<(String, String)>,
 }
 
 /// A failure that stops the run before anything is written.
@@ -106,8 +110,15 @@ thread_local! {
     static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Read `path` (at most `limit` bytes) and screen it for `$imagepolicy`.
-fn read_screened(path: &Path, regular: bool, limit: SizeLimit) -> Result<Screened, ReadError> {
+/// Read `path` (at most `limit` bytes) and screen it for `$imagepolicy`;
+/// its text too when `keep` asks for it (and it is UTF-8).
+fn read_screened(
+    path: &Path,
+    rel: &str,
+    regular: bool,
+    limit: SizeLimit,
+    keep: Option<Keep>,
+) -> Result<(Screened, Option<String>), ReadError> {
     use std::io::Read;
     let name = || path.display().to_string();
     let too_large = || ReadError::TooLarge {
@@ -121,7 +132,7 @@ fn read_screened(path: &Path, regular: bool, limit: SizeLimit) -> Result<Screene
     };
     BUFFER.with_borrow_mut(|buf| {
         let Some((file, size)) = dir::open_regular(path, regular).map_err(io)? else {
-            return Ok(Screened::NotRegular);
+            return Ok((Screened::NotRegular, None));
         };
         if size.is_some_and(|size| size > limit.bytes()) {
             return Err(too_large());
@@ -146,32 +157,58 @@ fn read_screened(path: &Path, regular: bool, limit: SizeLimit) -> Result<Screene
         if let Some(encoding) = WideEncoding::detect(bytes) {
             let text = encoding.decode(bytes);
             let marked = crate::updater::scan::marker::screen(text.as_bytes());
-            return Ok(Screened::Wide(encoding, marked));
+            return Ok((Screened::Wide(encoding, marked), None));
         }
-        Ok(if crate::updater::scan::marker::screen(bytes) {
+        let kept = keep
+            .filter(|keep| keep(rel, bytes))
+            .and_then(|_| std::str::from_utf8(bytes).ok())
+            .map(str::to_owned);
+        let screened = if crate::updater::scan::marker::screen(bytes) {
             Screened::Marked(bytes.to_vec())
         } else {
             Screened::Unmarked
-        })
+        };
+        Ok((screened, kept))
     })
 }
 
+/// Plan one candidate; also returns its text when `keep` asks for it.
 fn plan_file(
     candidate: &Candidate,
     table: &PolicyTable,
+    options: TreeOptions,
+) -> (Option<FileResult>, Option<String>) {
+    match read_screened(
+        &candidate.path,
+        &candidate.rel,
+        candidate.regular,
+        options.max_file_size,
+        options.keep,
+    ) {
+        Ok((screened, kept)) => (
+            plan_screened(candidate, screened, table, options.plan, options.keep_old),
+            kept,
+        ),
+        Err(e) => (Some(FileResult::Unreadable(e)), None),
+    }
+}
+
+fn plan_screened(
+    candidate: &Candidate,
+    screened: Screened,
+    table: &PolicyTable,
     options: PlanOptions,
     keep_old: bool,
-    limit: SizeLimit,
 ) -> Option<FileResult> {
-    let bytes = match read_screened(&candidate.path, candidate.regular, limit) {
-        Ok(Screened::Marked(b)) => b,
-        Ok(Screened::Unmarked) => return None,
-        Ok(Screened::NotRegular) => {
+    let bytes = match screened {
+        Screened::Marked(b) => b,
+        Screened::Unmarked => return None,
+        Screened::NotRegular => {
             return Some(FileResult::Note(
                 "not a regular file (a FIFO, socket or device), so it is not read".to_owned(),
             ));
         }
-        Ok(Screened::Wide(encoding, true)) => {
+        Screened::Wide(encoding, true) => {
             return Some(FileResult::Skip {
                 position: Position { line: 1, column: 1 },
                 message: format!(
@@ -180,13 +217,12 @@ fn plan_file(
                 ),
             });
         }
-        Ok(Screened::Wide(encoding, false)) => {
+        Screened::Wide(encoding, false) => {
             return Some(FileResult::Note(format!(
                 "{} text without markers, not read",
                 encoding.name()
             )));
         }
-        Err(e) => return Some(FileResult::Unreadable(e)),
     };
     if is_helm_template(&candidate.path) {
         let first = marker_offset(&bytes);
@@ -257,6 +293,11 @@ fn plan_bytes(
     }
 }
 
+/// Whether the walk keeps a file's text (given its relative path and
+/// bytes) for another reader: Argo CD's objects and write-back targets are
+/// read from the same walk as the markers.
+pub(crate) type Keep = fn(&str, &[u8]) -> bool;
+
 /// How a tree is planned.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct TreeOptions {
@@ -269,6 +310,8 @@ pub(crate) struct TreeOptions {
     pub writing_in_place: bool,
     /// The most bytes a candidate file may have.
     pub max_file_size: SizeLimit,
+    /// Which texts to keep besides planning them ([`TreePlan::kept`]).
+    pub keep: Option<Keep>,
 }
 
 /// Plan the updates of every candidate file under `root` (a directory or
@@ -282,21 +325,21 @@ pub(crate) fn plan_tree(
     table: &PolicyTable,
     options: TreeOptions,
 ) -> Result<TreePlan, TreeError> {
-    let TreeOptions {
-        plan,
-        keep_old,
-        writing_in_place,
-        max_file_size,
-    } = options;
-    let walked = dir::walk(root, |c| {
-        plan_file(c, table, plan, keep_old, max_file_size).map(|r| (r, c.clone()))
+    let writing_in_place = options.writing_in_place;
+    let walked = dir::walk(root, |c| match plan_file(c, table, options) {
+        (None, None) => None,
+        (result, kept) => Some((result, kept, c.clone())),
     })?;
     let mut tree = TreePlan {
         skipped: walked.skipped,
         files_read: walked.candidates,
         ..TreePlan::default()
     };
-    for (rel, (result, candidate)) in walked.results {
+    for (rel, (result, kept, candidate)) in walked.results {
+        if let Some(text) = kept {
+            tree.kept.push((rel.clone(), text));
+        }
+        let Some(result) = result else { continue };
         let outcome = match result {
             FileResult::Unreadable(e) => return Err(TreeError::Read(e)),
             FileResult::Note(reason) => {
@@ -315,6 +358,7 @@ pub(crate) fn plan_tree(
                                 write_to: p.clone(),
                                 old_text: old,
                                 new_text,
+                                created: false,
                             }),
                             None,
                         ),
@@ -325,6 +369,7 @@ pub(crate) fn plan_tree(
                                 write_to: candidate.path.clone(),
                                 old_text: old,
                                 new_text,
+                                created: false,
                             }),
                             None,
                         ),

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"oracle/argocd"
 	"oracle/source"
 	"oracle/supplychain"
 	"oracle/types"
@@ -162,7 +163,72 @@ func load(path string) (source.TemplateData, error) {
 	return data, nil
 }
 
+// argocdMain renders Argo CD Image Updater's templates: every CASES_DIR/commit-*.tmpl and
+// branch-*.tmpl over every DATA_DIR/*.json, into OUT_DIR/CASE__DATA.out (the message or branch) and
+// OUT_DIR/CASE__DATA.err (the error: parse errors alone, execution errors of a commit message beside
+// its fallback message).
+func argocdMain(args []string) {
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: template-oracle argocd CASES_DIR DATA_DIR OUT_DIR")
+		os.Exit(2)
+	}
+	cases, _ := filepath.Glob(filepath.Join(args[0], "*.tmpl"))
+	datas, _ := filepath.Glob(filepath.Join(args[1], "*.json"))
+	sort.Strings(cases)
+	sort.Strings(datas)
+	write := func(path, text string) {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	for _, c := range cases {
+		name := strings.TrimSuffix(filepath.Base(c), ".tmpl")
+		text, err := os.ReadFile(c)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for _, d := range datas {
+			raw, err := os.ReadFile(d)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			var data argocd.Data
+			if err := json.Unmarshal(raw, &data); err != nil {
+				fmt.Fprintln(os.Stderr, d, err)
+				os.Exit(1)
+			}
+			base := filepath.Join(args[2], name+"__"+strings.TrimSuffix(filepath.Base(d), ".json"))
+			switch {
+			case strings.HasPrefix(name, "commit-"):
+				out, parseErr, execErr := argocd.Commit(string(text), data)
+				if parseErr != nil {
+					write(base+".err", parseErr.Error())
+					continue
+				}
+				write(base+".out", out)
+				if execErr != nil {
+					write(base+".err", execErr.Error())
+				}
+			case strings.HasPrefix(name, "branch-"):
+				out, err := argocd.Branch(string(text), data)
+				if err != nil {
+					write(base+".err", err.Error())
+				} else {
+					write(base+".out", out)
+				}
+			}
+		}
+	}
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "argocd" {
+		argocdMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) < 4 {
 		fmt.Fprintln(os.Stderr, "usage: template-oracle CASES_DIR REPORTS_DIR OUT_DIR [CASE...]")
 		os.Exit(2)

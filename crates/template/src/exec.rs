@@ -49,12 +49,22 @@ pub struct Template {
 
 thread_local! {
     static REGISTRY: Rc<Registry> = Rc::new(Registry::new());
+    static GO_REGISTRY: Rc<Registry> = Rc::new(Registry::go_builtins());
 }
 
 impl Template {
     /// Parse `text` as the template `name`, with Go's builtins and Sprig's hermetic functions.
     pub fn parse(name: &str, text: &str) -> Result<Template, ParseError> {
-        let registry = REGISTRY.with(Rc::clone);
+        Template::parse_with(name, text, REGISTRY.with(Rc::clone))
+    }
+
+    /// Parse `text` as the template `name` with Go's builtin functions only (a `text/template`
+    /// given no `FuncMap`): a Sprig function is `function "x" not defined`.
+    pub fn parse_go(name: &str, text: &str) -> Result<Template, ParseError> {
+        Template::parse_with(name, text, GO_REGISTRY.with(Rc::clone))
+    }
+
+    fn parse_with(name: &str, text: &str, registry: Rc<Registry>) -> Result<Template, ParseError> {
         let trees = parse::parse(name, text, &|f| registry.has(f))?;
         Ok(Template {
             name: name.to_owned(),

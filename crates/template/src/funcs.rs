@@ -78,6 +78,8 @@ pub struct FuncDef {
 pub struct Registry {
     /// Functions by name.
     pub funcs: HashMap<&'static str, FuncDef>,
+    /// Whether Sprig's hermetic names are known (they parse even where not implemented).
+    sprig: bool,
 }
 
 pub(crate) fn t(ty: Type) -> Param {
@@ -93,8 +95,18 @@ pub(crate) fn def(params: Vec<Param>, variadic: bool, imp: Impl) -> FuncDef {
 }
 
 impl Registry {
-    /// Build the registry.
+    /// Build the registry: Go's builtins and Sprig's hermetic functions.
     pub fn new() -> Registry {
+        Registry::build(true)
+    }
+
+    /// Go's builtins alone, as a `text/template` without a `FuncMap` has them (Argo CD Image
+    /// Updater's commit and branch templates).
+    pub fn go_builtins() -> Registry {
+        Registry::build(false)
+    }
+
+    fn build(sprig: bool) -> Registry {
         let mut funcs: HashMap<&'static str, FuncDef> = HashMap::new();
         let r = || Param::Reflect;
         let any = || t(Type::Any);
@@ -169,13 +181,16 @@ impl Registry {
                 Ok(Value::Bool(!lt(&a[0], &a[1])?))
             }),
         );
-        crate::sprig::register(&mut funcs);
-        Registry { funcs }
+        if sprig {
+            crate::sprig::register(&mut funcs);
+        }
+        Registry { funcs, sprig }
     }
 
     /// Whether `name` is a function a template may name (Go's parse-time check).
     pub fn has(&self, name: &str) -> bool {
-        self.funcs.contains_key(name) || crate::sprig::HERMETIC_NAMES.contains(&name)
+        self.funcs.contains_key(name)
+            || (self.sprig && crate::sprig::HERMETIC_NAMES.contains(&name))
     }
 }
 

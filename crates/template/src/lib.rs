@@ -7,8 +7,9 @@
 //! checked against real Go by the differential suite (`tests/differential.rs`, expectations from
 //! `tools/template-oracle`). Pure: no IO, no clock, no network.
 //!
-//! Use [`flux::render_commit_message`] for commit messages, or [`Template`] for any Go template over
-//! a [`Value`].
+//! Use [`flux::render_commit_message`] for commit messages, [`argocd`] for Argo CD Image Updater's
+//! commit messages and write-branch names, or [`Template`] for any Go template over a [`Value`]
+//! ([`Template::parse_go`] without Sprig, as a `text/template` with no function map).
 //!
 //! # Supported subset
 //!
@@ -88,6 +89,7 @@
 //!   xstrings whose results differ for some inputs.
 //! - Limits above; Go's own limit of 100,000 nested `{{template}}` calls is 100 here.
 
+pub mod argocd;
 mod error;
 mod exec;
 pub mod flux;

@@ -1,0 +1,535 @@
+//! Every Application, every managed Application's configuration, and one selection per image:
+//! read from a set of files (the tree being updated, and policy files).
+//!
+//! Which configuration governs an Application, in order:
+//! 1. a KubeSphere `ImageUpdater` (`kind: argocd`) that names it;
+//! 2. the most specific `applicationRefs` entry of an `ImageUpdater` CR in its namespace (with
+//!    `useAnnotations: true`, the entry only selects, and the annotations say the rest);
+//! 3. its own `image-list` annotation (Argo CD Image Updater before v1.0, and KubeSphere, which
+//!    writes these annotations).
+//!
+//! An Application governed twice (two CRs, or a CR and a KubeSphere updater) is an error naming
+//! both.
+
+use std::collections::BTreeMap;
+
+use image_update_registry::Repository;
+
+use super::annotations;
+use super::application::{self, AppId, Application, InputFile, ObjectRef, ParsedFile, kind_of};
+use super::config::{AppConfig, ConfigOrigin, ImageSpec, split_entry};
+use super::crd::{self, ImageUpdater};
+use super::image::ArgoImage;
+use super::kubesphere::{self, KubeSphereUpdater};
+use super::settings::{PullSecret, policy_config};
+use super::spans::{NodeId, SpanTree};
+use crate::diagnostic::{Diagnostic, Location};
+use crate::policies::PolicyKey;
+use crate::reflector::selection::PolicyConfig;
+
+/// How inputs are read.
+#[derive(Debug, Clone)]
+pub struct CollectOptions {
+    /// The namespace Argo CD (and its image updater) runs in: Applications and CRs without a
+    /// namespace are taken to be in it, and Applications in it get override files named
+    /// `.argocd-source-APP.yaml` (others `.argocd-source-NAMESPACE_APP.yaml`).
+    pub controller_namespace: String,
+    /// A Job's repository and branch: Applications writing back to git elsewhere are left
+    /// alone (with a note).
+    pub git_scope: Option<GitScope>,
+}
+
+impl Default for CollectOptions {
+    fn default() -> Self {
+        Self {
+            controller_namespace: "argocd".to_owned(),
+            git_scope: None,
+        }
+    }
+}
+
+/// The repository and branch one Job clones and pushes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitScope {
+    /// The repository's URL.
+    pub repository: String,
+    /// The branch checked out (`None` for a tag or a detached commit).
+    pub branch: Option<String>,
+    /// The branch is the remote's default branch.
+    pub default_branch: bool,
+}
+
+impl GitScope {
+    /// Whether a git write-back to `repository`, checking out `checkout` (`None`: the remote's
+    /// default branch), is this Job's.
+    #[must_use]
+    pub fn admits(&self, repository: &str, checkout: Option<&str>) -> bool {
+        same_repository(&self.repository, repository)
+            && match checkout {
+                None => self.default_branch,
+                Some(b) => self.branch.as_deref() == Some(b),
+            }
+    }
+}
+
+/// Whether two repository URLs name the same repository: compared without scheme, user,
+/// port-less default, trailing `/` and `.git`, with the host in lower case, so that
+/// `https://Git.example.com/acme/fleet.git`, `ssh://git@git.example.com/acme/fleet` and
+/// `git@git.example.com:acme/fleet` are one repository.
+#[must_use]
+pub(crate) fn same_repository(a: &str, b: &str) -> bool {
+    fn normalise(url: &str) -> String {
+        let url = url.trim();
+        let (rest, scp) = match url.split_once("://") {
+            Some((_, rest)) => (rest, false),
+            None => (url, true),
+        };
+        let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+        // `host:path` (scp form) or `host[:port]/path`.
+        let (host, path) = if scp {
+            rest.split_once(':').unwrap_or(("", rest))
+        } else {
+            rest.split_once('/').unwrap_or((rest, ""))
+        };
+        let path = path.trim_matches('/');
+        let path = path.strip_suffix(".git").unwrap_or(path);
+        format!(
+            "{}/{}",
+            host.to_ascii_lowercase(),
+            path.trim_start_matches('/')
+        )
+    }
+    normalise(a) == normalise(b)
+}
+
+/// What to ask the registry for one image of one Application.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    /// The policy key: `APP_NAMESPACE:APP/ALIAS` (KubeSphere: `NAMESPACE:ALIAS`).
+    pub key: PolicyKey,
+    pub app: AppId,
+    /// The alias as configured (`""` for none).
+    pub alias: String,
+    /// The image to list tags of, as written (without its constraint).
+    pub image: String,
+    pub repository: Repository,
+    pub config: PolicyConfig,
+    pub pull_secret: Option<PullSecret>,
+    pub force_update: bool,
+    /// `FILE (Application NS/NAME, image "ALIAS")`, for messages and conflicts.
+    pub source: String,
+    pub location: Location,
+    /// The reflector's definitions already read this image (a KubeSphere entry, same key and
+    /// configuration): the operation must not define it twice.
+    pub defined_by_reflector: bool,
+}
+
+/// Everything read.
+#[derive(Debug)]
+pub struct Catalog<'a> {
+    pub files: Vec<ParsedFile<'a>>,
+    pub apps: Vec<Application>,
+    pub configs: Vec<AppConfig>,
+    pub selections: Vec<Selection>,
+    /// Warnings and notes (errors make [`collect`] fail).
+    pub diagnostics: Vec<Diagnostic>,
+    pub options: CollectOptions,
+}
+
+impl Catalog<'_> {
+    /// The file an Application is in.
+    #[must_use]
+    pub fn file_of(&self, app: &Application) -> &ParsedFile<'_> {
+        &self.files[app.object.file]
+    }
+
+    /// The selection of an image of a configured Application.
+    #[must_use]
+    pub fn key_of(&self, config: &AppConfig, image: &ImageSpec) -> PolicyKey {
+        key_for(&self.apps[config.app], config, image)
+    }
+}
+
+/// Substrings of a file that may hold something read here.
+pub(crate) const SCREEN: [&str; 2] = ["argoproj.io", kubesphere::GROUP];
+
+/// Whether `text` may hold an Application or image updater configuration (a cheap test before
+/// parsing).
+#[must_use]
+pub fn may_hold(text: &str) -> bool {
+    may_hold_bytes(text.as_bytes())
+}
+
+/// [`may_hold`] over bytes (a walk's buffer).
+#[must_use]
+pub(crate) fn may_hold_bytes(bytes: &[u8]) -> bool {
+    SCREEN
+        .iter()
+        .any(|s| memchr::memmem::find(bytes, s.as_bytes()).is_some())
+}
+
+fn key_for(app: &Application, config: &AppConfig, image: &ImageSpec) -> PolicyKey {
+    match &config.origin {
+        ConfigOrigin::KubeSphere { updater } => PolicyKey {
+            namespace: updater.split_once('/').map_or("", |(ns, _)| ns).to_owned(),
+            name: image.alias.clone(),
+        },
+        _ => PolicyKey {
+            namespace: app.id.namespace.clone(),
+            name: format!("{}/{}", app.id.name, image.key_alias()),
+        },
+    }
+}
+
+/// Read every Application and configuration in `files`.
+///
+/// # Errors
+/// Every problem found (malformed annotations or CRs, unknown strategies or methods, an Application
+/// governed twice, a KubeSphere updater naming an Application that is not there...), each at its
+/// file, line and column.
+pub fn collect<'a>(
+    files: &[InputFile<'a>],
+    options: &CollectOptions,
+) -> Result<Catalog<'a>, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    // Parsing is most of the work: files are parsed on every core.
+    let screened: Vec<&InputFile<'a>> = files.iter().filter(|f| may_hold(f.text)).collect();
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let results = crate::pool::map(screened, threads, |f| (f, SpanTree::parse(f.text)));
+    let mut parsed = Vec::new();
+    for (f, result) in results {
+        match result {
+            Ok(tree) => parsed.push(ParsedFile {
+                origin: f.origin.clone(),
+                tree_path: f.tree_path.clone(),
+                tree,
+            }),
+            Err(e) => {
+                // Templates (a chart rendering Applications) are not YAML until rendered.
+                if !f.text.contains("{{") {
+                    warnings.push(
+                        Diagnostic::warning(format!(
+                            "not valid YAML, so the Argo CD objects in it are not read: {}",
+                            e.message
+                        ))
+                        .at(Location::new(
+                            f.origin.clone(),
+                            Some(crate::text::position_of(f.text, e.offset)),
+                        )),
+                    );
+                }
+            }
+        }
+    }
+    let mut apps: Vec<Application> = Vec::new();
+    let mut app_index: std::collections::HashMap<AppId, usize> = std::collections::HashMap::new();
+    let mut updaters: Vec<ImageUpdater> = Vec::new();
+    let mut spheres: Vec<KubeSphereUpdater> = Vec::new();
+    for (fi, file) in parsed.iter().enumerate() {
+        for (di, doc) in file.tree.docs().iter().enumerate() {
+            let Some(root) = doc.root else { continue };
+            for node in objects(&file.tree, root) {
+                let (group, kind) = kind_of(&file.tree, node);
+                if group == application::APPLICATION_GROUP && kind == "Application" {
+                    let object = ObjectRef {
+                        file: fi,
+                        document: di,
+                        node,
+                    };
+                    match application::read(file, object, &options.controller_namespace) {
+                        Ok(app) => {
+                            if let Some(&first) = app_index.get(&app.id) {
+                                errors.push(
+                                    Diagnostic::error(format!(
+                                        "Application {} is defined twice, also at {}",
+                                        app.id, apps[first].location
+                                    ))
+                                    .at(app.location.clone()),
+                                );
+                            } else {
+                                app_index.insert(app.id.clone(), apps.len());
+                                apps.push(app);
+                            }
+                        }
+                        Err(e) => errors.push(e),
+                    }
+                } else if group == crd::GROUP && kind == "ImageUpdater" {
+                    match crd::read(file, node, &options.controller_namespace, &mut warnings) {
+                        Ok(u) => updaters.push(u),
+                        Err(mut e) => errors.append(&mut e),
+                    }
+                } else if kubesphere::is_argocd(file, node) {
+                    match kubesphere::read(file, node) {
+                        Ok(u) => spheres.extend(u),
+                        Err(mut e) => errors.append(&mut e),
+                    }
+                }
+            }
+        }
+    }
+    let mut configs: Vec<AppConfig> = Vec::new();
+    let mut governed: BTreeMap<usize, String> = BTreeMap::new();
+    let mut claim = |app: usize, by: String, at: &Location, errors: &mut Vec<Diagnostic>| -> bool {
+        if let Some(first) = governed.get(&app) {
+            errors.push(
+                Diagnostic::error(format!(
+                    "Application {} is configured by {first} and by {by}; keep one",
+                    apps[app].id
+                ))
+                .at(at.clone()),
+            );
+            return false;
+        }
+        governed.insert(app, by);
+        true
+    };
+    for s in &spheres {
+        let Some(&ai) = app_index.get(&AppId {
+            namespace: s.app_namespace.clone(),
+            name: s.app_name.clone(),
+        }) else {
+            errors.push(
+                Diagnostic::error(format!(
+                    "KubeSphere ImageUpdater {}/{} names Application {}/{}, which is not among the files read",
+                    s.namespace, s.name, s.app_namespace, s.app_name
+                ))
+                .at(s.app_location.clone())
+                .with_hint("add the Application's manifest to the tree (or to --policies)"),
+            );
+            continue;
+        };
+        let origin = ConfigOrigin::KubeSphere {
+            updater: format!("{}/{}", s.namespace, s.name),
+        };
+        if !claim(ai, origin.describe(), &s.location, &mut errors) {
+            continue;
+        }
+        configs.push(AppConfig {
+            app: ai,
+            origin,
+            images: s.images.clone(),
+            write_back: super::settings::WriteBackSettings {
+                method: s.write.clone(),
+                ..annotation_write_back(&apps[ai], &parsed[apps[ai].object.file].origin)
+            },
+            kubesphere: true,
+            location: s.location.clone(),
+        });
+    }
+    for u in &updaters {
+        for (ai, app) in apps.iter().enumerate() {
+            let Some(r) = u.best_ref(app) else { continue };
+            let origin = ConfigOrigin::ImageUpdater {
+                updater: format!("{}/{}", u.namespace, u.name),
+                use_annotations: r.use_annotations,
+            };
+            if !claim(ai, origin.describe(), &r.location, &mut errors) {
+                continue;
+            }
+            let file_origin = &parsed[app.object.file].origin;
+            if r.use_annotations {
+                if !annotations::has_image_list(app) {
+                    warnings.push(
+                        Diagnostic::warning(format!(
+                            "Application {} is selected by ImageUpdater {}/{} with useAnnotations, but has no {} annotation; it is left alone",
+                            app.id, u.namespace, u.name, annotations::IMAGE_LIST
+                        ))
+                        .at(app.location.clone()),
+                    );
+                    continue;
+                }
+                match annotations::read(app, file_origin, &mut warnings) {
+                    Ok(mut a) => {
+                        // Only the reference's image verification applies in this mode.
+                        for i in &mut a.images {
+                            i.verify = r.verify.unwrap_or(false);
+                        }
+                        configs.push(AppConfig {
+                            app: ai,
+                            origin,
+                            images: a.images,
+                            write_back: a.write_back,
+                            kubesphere: false,
+                            location: r.location.clone(),
+                        });
+                    }
+                    Err(mut e) => errors.append(&mut e),
+                }
+                continue;
+            }
+            let settings = u.settings.merged(&r.settings);
+            let mut images = Vec::new();
+            for img in &r.images {
+                let Ok((_, image_text, constraint)) = split_entry(&img.image_name) else {
+                    continue;
+                };
+                let mut image = ArgoImage::parse(&image_text);
+                image.alias.clone_from(&img.alias);
+                image.tag = None;
+                images.push(ImageSpec {
+                    alias: img.alias.clone(),
+                    entry: format!("{}={}", img.alias, img.image_name),
+                    image_text,
+                    image,
+                    constraint,
+                    settings: settings.merged(&img.settings),
+                    target: img.target.clone(),
+                    verify: img.verify.or(r.verify).or(u.verify).unwrap_or(false),
+                    config: img.config.clone(),
+                    location: img.location.clone(),
+                });
+            }
+            configs.push(AppConfig {
+                app: ai,
+                origin,
+                images,
+                write_back: u.write_back.merged(&r.write_back),
+                kubesphere: false,
+                location: r.location.clone(),
+            });
+        }
+    }
+    for (ai, app) in apps.iter().enumerate() {
+        if governed.contains_key(&ai) || !annotations::has_image_list(app) {
+            continue;
+        }
+        match annotations::read(app, &parsed[app.object.file].origin, &mut warnings) {
+            Ok(a) => configs.push(AppConfig {
+                app: ai,
+                origin: ConfigOrigin::Annotations,
+                images: a.images,
+                write_back: a.write_back,
+                kubesphere: false,
+                location: a.location,
+            }),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    configs.sort_by(|a, b| apps[a.app].id.cmp(&apps[b.app].id));
+    let mut selections = Vec::new();
+    for config in &configs {
+        let app = &apps[config.app];
+        let origin = &parsed[app.object.file].origin;
+        for image in &config.images {
+            if image.verify {
+                warnings.push(
+                    Diagnostic::warning(format!(
+                        "image {:?} of Application {} asks for signature verification (imagesVerification), which image-update does not do; it is left alone",
+                        image.key_alias(),
+                        app.id
+                    ))
+                    .at(image.location.clone()),
+                );
+                continue;
+            }
+            let repository = match Repository::parse(&image.image_text) {
+                Ok(r) => r,
+                Err(e) => {
+                    errors.push(
+                        Diagnostic::error(format!("image {:?}: {e}", image.entry))
+                            .at(image.location.clone()),
+                    );
+                    continue;
+                }
+            };
+            let checked = image.config.clone().map_or_else(
+                || {
+                    policy_config(
+                        &image.settings,
+                        image.constraint.as_deref(),
+                        &image.location,
+                    )
+                },
+                Ok,
+            );
+            let config_policy = match checked {
+                Ok(c) => c,
+                Err(e) => {
+                    errors.push(e);
+                    continue;
+                }
+            };
+            selections.push(Selection {
+                key: key_for(app, config, image),
+                app: app.id.clone(),
+                alias: image.alias.clone(),
+                image: image.image_text.clone(),
+                repository,
+                config: config_policy,
+                pull_secret: image
+                    .settings
+                    .pull_secret
+                    .as_ref()
+                    .and_then(|p| PullSecret::parse(&p.value).ok()),
+                force_update: image.settings.force_update.unwrap_or(false),
+                source: format!(
+                    "{origin} (Application {}, image {:?})",
+                    app.id,
+                    image.key_alias()
+                ),
+                location: image.location.clone(),
+                defined_by_reflector: config.kubesphere,
+            });
+        }
+    }
+    if errors.is_empty() {
+        warnings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        Ok(Catalog {
+            files: parsed,
+            apps,
+            configs,
+            selections,
+            diagnostics: warnings,
+            options: options.clone(),
+        })
+    } else {
+        errors.extend(warnings);
+        errors.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        Err(errors)
+    }
+}
+
+/// The write-back annotations of an Application (KubeSphere writes its method, the rest may be
+/// annotated).
+fn annotation_write_back(app: &Application, origin: &str) -> super::settings::WriteBackSettings {
+    let value = |k: &str| {
+        let key = format!("{}{k}", annotations::PREFIX);
+        app.annotations.get(&key).and_then(|a| {
+            let v = a.value.trim();
+            (!v.is_empty()).then(|| {
+                super::settings::Located::new(
+                    v.to_owned(),
+                    Location::new(origin.to_owned(), Some(a.value_position)),
+                )
+            })
+        })
+    };
+    super::settings::WriteBackSettings {
+        method: None,
+        repository: value("git-repository"),
+        branch: value("git-branch"),
+        target: value("write-back-target"),
+        pull_request: None,
+    }
+}
+
+/// The objects of a document: the root, or the items of a `List` (recursively).
+fn objects(tree: &SpanTree<'_>, root: NodeId) -> Vec<NodeId> {
+    let root = tree.resolve(root);
+    let (_, kind) = kind_of(tree, root);
+    if kind.ends_with("List")
+        && let Some(items) = tree.get(root, "items").filter(|i| tree.is_seq(*i))
+    {
+        return tree
+            .items(items)
+            .iter()
+            .flat_map(|i| objects(tree, *i))
+            .collect();
+    }
+    if tree.is_map(root) {
+        vec![root]
+    } else {
+        Vec::new()
+    }
+}

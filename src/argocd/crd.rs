@@ -1,0 +1,641 @@
+//! Argo CD Image Updater's `ImageUpdater` CRD (`argocd-image-updater.argoproj.io/v1alpha1`).
+//!
+//! ```yaml
+//! spec:
+//!   commonUpdateSettings: {updateStrategy, forceUpdate, allowTags, ignoreTags[], pullSecret, platforms[]}
+//!   writeBackConfig: {method, gitConfig: {repository, branch, writeBackTarget, pullRequest}}
+//!   imagesVerification: {enabled, cosignKey}
+//!   applicationRefs:                       # at least one
+//!   - namePattern: "shop-*"                # a glob (Go's filepath.Match)
+//!     labelSelectors: {matchLabels, matchExpressions}
+//!     useAnnotations: false                # true: only the pattern and labels; the annotations say the rest
+//!     commonUpdateSettings, writeBackConfig, imagesVerification
+//!     images:
+//!     - alias: web
+//!       imageName: ghcr.io/acme/web:~2.4
+//!       commonUpdateSettings, imagesVerification
+//!       manifestTargets: {helm: {name, tag, spec}, kustomize: {name}, plugin: {name, tag, spec}}
+//! ```
+//!
+//! A CR selects Applications in its own namespace. When several references match one Application,
+//! the most specific wins: a pattern without `*?[]` scores 1,000,000, every literal character of the
+//! pattern (classes `[...]` and wildcards removed) one point, a label selector 10,000 plus 100 per
+//! `matchLabels` entry and per `matchExpressions` entry; ties keep the written order. Settings merge
+//! global -> reference -> image, field by field. Unknown fields are warnings (a typo would otherwise
+//! be ignored silently).
+
+use super::application::{Application, ParsedFile, namespace_name};
+use super::config::split_entry;
+use super::settings::{
+    Located, ManifestTarget, PullSecret, UpdateSettings, WriteBackSettings, policy_config,
+};
+use super::spans::{NodeId, SpanTree};
+use crate::diagnostic::{Diagnostic, Location};
+use crate::policies::selector::{LabelSelector, LabelSelectorRequirement, Selector};
+use crate::reflector::selection::glob::Glob;
+
+/// The API group of Argo CD Image Updater's CRD.
+pub(crate) const GROUP: &str = "argocd-image-updater.argoproj.io";
+
+/// One `ImageUpdater` object.
+#[derive(Debug, Clone)]
+pub(crate) struct ImageUpdater {
+    pub namespace: String,
+    pub name: String,
+    pub settings: UpdateSettings,
+    pub write_back: WriteBackSettings,
+    pub verify: Option<bool>,
+    pub refs: Vec<AppRef>,
+}
+
+/// One `applicationRefs` entry.
+#[derive(Debug, Clone)]
+pub(crate) struct AppRef {
+    pub name_pattern: String,
+    glob: Glob,
+    selector: Option<(Selector, usize)>,
+    pub use_annotations: bool,
+    pub settings: UpdateSettings,
+    pub write_back: WriteBackSettings,
+    pub verify: Option<bool>,
+    pub images: Vec<CrImage>,
+    pub location: Location,
+}
+
+/// One `images` entry of a reference.
+#[derive(Debug, Clone)]
+pub(crate) struct CrImage {
+    pub alias: String,
+    /// The selection with every layer merged, validated.
+    pub config: Option<crate::reflector::selection::PolicyConfig>,
+    pub image_name: String,
+    pub settings: UpdateSettings,
+    pub verify: Option<bool>,
+    pub target: ManifestTarget,
+    pub location: Location,
+}
+
+impl AppRef {
+    /// Whether the reference selects `app` (its name and labels).
+    #[must_use]
+    pub(crate) fn matches(&self, app: &Application) -> bool {
+        self.glob.matches(&app.id.name)
+            && self
+                .selector
+                .as_ref()
+                .is_none_or(|(s, _)| s.matches(&app.labels))
+    }
+
+    /// The specificity score (higher wins).
+    #[must_use]
+    pub(crate) fn specificity(&self) -> usize {
+        specificity(&self.name_pattern, self.selector.as_ref().map(|(_, n)| *n))
+    }
+}
+
+/// Argo CD Image Updater's specificity of a reference with `pattern` and, when it has a label
+/// selector, that selector's number of requirements.
+#[must_use]
+pub(crate) fn specificity(pattern: &str, selector_requirements: Option<usize>) -> usize {
+    let mut score = 0;
+    if !pattern.contains(['*', '?', '[', ']']) {
+        score += 1_000_000;
+    }
+    // Character classes go entirely (the shortest `[...]`), then the wildcards.
+    let mut literals = String::new();
+    let mut rest = pattern;
+    while let Some(open) = rest.find('[') {
+        literals.push_str(&rest[..open]);
+        match rest[open..].find(']') {
+            Some(close) => rest = &rest[open + close + 1..],
+            None => {
+                literals.push_str(&rest[open..]);
+                rest = "";
+            }
+        }
+    }
+    literals.push_str(rest);
+    score += literals.replace(['*', '?'], "").len();
+    if let Some(n) = selector_requirements {
+        score += 10_000 + 100 * n;
+    }
+    score
+}
+
+impl ImageUpdater {
+    /// The most specific reference that selects `app`, when `app` is in this CR's namespace.
+    #[must_use]
+    pub(crate) fn best_ref(&self, app: &Application) -> Option<&AppRef> {
+        if app.id.namespace != self.namespace {
+            return None;
+        }
+        let mut best: Option<&AppRef> = None;
+        for r in self.refs.iter().filter(|r| r.matches(app)) {
+            if best.is_none_or(|b| r.specificity() > b.specificity()) {
+                best = Some(r);
+            }
+        }
+        best
+    }
+}
+
+/// Reads typed fields of one object, collecting problems.
+struct Fields<'f, 'a> {
+    file: &'f ParsedFile<'a>,
+    what: String,
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+}
+
+impl Fields<'_, '_> {
+    fn tree(&self) -> &SpanTree<'_> {
+        &self.file.tree
+    }
+
+    fn at(&self, node: NodeId) -> Location {
+        self.file.location(node)
+    }
+
+    fn error(&mut self, node: NodeId, message: impl std::fmt::Display) {
+        let d = Diagnostic::error(format!("{}: {message}", self.what)).at(self.at(node));
+        self.errors.push(d);
+    }
+
+    /// Warn about keys of `map` not in `known`.
+    fn known(&mut self, map: NodeId, field: &str, known: &[&str]) {
+        let unknown: Vec<(String, NodeId)> = self
+            .tree()
+            .entries(map)
+            .iter()
+            .filter_map(|(k, _)| {
+                let key = self.tree().scalar(*k)?;
+                (!known.contains(&key)).then(|| (key.to_owned(), *k))
+            })
+            .collect();
+        for (key, node) in unknown {
+            let d = Diagnostic::warning(format!(
+                "{}: unknown field {field}.{key} is ignored",
+                self.what
+            ))
+            .at(self.at(node));
+            self.warnings.push(d);
+        }
+    }
+
+    fn map(&mut self, parent: NodeId, key: &str, field: &str) -> Option<NodeId> {
+        let node = self.tree().get(parent, key)?;
+        if self.tree().text_value(node).is_none()
+            && !self.tree().is_map(node)
+            && !self.tree().is_seq(node)
+        {
+            return None;
+        }
+        if self.tree().is_map(node) {
+            Some(self.tree().resolve(node))
+        } else {
+            self.error(node, format!("{field} is not a mapping"));
+            None
+        }
+    }
+
+    fn string(&mut self, parent: NodeId, key: &str, field: &str) -> Option<Located<String>> {
+        let node = self.tree().get(parent, key)?;
+        if self.tree().is_map(node) || self.tree().is_seq(node) {
+            self.error(node, format!("{field} is not a string"));
+            return None;
+        }
+        let value = self.tree().text_value(node)?.to_owned();
+        Some(Located::new(value, self.at(node)))
+    }
+
+    fn boolean(&mut self, parent: NodeId, key: &str, field: &str) -> Option<bool> {
+        let node = self.tree().get(parent, key)?;
+        match self.tree().text_value(node) {
+            None => None,
+            Some("true" | "True" | "TRUE") => Some(true),
+            Some("false" | "False" | "FALSE") => Some(false),
+            Some(other) => {
+                let message = format!("{field} is {other:?}, not true or false");
+                self.error(node, message);
+                None
+            }
+        }
+    }
+
+    fn strings(&mut self, parent: NodeId, key: &str, field: &str) -> Option<Vec<String>> {
+        let node = self.tree().get(parent, key)?;
+        if self.tree().text_value(node).is_none() && !self.tree().is_seq(node) {
+            return None;
+        }
+        if !self.tree().is_seq(node) {
+            self.error(node, format!("{field} is not a list"));
+            return None;
+        }
+        let items: Vec<NodeId> = self.tree().items(node).to_vec();
+        let mut out = Vec::new();
+        for item in items {
+            match self.tree().text_value(item) {
+                Some(v) => out.push(v.to_owned()),
+                None => self.error(item, format!("{field} holds a non-string")),
+            }
+        }
+        Some(out)
+    }
+
+    fn settings(&mut self, parent: NodeId, field: &str) -> UpdateSettings {
+        let Some(map) = self.map(
+            parent,
+            "commonUpdateSettings",
+            &format!("{field}.commonUpdateSettings"),
+        ) else {
+            return UpdateSettings::default();
+        };
+        let f = format!("{field}.commonUpdateSettings");
+        self.known(
+            map,
+            &f,
+            &[
+                "updateStrategy",
+                "forceUpdate",
+                "allowTags",
+                "ignoreTags",
+                "pullSecret",
+                "platforms",
+            ],
+        );
+        let s = UpdateSettings {
+            update_strategy: self.string(map, "updateStrategy", &format!("{f}.updateStrategy")),
+            force_update: self.boolean(map, "forceUpdate", &format!("{f}.forceUpdate")),
+            allow_tags: self.string(map, "allowTags", &format!("{f}.allowTags")),
+            ignore_tags: self.strings(map, "ignoreTags", &format!("{f}.ignoreTags")),
+            pull_secret: self.string(map, "pullSecret", &format!("{f}.pullSecret")),
+            platforms: self.strings(map, "platforms", &format!("{f}.platforms")),
+        };
+        if let Some(p) = &s.pull_secret
+            && let Err(e) = PullSecret::parse(&p.value)
+        {
+            let d = Diagnostic::error(format!("{}: {e}", self.what)).at(p.location.clone());
+            self.errors.push(d);
+        }
+        s
+    }
+
+    fn write_back(&mut self, parent: NodeId, field: &str) -> WriteBackSettings {
+        let Some(map) = self.map(
+            parent,
+            "writeBackConfig",
+            &format!("{field}.writeBackConfig"),
+        ) else {
+            return WriteBackSettings::default();
+        };
+        let f = format!("{field}.writeBackConfig");
+        self.known(map, &f, &["method", "gitConfig"]);
+        let mut w = WriteBackSettings {
+            method: self.string(map, "method", &format!("{f}.method")),
+            ..WriteBackSettings::default()
+        };
+        if let Some(git) = self.map(map, "gitConfig", &format!("{f}.gitConfig")) {
+            let g = format!("{f}.gitConfig");
+            self.known(
+                git,
+                &g,
+                &["repository", "branch", "writeBackTarget", "pullRequest"],
+            );
+            w.repository = self.string(git, "repository", &format!("{g}.repository"));
+            w.branch = self.string(git, "branch", &format!("{g}.branch"));
+            w.target = self.string(git, "writeBackTarget", &format!("{g}.writeBackTarget"));
+            w.pull_request = self.tree().get(git, "pullRequest").map(|n| self.at(n));
+        }
+        w
+    }
+
+    fn verify(&mut self, parent: NodeId, field: &str) -> Option<bool> {
+        let map = self.map(
+            parent,
+            "imagesVerification",
+            &format!("{field}.imagesVerification"),
+        )?;
+        // A present block enables verification unless it says otherwise.
+        Some(
+            self.boolean(
+                map,
+                "enabled",
+                &format!("{field}.imagesVerification.enabled"),
+            )
+            .unwrap_or(true),
+        )
+    }
+
+    fn target(&mut self, parent: NodeId, field: &str) -> ManifestTarget {
+        let Some(map) = self.map(
+            parent,
+            "manifestTargets",
+            &format!("{field}.manifestTargets"),
+        ) else {
+            return ManifestTarget::default();
+        };
+        let f = format!("{field}.manifestTargets");
+        self.known(map, &f, &["helm", "kustomize", "plugin"]);
+        let mut t = ManifestTarget::default();
+        let mut count = 0;
+        if let Some(helm) = self.map(map, "helm", &format!("{f}.helm")) {
+            count += 1;
+            self.known(helm, &format!("{f}.helm"), &["name", "tag", "spec"]);
+            t.helm_name = self
+                .string(helm, "name", &format!("{f}.helm.name"))
+                .map(|l| l.value);
+            t.helm_tag = self
+                .string(helm, "tag", &format!("{f}.helm.tag"))
+                .map(|l| l.value);
+            t.helm_spec = self
+                .string(helm, "spec", &format!("{f}.helm.spec"))
+                .map(|l| l.value);
+        }
+        if let Some(k) = self.map(map, "kustomize", &format!("{f}.kustomize")) {
+            count += 1;
+            self.known(k, &format!("{f}.kustomize"), &["name"]);
+            t.kustomize_name = self
+                .string(k, "name", &format!("{f}.kustomize.name"))
+                .map(|l| l.value);
+        }
+        if let Some(p) = self.map(map, "plugin", &format!("{f}.plugin")) {
+            count += 1;
+            self.known(p, &format!("{f}.plugin"), &["name", "tag", "spec"]);
+            t.plugin_name = self
+                .string(p, "name", &format!("{f}.plugin.name"))
+                .map(|l| l.value);
+            t.plugin_tag = self
+                .string(p, "tag", &format!("{f}.plugin.tag"))
+                .map(|l| l.value);
+            t.plugin_spec = self
+                .string(p, "spec", &format!("{f}.plugin.spec"))
+                .map(|l| l.value);
+        }
+        if count > 1 {
+            self.error(
+                map,
+                format!("{f}: set only one of helm, kustomize and plugin"),
+            );
+        }
+        t
+    }
+
+    fn selector(&mut self, parent: NodeId, field: &str) -> Option<(Selector, usize)> {
+        let map = self.map(parent, "labelSelectors", &format!("{field}.labelSelectors"))?;
+        let f = format!("{field}.labelSelectors");
+        self.known(map, &f, &["matchLabels", "matchExpressions"]);
+        let tree = &self.file.tree;
+        let mut selector = LabelSelector::default();
+        if let Some(labels) = tree.get(map, "matchLabels") {
+            for (k, v) in tree.entries(labels) {
+                if let Some(k) = tree.scalar(*k) {
+                    selector
+                        .match_labels
+                        .insert(k.to_owned(), tree.text_value(*v).unwrap_or("").to_owned());
+                }
+            }
+        }
+        if let Some(exprs) = tree.get(map, "matchExpressions") {
+            for e in tree.items(exprs) {
+                let text = |k: &str| {
+                    tree.get(*e, k)
+                        .and_then(|n| tree.text_value(n))
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                let values = tree
+                    .get(*e, "values")
+                    .map(|v| {
+                        tree.items(v)
+                            .iter()
+                            .filter_map(|i| tree.text_value(*i).map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                selector.match_expressions.push(LabelSelectorRequirement {
+                    key: text("key"),
+                    operator: text("operator"),
+                    values,
+                });
+            }
+        }
+        let n = selector.match_labels.len() + selector.match_expressions.len();
+        match Selector::from_label_selector(&selector) {
+            Ok(s) => Some((s, n)),
+            Err(e) => {
+                self.error(map, e);
+                None
+            }
+        }
+    }
+}
+
+/// Read the `ImageUpdater` at `node` of `file`; `default_namespace` is assumed when it has none.
+///
+/// # Errors
+/// Every problem found; warnings (unknown fields) go to `warnings` either way.
+pub(crate) fn read(
+    file: &ParsedFile<'_>,
+    node: NodeId,
+    default_namespace: &str,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<ImageUpdater, Vec<Diagnostic>> {
+    let (namespace, name) = namespace_name(&file.tree, node);
+    let namespace = namespace.unwrap_or_else(|| default_namespace.to_owned());
+    let mut f = Fields {
+        file,
+        what: format!("ImageUpdater {namespace}/{name}"),
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut updater = ImageUpdater {
+        namespace,
+        name,
+        settings: UpdateSettings::default(),
+        write_back: WriteBackSettings::default(),
+        verify: None,
+        refs: Vec::new(),
+    };
+    let Some(spec) = f.map(node, "spec", "spec") else {
+        f.error(node, "spec is missing");
+        return Err(f.errors);
+    };
+    f.known(
+        spec,
+        "spec",
+        &[
+            "namespace",
+            "commonUpdateSettings",
+            "writeBackConfig",
+            "imagesVerification",
+            "applicationRefs",
+        ],
+    );
+    updater.settings = f.settings(spec, "spec");
+    updater.write_back = f.write_back(spec, "spec");
+    updater.verify = f.verify(spec, "spec");
+    let refs = file
+        .tree
+        .get(spec, "applicationRefs")
+        .filter(|r| file.tree.is_seq(*r));
+    let ref_nodes: Vec<NodeId> = refs
+        .map(|r| file.tree.items(r).to_vec())
+        .unwrap_or_default();
+    if ref_nodes.is_empty() {
+        f.error(spec, "spec.applicationRefs needs at least one entry");
+    }
+    for (i, r) in ref_nodes.into_iter().enumerate() {
+        let field = format!("spec.applicationRefs[{i}]");
+        let r = file.tree.resolve(r);
+        f.known(
+            r,
+            &field,
+            &[
+                "namePattern",
+                "labelSelectors",
+                "useAnnotations",
+                "commonUpdateSettings",
+                "writeBackConfig",
+                "imagesVerification",
+                "images",
+            ],
+        );
+        let Some(pattern) = f.string(r, "namePattern", &format!("{field}.namePattern")) else {
+            f.error(r, format!("{field}.namePattern is missing"));
+            continue;
+        };
+        let glob = match Glob::new(&pattern.value) {
+            Ok(g) => g,
+            Err(e) => {
+                let d = Diagnostic::error(format!(
+                    "{}: {field}.namePattern {:?}: {e}",
+                    f.what, pattern.value
+                ))
+                .at(pattern.location.clone());
+                f.errors.push(d);
+                continue;
+            }
+        };
+        let selector = f.selector(r, &field);
+        let use_annotations = f
+            .boolean(r, "useAnnotations", &format!("{field}.useAnnotations"))
+            .unwrap_or(false);
+        let settings = f.settings(r, &field);
+        let write_back = f.write_back(r, &field);
+        let verify = f.verify(r, &field);
+        let mut images = Vec::new();
+        let image_nodes: Vec<NodeId> = file
+            .tree
+            .get(r, "images")
+            .map(|n| file.tree.items(n).to_vec())
+            .unwrap_or_default();
+        if !use_annotations && image_nodes.is_empty() {
+            f.error(
+                r,
+                format!("{field}: set useAnnotations: true or list images"),
+            );
+        }
+        for (j, img) in image_nodes.into_iter().enumerate() {
+            let ifield = format!("{field}.images[{j}]");
+            let img = file.tree.resolve(img);
+            f.known(
+                img,
+                &ifield,
+                &[
+                    "alias",
+                    "imageName",
+                    "commonUpdateSettings",
+                    "imagesVerification",
+                    "manifestTargets",
+                ],
+            );
+            let alias = f.string(img, "alias", &format!("{ifield}.alias"));
+            let image_name = f.string(img, "imageName", &format!("{ifield}.imageName"));
+            let (Some(alias), Some(image_name)) = (alias, image_name) else {
+                f.error(img, format!("{ifield} needs alias and imageName"));
+                continue;
+            };
+            if let Err(e) = split_entry(&image_name.value) {
+                let d = Diagnostic::error(format!("{}: {ifield}.imageName: {e}", f.what))
+                    .at(image_name.location.clone());
+                f.errors.push(d);
+                continue;
+            }
+            if images.iter().any(|i: &CrImage| i.alias == alias.value) {
+                let d = Diagnostic::error(format!(
+                    "{}: {ifield}.alias {:?} is listed twice",
+                    f.what, alias.value
+                ))
+                .at(alias.location.clone());
+                f.errors.push(d);
+                continue;
+            }
+            if alias.value.contains(':') || alias.value.is_empty() {
+                let d = Diagnostic::error(format!(
+                    "{}: {ifield}.alias {:?} must be non-empty and without ':'",
+                    f.what, alias.value
+                ))
+                .at(alias.location.clone());
+                f.errors.push(d);
+                continue;
+            }
+            let image_settings = f.settings(img, &ifield);
+            // Checked where written, whether or not an Application is selected.
+            let merged = updater.settings.merged(&settings).merged(&image_settings);
+            let mut config = None;
+            if let Ok((_, _, constraint)) = split_entry(&image_name.value) {
+                match policy_config(&merged, constraint.as_deref(), &image_name.location) {
+                    Ok(c) => config = Some(c),
+                    Err(e) => {
+                        let d = Diagnostic::error(format!("{}: {ifield}: {}", f.what, e.message));
+                        f.errors.push(match e.location {
+                            Some(at) => d.at(at),
+                            None => d,
+                        });
+                    }
+                }
+            }
+            images.push(CrImage {
+                config,
+                settings: image_settings,
+                verify: f.verify(img, &ifield),
+                target: f.target(img, &ifield),
+                location: image_name.location.clone(),
+                alias: alias.value,
+                image_name: image_name.value,
+            });
+        }
+        updater.refs.push(AppRef {
+            name_pattern: pattern.value,
+            glob,
+            selector,
+            use_annotations,
+            settings,
+            write_back,
+            verify,
+            images,
+            location: file.location(r),
+        });
+    }
+    warnings.append(&mut f.warnings);
+    if f.errors.is_empty() {
+        Ok(updater)
+    } else {
+        Err(f.errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specificity_scores() {
+        assert_eq!(specificity("shop", None), 1_000_004);
+        assert_eq!(specificity("shop-*", None), 5);
+        assert_eq!(specificity("shop-[a-z]?", None), 5);
+        assert_eq!(specificity("*", Some(2)), 10_200);
+        assert!(specificity("shop-prod-*", None) > specificity("shop-*", None));
+        assert!(specificity("*", Some(0)) > specificity("shop-prod-eu-*", None));
+    }
+}

@@ -1,0 +1,311 @@
+//! The catalog's selections as the reflector's definitions, so that `--fetch` lists and selects
+//! the tags of an Argo CD image exactly as it does for a Flux ImagePolicy.
+//!
+//! A selection's pull secret becomes the definition's registry credential:
+//!
+//! * `pullsecret:NAMESPACE/NAME`: a `kubernetes.io/dockerconfigjson` Secret among the policy
+//!   documents (the `--policies` files, the tree's Secrets of that type);
+//! * `secret:NAMESPACE/NAME#FIELD`: the field of a Secret among the policy documents, holding
+//!   `USER:PASSWORD`;
+//! * `env:VARIABLE`: `USER:PASSWORD` in the environment of the run;
+//! * `ext:/PATH`: Argo CD Image Updater runs that program for the credentials; a program named in
+//!   a repository is not run here, so this is an error (give the credentials another way).
+//!
+//! `USER:PASSWORD` becomes a Docker `config.json` for the image's registry, kept as a
+//! [`Secret`](image_update_registry::Secret) like every credential.
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::catalog::{Catalog, Selection};
+use super::settings::PullSecret;
+use crate::diagnostic::Diagnostic;
+use crate::policies::PolicyDocument;
+use crate::reflector::definitions::{
+    Definition, Kind, RegistryCredential, is_secret, secret_config_json,
+};
+use crate::yaml;
+
+/// Where a run's environment variables come from (the process, or a test's map).
+pub(crate) trait Environment {
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The process environment.
+pub(crate) struct ProcessEnvironment;
+
+impl Environment for ProcessEnvironment {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+/// One definition per selection of `catalog` that the reflector does not define already (a
+/// KubeSphere entry is read by the reflector under the same key).
+///
+/// # Errors
+/// Every pull secret that cannot be had, at the setting that names it.
+pub(crate) fn definitions(
+    catalog: &Catalog<'_>,
+    documents: &[PolicyDocument],
+    env: &dyn Environment,
+) -> Result<Vec<Definition>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for s in catalog
+        .selections
+        .iter()
+        .filter(|s| !s.defined_by_reflector)
+    {
+        let credentials = match &s.pull_secret {
+            None => None,
+            Some(secret) => match credential(s, secret, documents, env) {
+                Ok(c) => Some(c),
+                Err(message) => {
+                    errors.push(
+                        Diagnostic::error(format!("{}: {message}", s.source))
+                            .at(s.location.clone()),
+                    );
+                    continue;
+                }
+            },
+        };
+        let labels = catalog
+            .apps
+            .iter()
+            .find(|a| a.id == s.app)
+            .map(|a| a.labels.clone())
+            .unwrap_or_default();
+        out.push(Definition {
+            key: s.key.clone(),
+            source: s.source.clone(),
+            image: s.image.clone(),
+            repository: s.repository.clone(),
+            config: s.config.clone(),
+            location: s.location.clone(),
+            insecure: false,
+            credentials,
+            previous: None,
+            observed_previous: None,
+            labels,
+            // Argo CD Image Updater has no place for a minimum age or an
+            // alias: the settings file's and the front end's apply.
+            gate: crate::reflector::selection::spec::GateConfig::default(),
+            kind: Kind::ArgoCd {
+                app: s.app.to_string(),
+            },
+        });
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+fn credential(
+    s: &Selection,
+    secret: &PullSecret,
+    documents: &[PolicyDocument],
+    env: &dyn Environment,
+) -> Result<RegistryCredential, String> {
+    match secret {
+        PullSecret::DockerConfig { namespace, name } => {
+            let (value, origin) = find_secret(documents, namespace, name).ok_or_else(|| {
+                format!(
+                    "pull secret pullsecret:{namespace}/{name}: no Secret {namespace}/{name} among the policy files and the tree's dockerconfigjson Secrets"
+                )
+            })?;
+            Ok(RegistryCredential::Secret {
+                config_json: image_update_registry::Secret::new(secret_config_json(
+                    value, &origin,
+                )?),
+                origin,
+            })
+        }
+        PullSecret::SecretField {
+            namespace,
+            name,
+            field,
+        } => {
+            let (value, origin) = find_secret(documents, namespace, name).ok_or_else(|| {
+                format!(
+                    "pull secret secret:{namespace}/{name}#{field}: no Secret {namespace}/{name} among the policy files"
+                )
+            })?;
+            let pair = secret_field(value, field)
+                .ok_or_else(|| format!("{origin} has no field {field:?} (data or stringData)"))?;
+            basic(s, &pair, &format!("{origin} field {field:?}"))
+        }
+        PullSecret::Env(variable) => {
+            let pair = env.var(variable).ok_or_else(|| {
+                format!(
+                    "pull secret env:{variable}: the environment variable {variable} is not set"
+                )
+            })?;
+            basic(s, &pair, &format!("environment variable {variable}"))
+        }
+        PullSecret::Ext(program) => Err(format!(
+            "pull secret ext:{program} runs a program for the credentials, which image-update does not do for a program named in the repository; give the registry credentials with env:VARIABLE, pullsecret:NAMESPACE/NAME or the registry settings"
+        )),
+    }
+}
+
+/// The Secret `namespace`/`name` among `documents`, and how to name it.
+fn find_secret<'d>(
+    documents: &'d [PolicyDocument],
+    namespace: &str,
+    name: &str,
+) -> Option<(&'d Value, String)> {
+    documents.iter().find_map(|doc| {
+        yaml::objects(&doc.document).into_iter().find_map(|o| {
+            let (ns, n) = yaml::namespace_name(o.value);
+            (is_secret(o.value) && ns == namespace && n == name).then(|| {
+                (
+                    o.value,
+                    format!("Secret {namespace}/{name} in {}", doc.origin),
+                )
+            })
+        })
+    })
+}
+
+/// A Secret's field: `stringData`, else `data` (base64).
+fn secret_field(secret: &Value, field: &str) -> Option<String> {
+    if let Some(text) = secret
+        .get("stringData")
+        .and_then(|d| d.get(field))
+        .and_then(Value::as_str)
+    {
+        return Some(text.to_owned());
+    }
+    let encoded = secret.get("data")?.get(field)?.as_str()?;
+    let compact: String = encoded.split_whitespace().collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(compact)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+}
+
+/// `USER:PASSWORD` (from `what`) as a Docker `config.json` for the selection's registry.
+fn basic(s: &Selection, pair: &str, what: &str) -> Result<RegistryCredential, String> {
+    let pair = pair.trim();
+    if !pair.contains(':') {
+        return Err(format!("{what} does not hold USER:PASSWORD"));
+    }
+    let auth = base64::engine::general_purpose::STANDARD.encode(pair);
+    let config = serde_json::json!({
+        "auths": {s.repository.registry(): {"auth": auth}},
+    });
+    Ok(RegistryCredential::Secret {
+        origin: what.to_owned(),
+        config_json: image_update_registry::Secret::new(config.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::argocd::application::InputFile;
+    use crate::argocd::catalog::{CollectOptions, collect};
+    use std::collections::BTreeMap;
+
+    struct Env(BTreeMap<&'static str, &'static str>);
+
+    impl Environment for Env {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0.get(name).map(|v| (*v).to_owned())
+        }
+    }
+
+    const APP: &str = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: shop\n  labels: {team: a}\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.example.test/acme/web:^1, api=ghcr.io/acme/api, db=ghcr.io/acme/db\n    argocd-image-updater.argoproj.io/web.pull-secret: pullsecret:argocd/regcred\n    argocd-image-updater.argoproj.io/api.pull-secret: secret:argocd/tokens#ghcr\n    argocd-image-updater.argoproj.io/db.pull-secret: env:DB_CREDS\nspec:\n  source: {repoURL: https://git.example.test/fleet, path: shop, kustomize: {}}\n";
+
+    const SECRETS: &str = "apiVersion: v1\nkind: Secret\nmetadata: {name: regcred, namespace: argocd}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{\"auths\":{\"registry.example.test\":{\"auth\":\"dTpw\"}}}'\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: tokens, namespace: argocd}\ndata:\n  ghcr: Ym90OnNlY3JldA==\n";
+
+    fn documents() -> Vec<PolicyDocument> {
+        yaml::parse_documents(SECRETS)
+            .unwrap()
+            .into_iter()
+            .map(|document| PolicyDocument {
+                document,
+                origin: "secrets.yaml".into(),
+                positions: true,
+                dir: None,
+                supplies: true,
+            })
+            .collect()
+    }
+
+    fn config_json(c: &RegistryCredential) -> Value {
+        match c {
+            RegistryCredential::Secret { config_json, .. } => {
+                serde_json::from_str(config_json.expose()).unwrap()
+            }
+            RegistryCredential::File(_) => panic!("a file"),
+        }
+    }
+
+    #[test]
+    fn pull_secrets_become_registry_credentials() {
+        let files = [InputFile {
+            origin: "apps/shop.yaml".into(),
+            tree_path: Some("apps/shop.yaml".into()),
+            text: APP,
+        }];
+        let catalog = collect(&files, &CollectOptions::default()).unwrap();
+        let env = Env([("DB_CREDS", "dbuser:dbpass")].into());
+        let defs = definitions(&catalog, &documents(), &env).unwrap();
+        let by_alias = |alias: &str| {
+            defs.iter()
+                .find(|d| d.key.name == format!("shop/{alias}"))
+                .unwrap()
+        };
+        let web = by_alias("web");
+        assert_eq!(web.labels.get("team").map(String::as_str), Some("a"));
+        assert_eq!(
+            web.kind,
+            Kind::ArgoCd {
+                app: "argocd/shop".into()
+            }
+        );
+        assert_eq!(
+            config_json(web.credentials.as_ref().unwrap())["auths"]["registry.example.test"]["auth"],
+            "dTpw"
+        );
+        let api = config_json(by_alias("api").credentials.as_ref().unwrap());
+        // bot:secret
+        assert_eq!(api["auths"]["ghcr.io"]["auth"], "Ym90OnNlY3JldA==");
+        let db = config_json(by_alias("db").credentials.as_ref().unwrap());
+        assert_eq!(db["auths"]["ghcr.io"]["auth"], "ZGJ1c2VyOmRicGFzcw==");
+        // Nothing of a credential shows in Debug.
+        assert!(!format!("{defs:?}").contains("dTpw"));
+        assert!(!format!("{defs:?}").contains("Ym90"));
+    }
+
+    #[test]
+    fn missing_secrets_and_programs_are_errors_at_the_setting() {
+        let text = APP
+            .replace("env:DB_CREDS", "ext:/usr/local/bin/creds")
+            .replace("pullsecret:argocd/regcred", "pullsecret:argocd/absent");
+        let files = [InputFile {
+            origin: "apps/shop.yaml".into(),
+            tree_path: Some("apps/shop.yaml".into()),
+            text: &text,
+        }];
+        let catalog = collect(&files, &CollectOptions::default()).unwrap();
+        let errors = definitions(&catalog, &documents(), &Env(BTreeMap::new())).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("no Secret argocd/absent"))
+        );
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("ext:/usr/local/bin/creds runs a program"))
+        );
+        assert!(messages.iter().all(|m| m.starts_with("apps/shop.yaml:")));
+    }
+}

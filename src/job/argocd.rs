@@ -1,0 +1,182 @@
+//! The Job's git settings from Argo CD objects (`docs/argocd.md`, "The Job").
+//!
+//! Before cloning, the Applications of the `--policies` files (annotated, ImageUpdater CRD,
+//! KubeSphere kind argocd) that write back to git give the repository and the base branch when
+//! no flag names them; they must agree, since one run clones one repository and pushes one
+//! commit. The update then leaves alone the Applications that write elsewhere ([`scoped`]).
+//! After it, the Applications that changed give the write branch (`base:write`, its template
+//! rendered with Argo CD Image Updater's fields and cut to 255 characters, or the pull-request
+//! head branch); the commit message is their Argo CD template's (the operation renders it).
+
+use std::collections::BTreeSet;
+
+use crate::argocd::catalog::{GitScope, same_repository};
+use crate::diagnostic::Diagnostic;
+use crate::error::Error;
+use crate::operation::{self, UpdateConfig};
+use crate::outcome::Outcome;
+
+/// Where the Applications of the policy files write back to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Destination {
+    /// The repository's URL.
+    pub url: String,
+    /// The base branch (`None`: the remote's default branch).
+    pub checkout: Option<String>,
+}
+
+/// The one repository and base branch the git write-back of the Applications in the policy
+/// files goes to (`None` when none writes back to git), for a Job given no `--url`.
+///
+/// # Errors
+/// Unreadable policy files, invalid Argo CD objects, Applications that name different
+/// repositories or base branches (each at its file, line and column).
+pub(crate) fn destination(update: &UpdateConfig) -> Result<Option<Destination>, Error> {
+    let found = operation::argocd_destinations(update)?;
+    let Some(first) = found.first() else {
+        return Ok(None);
+    };
+    let differs = |what: &str, whats: &str, hint: &str, value: &dyn Fn(usize) -> String| {
+        let diagnostics = found
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                Diagnostic::error(format!(
+                    "Application {} writes back to {what} {}, but one Job run pushes to one",
+                    d.app,
+                    value(i)
+                ))
+                .at(d.location.clone())
+                .with_hint(hint.to_owned())
+            })
+            .collect();
+        Error::invalid_with(
+            format!("the Argo CD Applications write back to different {whats}; nothing was cloned"),
+            diagnostics,
+        )
+    };
+    if found.iter().any(|d| d.repository != first.repository) {
+        return Err(differs(
+            "repository",
+            "repositories",
+            "run one Job per repository (each with the Applications that write to it), or give --url",
+            &|i| found[i].repository.clone(),
+        ));
+    }
+    if found.iter().any(|d| d.checkout != first.checkout) {
+        return Err(differs(
+            "base branch",
+            "base branches",
+            "give --branch, or the same git-branch (gitConfig.branch) to every Application",
+            &|i| {
+                found[i]
+                    .checkout
+                    .clone()
+                    .unwrap_or_else(|| "(the default branch)".to_owned())
+            },
+        ));
+    }
+    Ok(Some(Destination {
+        url: first.repository.clone(),
+        checkout: first.checkout.clone(),
+    }))
+}
+
+/// The base branch the Applications of the policy files that write to `url` agree on, for a Job
+/// given `--url` but no branch (`None`: none writes to `url`, or they disagree).
+///
+/// # Errors
+/// Unreadable policy files, invalid Argo CD objects.
+pub(crate) fn checkout_for(update: &UpdateConfig, url: &str) -> Result<Option<String>, Error> {
+    let found = operation::argocd_destinations(update)?;
+    let mut branches = found
+        .iter()
+        .filter(|d| same_repository(&d.repository, url))
+        .map(|d| d.checkout.clone());
+    let Some(first) = branches.next() else {
+        return Ok(None);
+    };
+    Ok(branches.all(|b| b == first).then_some(first).flatten())
+}
+
+/// The Applications that changed and write back to git, with their git plans.
+fn changed_git(
+    outcome: &Outcome,
+) -> Vec<(&crate::argocd::plan::AppPlan, &crate::argocd::plan::GitPlan)> {
+    outcome
+        .argocd
+        .iter()
+        .filter(|a| !a.images.is_empty())
+        .filter_map(|a| a.git.as_ref().map(|g| (a, g)))
+        .collect()
+}
+
+/// `update` limited to the Applications that write back to git in the repository at `url` and
+/// the branch `branch` that was cloned (`default_branch`: as the remote's default branch); the
+/// others are left alone with a note (one Job per repository and branch, as Argo CD Image
+/// Updater writes each Application to its own).
+#[must_use]
+pub(crate) fn scoped(
+    update: &UpdateConfig,
+    url: &str,
+    branch: Option<&str>,
+    default_branch: bool,
+) -> UpdateConfig {
+    let mut scoped = update.clone();
+    scoped.argocd.git_scope = Some(GitScope {
+        repository: url.to_owned(),
+        branch: branch.map(str::to_owned),
+        default_branch,
+    });
+    scoped
+}
+
+/// The branch the Argo CD write-back of `outcome` pushes to: the Applications' rendered write
+/// branch (`base:write`) or pull-request head branch; `None` when they push back to the base
+/// branch, or none writes back to git.
+///
+/// # Errors
+/// Applications that changed and push to different branches.
+pub(crate) fn write_branch(outcome: &Outcome) -> Result<Option<String>, Error> {
+    let git = changed_git(outcome);
+    let branches: BTreeSet<Option<&str>> = git.iter().map(|(_, g)| g.push.as_deref()).collect();
+    if branches.len() > 1 {
+        let each: Vec<String> = git
+            .iter()
+            .map(|(a, g)| {
+                format!(
+                    "{} to {}",
+                    a.app,
+                    g.push.as_deref().unwrap_or("its base branch")
+                )
+            })
+            .collect();
+        return Err(Error::invalid(vec![
+            Diagnostic::error(format!(
+                "the Argo CD Applications that changed push to different branches ({}); one Job \
+                 run pushes one commit to one branch, so nothing was pushed",
+                each.join(", ")
+            ))
+            .with_hint(
+                "give --push-branch, or the same write branch template to every Application",
+            ),
+        ]));
+    }
+    Ok(branches.into_iter().next().flatten().map(str::to_owned))
+}
+
+/// Warnings for what the Job does not do that the Applications ask for: opening pull requests.
+#[must_use]
+pub(crate) fn warnings(outcome: &Outcome) -> Vec<Diagnostic> {
+    changed_git(outcome)
+        .into_iter()
+        .filter(|(_, g)| g.pull_request)
+        .map(|(a, g)| {
+            Diagnostic::warning(format!(
+                "Application {} asks for a pull request: the Job pushes its head branch {} and opens none",
+                a.app,
+                g.push.as_deref().unwrap_or_default()
+            ))
+        })
+        .collect()
+}

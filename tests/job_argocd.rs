@@ -1,0 +1,411 @@
+//! `image-update job` for Argo CD users, end to end through the binary: the git server is
+//! testkit's (lighttpd + git-http-backend on 127.0.0.1, results read back with the git CLI), the
+//! registry Debian's `docker-registry` (started by testkit). The Applications of `--policies`
+//! give the repository and base branch; the write-back goes to the write branch of their
+//! `base:write` setting, with Argo CD Image Updater's commit message (its default, or
+//! `--argocd-commit-template`). Applications naming two repositories are refused before
+//! anything is cloned.
+//!
+//! A trial whose servers or tools are missing is ignored with the reason (failed with `CI`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+
+use fs_err as fs;
+use image_update_testkit::git::{Env, Fixture, HTTP_PASSWORD, HTTP_USER, Need, TestResult, ensure};
+use image_update_testkit::registry::{Auth, ImageSpec, Registry};
+use libtest_mimic::{Arguments, Completion, Trial};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_image-update");
+
+fn main() {
+    let args = Arguments::from_args();
+    let (env, servers, temp) = match Env::start_with(&[Need::Http]) {
+        Ok(started) => started,
+        Err(reason) => panic!("cannot set up the test bed: {reason}"),
+    };
+    let trials = vec![
+        trial(
+            &env,
+            "applications_give_repository_branches_and_message",
+            true,
+            applications_give_repository_branches_and_message,
+        ),
+        trial(
+            &env,
+            "image_updater_git_config_and_long_branch",
+            true,
+            image_updater_git_config_and_long_branch,
+        ),
+        trial(
+            &env,
+            "applications_name_two_repositories",
+            false,
+            applications_name_two_repositories,
+        ),
+    ];
+    let conclusion = libtest_mimic::run(&args, trials);
+    drop(env);
+    drop(servers);
+    drop(temp);
+    conclusion.exit();
+}
+
+/// A trial needing the HTTP git server, and `docker-registry` when `registry`.
+fn trial(env: &Arc<Env>, name: &str, registry: bool, test: fn(&Env) -> TestResult) -> Trial {
+    let env = Arc::clone(env);
+    Trial::ignorable_test(name, move || {
+        let mut missing = env.missing(&[Need::Http]);
+        if missing.is_none() && registry {
+            missing = image_update_testkit::missing(&["docker-registry"])
+                .first()
+                .map(|m| format!("needs {m}"));
+        }
+        if let Some(reason) = missing {
+            if std::env::var_os("CI").is_some() {
+                return Err(format!("{reason}; CI is set, so this is a failure").into());
+            }
+            return Ok(Completion::ignored_with(reason));
+        }
+        test(&env).map(|()| Completion::Completed)
+    })
+}
+
+/// The binary's `job` with a commit author, HTTP credentials, no credentials from the caller's
+/// environment, and a private work parent (returned: it must be empty afterwards).
+fn job(env: &Env, name: &str) -> (Command, std::path::PathBuf) {
+    let parent = env.root.join("job-work").join(name);
+    fs::create_dir_all(&parent).unwrap();
+    let mut command = Command::new(BIN);
+    for var in [
+        "IMAGE_UPDATE_GIT_TOKEN",
+        "IMAGE_UPDATE_GIT_BEARER_TOKEN",
+        "IMAGE_UPDATE_GIT_SSH_KEY",
+        "IMAGE_UPDATE_SIGNING_KEY",
+        "DOCKER_CONFIG",
+        "REGISTRY_AUTH_FILE",
+        "RUST_LOG",
+    ] {
+        command.env_remove(var);
+    }
+    command
+        .env("HOME", env.root.join("home"))
+        .env("NO_COLOR", "1")
+        .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
+        .env("IMAGE_UPDATE_GIT_PASSWORD", HTTP_PASSWORD)
+        .args(["job", "--work-dir"])
+        .arg(&parent)
+        .args([
+            "--author-name",
+            "Image Updater",
+            "--author-email",
+            "updater@example.com",
+        ]);
+    (command, parent)
+}
+
+struct Ran {
+    code: Option<i32>,
+    status: Value,
+    stderr: String,
+}
+
+fn run(command: &mut Command) -> Result<Ran, libtest_mimic::Failed> {
+    let output: Output = command.stdin(Stdio::null()).output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if stdout.contains(HTTP_PASSWORD) || stderr.contains(HTTP_PASSWORD) {
+        return Err(format!("the password leaked:\n{stdout}\n{stderr}").into());
+    }
+    let status = serde_json::from_str(&stdout).map_err(|e| {
+        format!("stdout is not one JSON object ({e}):\n{stdout}\nstderr:\n{stderr}")
+    })?;
+    Ok(Ran {
+        code: output.status.code(),
+        status,
+        stderr,
+    })
+}
+
+fn git(env: &Env, fixture: &Fixture, args: &[&str]) -> Result<String, libtest_mimic::Failed> {
+    env.git_out(&fixture.bare, args)
+}
+
+fn empty_dir(dir: &Path) -> TestResult {
+    let left: Vec<_> = fs::read_dir(dir)?.collect();
+    ensure(left.is_empty(), || {
+        format!("{} is not empty: {left:?}", dir.display())
+    })
+}
+
+/// A repository whose `main` holds a Kustomize directory with Argo CD Image Updater's override
+/// file and an Application that writes back elsewhere; `release` is one commit ahead.
+fn fleet(env: &Env, name: &str, host: &str) -> Result<(Fixture, String), libtest_mimic::Failed> {
+    let tree = env.root.join("trees").join(name);
+    fs::create_dir_all(tree.join("deploy/web"))?;
+    fs::create_dir_all(tree.join("apps"))?;
+    fs::write(
+        tree.join("deploy/web/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- deployment.yaml\n",
+    )?;
+    fs::write(
+        tree.join("deploy/web/deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n",
+    )?;
+    fs::write(
+        tree.join("deploy/web/.argocd-source-web.yaml"),
+        format!("kustomize:\n  images:\n  - {host}/team/web:1.0.0 # set by the image updater\n"),
+    )?;
+    // An Application of the repository that writes back to another one: left alone.
+    fs::write(
+        tree.join("apps/elsewhere.yaml"),
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: elsewhere\n  \
+             namespace: argocd\n  annotations:\n    \
+             argocd-image-updater.argoproj.io/image-list: web={host}/team/web:~1\n    \
+             argocd-image-updater.argoproj.io/write-back-method: git\nspec:\n  source:\n    \
+             repoURL: https://git.example.test/other.git\n    targetRevision: main\n    \
+             path: deploy/web\n"
+        ),
+    )?;
+    let fixture = env.fixture_from_tree(name, &tree)?;
+    let seed = env.cli_clone(&fixture, &format!("{name}-release"))?;
+    env.git_out(&seed, &["checkout", "-q", "-b", "release"])?;
+    fs::write(seed.join("RELEASE"), "1\n")?;
+    env.git_out(&seed, &["add", "RELEASE"])?;
+    env.git_out(&seed, &["commit", "-q", "-m", "release"])?;
+    env.git_out(&seed, &["push", "-q", "origin", "release"])?;
+    let release = git(env, &fixture, &["rev-parse", "release"])?;
+    Ok((fixture, release))
+}
+
+/// The Application of the policy file: repository and base branch from it, the write branch a
+/// template over Argo CD Image Updater's fields.
+fn application(url: &str, host: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  namespace: argocd
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: web={host}/team/web:~1
+    argocd-image-updater.argoproj.io/write-back-method: git
+    argocd-image-updater.argoproj.io/git-branch: 'release:image-updater/{{{{.AppNamespace}}}}/{{{{.AppName}}}}{{{{range .Images}}}}-{{{{.Alias}}}}-{{{{.NewTag}}}}{{{{end}}}}'
+spec:
+  project: default
+  source:
+    repoURL: {url}
+    targetRevision: main
+    path: deploy/web
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: web
+"
+    )
+}
+
+/// `branch` holds the override file with the new tag, its comment kept.
+fn expect_override(env: &Env, fixture: &Fixture, branch: &str, host: &str) -> TestResult {
+    let path = format!("{branch}:deploy/web/.argocd-source-web.yaml");
+    let file = git(env, fixture, &["show", &path])?;
+    let expected =
+        format!("kustomize:\n  images:\n  - {host}/team/web:1.2.0 # set by the image updater");
+    ensure(file == expected, || format!("{path}:\n{file}"))
+}
+
+fn applications_give_repository_branches_and_message(env: &Env) -> TestResult {
+    let registry = Registry::start(Auth::Anonymous);
+    push_web(&registry);
+    let host = registry.authority();
+    let (fixture, release) = fleet(env, "argocd-fleet", &host)?;
+    let main = git(env, &fixture, &["rev-parse", "main"])?;
+    let policies = env.root.join("trees").join("argocd-fleet-app.yaml");
+    fs::write(&policies, application(&env.http_url(&fixture), &host))?;
+    let branch = "image-updater/argocd/web-web-1.2.0";
+
+    // No --url, no --branch: the Application gives both; the default message.
+    let (mut command, parent) = job(env, "argocd-default");
+    let ran = run(command.arg("--policies").arg(&policies).arg("--fetch"))?;
+    ensure(
+        ran.code == Some(0) && ran.status["result"] == "pushed",
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    let pushed = git(env, &fixture, &["rev-parse", branch])?;
+    ensure(ran.status["lastPushCommit"] == pushed.as_str(), || {
+        format!("{:#}", ran.status)
+    })?;
+    let base = git(env, &fixture, &["rev-parse", &format!("{branch}~1")])?;
+    ensure(base == release, || {
+        format!("the write branch is not on top of release ({release}): {base}")
+    })?;
+    // Only the Application of this repository was written (not apps/elsewhere.yaml's, which
+    // would have made deploy/web/.argocd-source-elsewhere.yaml).
+    let changed = git(env, &fixture, &["diff", "--name-only", "release", branch])?;
+    ensure(changed == "deploy/web/.argocd-source-web.yaml", || {
+        format!("changed files: {changed}")
+    })?;
+    expect_override(env, &fixture, branch, &host)?;
+    let message = git(env, &fixture, &["log", "-1", "--format=%B", branch])?;
+    let default = "build: automatic update of web
+
+updates image team/web tag '1.0.0' to '1.2.0'";
+    ensure(message == default, || format!("message: {message:?}"))?;
+    ensure(
+        git(env, &fixture, &["rev-parse", "release"])? == release
+            && git(env, &fixture, &["rev-parse", "main"])? == main,
+        || "the base branches moved".to_owned(),
+    )?;
+    empty_dir(&parent)?;
+
+    // The configured template; the write branch is made again from release and forced.
+    let template = env.root.join("trees").join("argocd-commit.template");
+    fs::write(
+        &template,
+        "{{.AppName}}:{{range .AppChanges}} {{.Image}} {{.OldTag}} -> {{.NewTag}}{{end}}\n",
+    )?;
+    let (mut command, parent) = job(env, "argocd-template");
+    let ran = run(command
+        .arg("--policies")
+        .arg(&policies)
+        .arg("--fetch")
+        .arg("--argocd-commit-template")
+        .arg(&template))?;
+    ensure(
+        ran.code == Some(0) && ran.status["result"] == "pushed",
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    let message = git(env, &fixture, &["log", "-1", "--format=%B", branch])?;
+    ensure(message == "web: team/web 1.0.0 -> 1.2.0", || {
+        format!("message: {message:?}")
+    })?;
+    let base = git(env, &fixture, &["rev-parse", &format!("{branch}~1")])?;
+    ensure(base == release, || format!("not on top of release: {base}"))?;
+    ensure(
+        git(env, &fixture, &["rev-parse", branch])? != pushed,
+        || "the write branch did not move".to_owned(),
+    )?;
+    empty_dir(&parent)
+}
+
+/// `registry` with `team/web` 1.0.0, 1.2.0 and 2.0.0.
+fn push_web(registry: &Registry) {
+    for (i, tag) in ["1.0.0", "1.2.0", "2.0.0"].iter().enumerate() {
+        let created = format!("2024-01-{:02}T00:00:00Z", i + 1);
+        registry.push_image(
+            "team/web",
+            tag,
+            &ImageSpec::new("linux", "amd64", None, &created),
+        );
+    }
+}
+
+/// The ImageUpdater CRD's `writeBackConfig.gitConfig` names the repository (the Application's
+/// `repoURL` is another) and the `base:write` branch, whose rendering, over 255 characters, is
+/// cut to 255.
+fn image_updater_git_config_and_long_branch(env: &Env) -> TestResult {
+    use sha2::{Digest, Sha256};
+    let registry = Registry::start(Auth::Anonymous);
+    push_web(&registry);
+    let host = registry.authority();
+    let (fixture, release) = fleet(env, "argocd-crd", &host)?;
+    let url = env.http_url(&fixture);
+    let policies = env.root.join("trees").join("argocd-crd-updater.yaml");
+    fs::write(
+        &policies,
+        format!(
+            "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {{name: web, namespace: argocd}}
+spec:
+  source:
+    repoURL: https://mirror.example.test/fleet.git
+    targetRevision: main
+    path: deploy/web
+---
+apiVersion: argocd-image-updater.argoproj.io/v1alpha1
+kind: ImageUpdater
+metadata: {{name: fleet, namespace: argocd}}
+spec:
+  writeBackConfig:
+    method: git
+    gitConfig:
+      repository: {url}
+      branch: 'release:u/{{{{.SHA256}}}}/{{{{.SHA256}}}}/{{{{.SHA256}}}}/{{{{.SHA256}}}}'
+  applicationRefs:
+  - namePattern: web
+    images:
+    - {{alias: web, imageName: '{host}/team/web:~1'}}
+"
+        ),
+    )?;
+    let sha = format!("{:x}", Sha256::digest(b"team/web-1.0.0-1.2.0,".as_slice()));
+    // 261 characters rendered, cut to 255 (each path component stays short enough for a file).
+    let branch = format!("u/{sha}/{sha}/{sha}/{sha}")[..255].to_owned();
+    let (mut command, parent) = job(env, "argocd-crd");
+    let ran = run(command.arg("--policies").arg(&policies).arg("--fetch"))?;
+    ensure(
+        ran.code == Some(0) && ran.status["result"] == "pushed",
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    let heads = git(
+        env,
+        &fixture,
+        &["for-each-ref", "--format=%(refname:short)", "refs/heads/u/"],
+    )?;
+    ensure(heads == branch, || {
+        format!("write branches: {heads:?}, expected {branch:?}")
+    })?;
+    ensure(
+        git(env, &fixture, &["rev-parse", &format!("{branch}~1")])? == release,
+        || "the write branch is not on top of release".to_owned(),
+    )?;
+    expect_override(env, &fixture, &branch, &host)?;
+    empty_dir(&parent)
+}
+
+fn applications_name_two_repositories(env: &Env) -> TestResult {
+    let (fixture, _) = fleet(env, "argocd-two", "127.0.0.1:1")?;
+    let refs = || {
+        git(
+            env,
+            &fixture,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )
+    };
+    let before = refs()?;
+    let policies = env.root.join("trees").join("argocd-two-apps.yaml");
+    let other = application("https://git.example.test/other.git", "127.0.0.1:1")
+        .replace("name: web\n", "name: api\n");
+    fs::write(
+        &policies,
+        format!(
+            "{}---\n{other}",
+            application(&env.http_url(&fixture), "127.0.0.1:1")
+        ),
+    )?;
+    let (mut command, parent) = job(env, "argocd-two");
+    let ran = run(command.arg("--policies").arg(&policies).arg("--fetch"))?;
+    ensure(ran.code == Some(2), || {
+        format!("exit {:?}, expected 2:\n{}", ran.code, ran.stderr)
+    })?;
+    ensure(
+        ran.status["result"] == "failed" && ran.status["error"]["kind"] == "configuration",
+        || format!("{:#}", ran.status),
+    )?;
+    let name = policies.display().to_string();
+    for (line, what) in [(4, "argocd/web"), (23, "argocd/api")] {
+        ensure(
+            ran.stderr.contains(&format!("{name}:{line}:")) && ran.stderr.contains(what),
+            || format!("no error at {name}:{line} for {what}:\n{}", ran.stderr),
+        )?;
+    }
+    ensure(ran.stderr.contains("different repositories"), || {
+        ran.stderr.clone()
+    })?;
+    ensure(refs()? == before, || "a ref moved".to_owned())?;
+    empty_dir(&parent)
+}
