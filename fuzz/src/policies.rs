@@ -132,6 +132,7 @@ fn resolve(definition: &Definition, spec: &PolicySpec) -> Option<Resolved> {
         previous: definition.previous.clone(),
         latest,
         selection,
+        gate: None,
     })
 }
 

@@ -120,6 +120,9 @@ pub(crate) fn run() -> Result<Exit, Error> {
 }
 
 fn write_response(mut response: Response<'_>) -> Result<Exit, Error> {
+    // The results are already rendered into the output: free them before
+    // writing (a large list has thousands).
+    drop(std::mem::take(&mut response.results));
     let pieces = response
         .output
         .pieces()

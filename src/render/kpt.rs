@@ -245,7 +245,9 @@ pub(crate) fn error_messages(error: &Error) -> Vec<String> {
 /// `indent` and ending with `eol`.
 #[must_use]
 pub(crate) fn render_block(results: &[KptResult], indent: &str, eol: &str) -> String {
-    let mut out = String::new();
+    // Room for a typical result up front: a large list has thousands, and
+    // growing by doubling would copy the text several times.
+    let mut out = String::with_capacity(results.len().saturating_mul(576));
     if results.is_empty() {
         let _ = write!(out, "{indent}results: []{eol}");
         return out;
