@@ -273,8 +273,11 @@ pub(crate) fn run_then(
     if let Some(message) = &config.message {
         outcome.diagnostics.extend(message.warnings());
     }
-    let report = outcome.report();
-    if let Some(message) = &config.message
+    // The report only for what renders it: a large list has thousands of
+    // changes, and the KRM function answers from the outcome.
+    let report = (config.message.is_some() || config.outputs.report.is_some())
+        .then(|| outcome.report());
+    if let (Some(message), Some(report)) = (&config.message, &report)
         && !report.file_changes.is_empty()
     {
         let marker_report = Report::of(&Outcome {
@@ -284,11 +287,11 @@ pub(crate) fn run_then(
         outcome.commit_message = Some(
             match argocd::commit_message(config, message, &outcome, &marker_report)? {
                 Some(m) => m,
-                None => message.render(&report)?,
+                None => message.render(report)?,
             },
         );
     }
-    let rendered = render_outputs(config, &report, &gathered.definitions, &outcome)?;
+    let rendered = render_outputs(config, report.as_ref(), &gathered.definitions, &outcome)?;
     let journal_dir = prepared.as_ref().map(|p| p.dir.as_path());
     if config.fail_on_warnings && outcome.warnings().next().is_some() {
         outcome.held_back = true;
@@ -689,7 +692,7 @@ struct Rendered {
 
 fn render_outputs(
     config: &UpdateConfig,
-    report: &Report,
+    report: Option<&Report>,
     definitions: &[crate::reflector::Definition],
     outcome: &Outcome,
 ) -> Result<Vec<Rendered>, Error> {
@@ -710,7 +713,7 @@ fn render_outputs(
             text: outcome.commit_message.clone().unwrap_or_default(),
         });
     }
-    if let Some((path, format)) = &config.outputs.report {
+    if let (Some((path, format)), Some(report)) = (&config.outputs.report, report) {
         let text = report
             .render(*format)
             .map_err(|e| Error::Internal(format!("rendering the report: {e}")))?;
