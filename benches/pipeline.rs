@@ -8,6 +8,10 @@
 //!    same session of `grep -rl '"$imagepolicy"' DIR` (which must find the
 //!    marked files) and `image-update update DIR --dry-run`, and at most 5
 //!    runs of an in-place `image-update update` on a fresh copy of the tree.
+//!    The in-place runs' floor: the files they changed, written with the
+//!    same new bytes on a fresh copy by the benchmark itself as durably as
+//!    the tool writes them (a temporary file in the same directory, written,
+//!    `fdatasync`, renamed over the original), the same number of runs.
 //! 3. Measures the peak RSS of the dry run (`/usr/bin/time -f %M`).
 //! 4. Measures in-process parse-and-splice throughput (`update::plan`) over
 //!    the marked files only (`BENCH_RUNS` runs).
@@ -174,6 +178,17 @@ fn main() {
         Runs(times)
     };
     let in_place = in_place_run(&[]);
+    // What the in-place run wrote (the last run's copy against the tree).
+    let mut changed = Vec::new();
+    for entry in walk(&scratch) {
+        let rel = entry.strip_prefix(&scratch).unwrap().to_path_buf();
+        let new = fs_err::read(&entry).unwrap();
+        if fs_err::read(repo.join(&rel)).unwrap() != new {
+            changed.push((rel, new));
+        }
+    }
+    assert!(!changed.is_empty(), "the in-place run changed no file");
+    let floor = durable_floor(runs.min(5), &repo, &scratch, &changed);
 
     let rss_kb = Command::new("/usr/bin/time")
         .args(["-f", "%M"])
@@ -210,9 +225,16 @@ fn main() {
         ms(dry.median()) / ms(grep.median())
     );
     println!(
-        "| `image-update update DIR` (in place, fresh copy) | {} | {:.2}x grep |",
+        "| the same {} files written durably (temporary file, write, fdatasync, rename; in process, fresh copy) | {} | {:.2}x grep |",
+        changed.len(),
+        floor.show(),
+        ms(floor.median()) / ms(grep.median())
+    );
+    println!(
+        "| `image-update update DIR` (in place, fresh copy) | {} | {:.2}x grep, {:.2}x the durable writes |",
         in_place.show(),
-        ms(in_place.median()) / ms(grep.median())
+        ms(in_place.median()) / ms(grep.median()),
+        ms(in_place.median()) / ms(floor.median())
     );
     println!(
         "| peak RSS of the dry run | {:.1} MB (one run) | |",
@@ -225,6 +247,40 @@ fn main() {
         marked_bytes as f64 / 1e6,
         marked_bytes as f64 / 1e6 / splice_median.as_secs_f64()
     );
+}
+
+/// The floor of an in-place run: `changed` (paths relative to the tree,
+/// new bytes) written into a fresh copy of `repo` at `scratch`, each through
+/// a temporary file in its directory that is written, flushed to disk with
+/// `fdatasync` and renamed over the original; `runs` times.
+fn durable_floor(
+    runs: usize,
+    repo: &Path,
+    scratch: &Path,
+    changed: &[(std::path::PathBuf, Vec<u8>)],
+) -> Runs {
+    use std::io::Write as _;
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        if scratch.exists() {
+            fs_err::remove_dir_all(scratch).unwrap();
+        }
+        copy_tree(repo, scratch);
+        ok(&mut Command::new("sync"));
+        let t = Instant::now();
+        for (rel, bytes) in changed {
+            let target = scratch.join(rel);
+            let mut name = target.file_name().unwrap().to_os_string();
+            name.push(".floor-tmp");
+            let temp = target.with_file_name(name);
+            let mut file = fs_err::File::create(&temp).unwrap();
+            file.write_all(bytes).unwrap();
+            file.sync_data().unwrap();
+            fs_err::rename(&temp, &target).unwrap();
+        }
+        times.push(t.elapsed());
+    }
+    Runs(times)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -275,8 +275,8 @@ pub(crate) fn run_then(
     }
     // The report only for what renders it: a large list has thousands of
     // changes, and the KRM function answers from the outcome.
-    let report = (config.message.is_some() || config.outputs.report.is_some())
-        .then(|| outcome.report());
+    let report =
+        (config.message.is_some() || config.outputs.report.is_some()).then(|| outcome.report());
     if let (Some(message), Some(report)) = (&config.message, &report)
         && !report.file_changes.is_empty()
     {
