@@ -43,9 +43,10 @@
 // The crate's documentation is written for its developers and built with
 // --document-private-items: the map above links private modules.
 #![allow(rustdoc::private_intra_doc_links)]
-// The library prints nothing and never ends the process: only the command
-// line (src/cli, through cli/stdio.rs) and src/main.rs do (clippy.toml
-// forbids std::io::stdout, std::io::stderr and std::process::exit).
+// The library writes nothing to the terminal and never ends the process:
+// only the command line (src/cli, through cli/stdio.rs) and src/main.rs
+// do; clippy.toml's disallowed-methods list holds the standard streams and
+// the process's end for every other module.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(unreachable_pub)]
 

@@ -14,52 +14,35 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::http::{Http, Method, Repeat, Response};
 use crate::remote::Repository;
 use crate::request::{Api, Created, Edit, Edited, Found, MergeMethod, Options, Proposal, State};
-use crate::status::{enc, fail, invalid, says_exists};
+use crate::status::{enc, invalid, says_exists};
 use image_update_secret::Secret;
 
 /// Pages of open requests read when looking for one by head and base.
 const MAX_PAGES: u32 = 20;
 
 pub(crate) struct Gitea {
-    http: Arc<Http>,
-    repo: Repository,
-    auth: Secret,
+    client: Client,
 }
 
 impl Gitea {
     pub(crate) fn new(http: Arc<Http>, repo: Repository, token: &Secret) -> Gitea {
-        let auth = Secret::new(format!("token {}", token.expose()));
-        http.hide(&auth);
-        Gitea { http, repo, auth }
+        Gitea {
+            client: Client::new(http, repo, "token", token),
+        }
     }
 
     fn url(&self, tail: &str) -> String {
         format!(
             "{}/repos/{}/{}{tail}",
-            self.repo.api,
-            enc(self.repo.owner()),
-            enc(self.repo.name())
+            self.client.repo.api,
+            enc(self.client.repo.owner()),
+            enc(self.client.repo.name())
         )
-    }
-
-    fn send(
-        &self,
-        method: Method,
-        url: &str,
-        body: Option<&Value>,
-        repeat: Repeat,
-        operation: &str,
-    ) -> Result<Response, Error> {
-        self.http
-            .send(method, url, &self.auth, body, repeat, operation)
-    }
-
-    fn fail(&self, response: &Response, operation: &str) -> Error {
-        fail(&self.http, response, operation, &self.repo.path)
     }
 
     fn noun(&self) -> &'static str {
@@ -68,7 +51,8 @@ impl Gitea {
 
     fn patch(&self, found: &Found, body: &Value, operation: &str) -> Result<Response, Error> {
         let url = self.url(&format!("/pulls/{}", found.number));
-        self.send(Method::Patch, &url, Some(body), Repeat::Safe, operation)
+        self.client
+            .send(Method::Patch, &url, Some(body), Repeat::Safe, operation)
     }
 
     /// The request from `head` into `base` in the list of requests in `state` (`open` or
@@ -77,18 +61,20 @@ impl Gitea {
         let operation = format!(
             "listing the {} pull requests of {} (looking for `{head}` into `{base}`)",
             if state == "open" { "open" } else { "" },
-            self.repo.path
+            self.client.repo.path
         )
         .replace("the  pull", "the pull");
         let mut closed: Option<Found> = None;
         for page in 1..=MAX_PAGES {
             let url = self.url(&format!("/pulls?state={state}&page={page}&limit=50"));
-            let response = self.send(Method::Get, &url, None, Repeat::Safe, &operation)?;
+            let response = self
+                .client
+                .send(Method::Get, &url, None, Repeat::Safe, &operation)?;
             if !response.ok() {
-                return Err(self.fail(&response, &operation));
+                return Err(self.client.fail(&response, &operation));
             }
             let Some(items) = response.json.as_array() else {
-                return Err(invalid(&self.http, &response, &operation, "a list"));
+                return Err(invalid(&self.client.http, &response, &operation, "a list"));
             };
             for item in items {
                 let refs = |side: &str| {
@@ -99,7 +85,7 @@ impl Gitea {
                 };
                 if refs("head").as_deref() == Some(head) && refs("base").as_deref() == Some(base) {
                     let one = found(item).ok_or_else(|| {
-                        invalid(&self.http, &response, &operation, "pull requests")
+                        invalid(&self.client.http, &response, &operation, "pull requests")
                     })?;
                     match one.state {
                         State::Open => return Ok(Some(one)),
@@ -160,18 +146,20 @@ impl Api for Gitea {
         }
         let operation = format!(
             "looking up the pull request from `{head}` into `{base}` of {}",
-            self.repo.path
+            self.client.repo.path
         );
         let url = self.url(&format!("/pulls/{}/{}", enc(base), enc(head)));
-        let response = self.send(Method::Get, &url, None, Repeat::Safe, &operation)?;
+        let response = self
+            .client
+            .send(Method::Get, &url, None, Repeat::Safe, &operation)?;
         if response.status == 404 {
             return Ok(None);
         }
         if !response.ok() {
-            return Err(self.fail(&response, &operation));
+            return Err(self.client.fail(&response, &operation));
         }
         let one = found(&response.json)
-            .ok_or_else(|| invalid(&self.http, &response, &operation, "a pull request"))?;
+            .ok_or_else(|| invalid(&self.client.http, &response, &operation, "a pull request"))?;
         if one.state == State::Open {
             return Ok(Some(one));
         }
@@ -192,7 +180,7 @@ impl Api for Gitea {
             self.noun(),
             proposal.head,
             proposal.base,
-            self.repo.path
+            self.client.repo.path
         );
         let mut body = json!({
             "head": proposal.head,
@@ -204,7 +192,7 @@ impl Api for Gitea {
         if !assignees.is_empty() {
             body["assignees"] = json!(assignees);
         }
-        let response = self.send(
+        let response = self.client.send(
             Method::Post,
             &self.url("/pulls"),
             Some(&body),
@@ -214,22 +202,22 @@ impl Api for Gitea {
         match response.status {
             201 => found(&response.json)
                 .map(|f| Created::New(Box::new(f)))
-                .ok_or_else(|| invalid(&self.http, &response, &operation, "a pull request")),
-            409 | 422 if says_exists(&self.http, &response) => Ok(Created::AlreadyExists),
+                .ok_or_else(|| invalid(&self.client.http, &response, &operation, "a pull request")),
+            409 | 422 if says_exists(&self.client.http, &response) => Ok(Created::AlreadyExists),
             404 => Err(Error::new(
                 ErrorKind::NotFound,
                 Some(404),
                 format!(
                     "{operation}: {} answered 404 Not Found ({}): the repository {}, or its \
                      branch `{}` or `{}`, does not exist, or the token cannot see it",
-                    self.http.provider,
-                    self.http.provider_message(&response),
-                    self.repo.path,
+                    self.client.http.provider,
+                    self.client.http.provider_message(&response),
+                    self.client.repo.path,
                     proposal.base,
                     proposal.head
                 ),
             )),
-            _ => Err(self.fail(&response, &operation)),
+            _ => Err(self.client.fail(&response, &operation)),
         }
     }
 
@@ -238,7 +226,7 @@ impl Api for Gitea {
             "{} pull request #{} of {}",
             if edit.reopen { "reopening" } else { "updating" },
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let mut body = json!({});
         if let Some(title) = edit.title {
@@ -254,7 +242,7 @@ impl Api for Gitea {
         match response.status {
             200 | 201 => Ok(Edited::Done),
             409 | 412 | 422 if edit.reopen => Ok(Edited::ReopenRefused),
-            _ => Err(self.fail(&response, &operation)),
+            _ => Err(self.client.fail(&response, &operation)),
         }
     }
 
@@ -264,16 +252,20 @@ impl Api for Gitea {
              or its organisation)",
             labels.join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let url = self.url(&format!("/issues/{}/labels", found.number));
         let body = json!({ "labels": labels });
-        let response = self.send(Method::Post, &url, Some(&body), Repeat::Safe, &operation)?;
-        if response.ok() {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&body),
+                Repeat::Safe,
+                &operation,
+                Response::ok,
+            )
+            .map(drop)
     }
 
     fn add_assignees(&self, found: &Found, assignees: &[String]) -> Result<(), Error> {
@@ -281,7 +273,7 @@ impl Api for Gitea {
             "assigning {} to pull request #{} of {}",
             assignees.join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let mut all = found.assignees.clone();
         all.extend(assignees.iter().cloned());
@@ -289,7 +281,7 @@ impl Api for Gitea {
         if response.ok() {
             Ok(())
         } else {
-            Err(self.fail(&response, &operation))
+            Err(self.client.fail(&response, &operation))
         }
     }
 
@@ -308,7 +300,7 @@ impl Api for Gitea {
                 .collect::<Vec<_>>()
                 .join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let url = self.url(&format!("/pulls/{}/requested_reviewers", found.number));
         let mut body = json!({});
@@ -318,18 +310,22 @@ impl Api for Gitea {
         if !teams.is_empty() {
             body["team_reviewers"] = json!(teams);
         }
-        let response = self.send(Method::Post, &url, Some(&body), Repeat::Safe, &operation)?;
-        if response.ok() {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&body),
+                Repeat::Safe,
+                &operation,
+                Response::ok,
+            )
+            .map(drop)
     }
 
     fn auto_merge(&self, found: &Found, method: MergeMethod) -> Result<(), Error> {
         let operation = format!(
             "setting pull request #{} of {} to merge when its checks succeed",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let method = match method {
             MergeMethod::Merge => "merge",
@@ -338,44 +334,46 @@ impl Api for Gitea {
         };
         let url = self.url(&format!("/pulls/{}/merge", found.number));
         let body = json!({ "Do": method, "merge_when_checks_succeed": true });
-        let response = self.send(Method::Post, &url, Some(&body), Repeat::Safe, &operation)?;
-        if response.ok() {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&body),
+                Repeat::Safe,
+                &operation,
+                Response::ok,
+            )
+            .map(drop)
     }
 
     fn comment(&self, found: &Found, text: &str) -> Result<(), Error> {
         let operation = format!(
             "commenting on pull request #{} of {}",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let url = self.url(&format!("/issues/{}/comments", found.number));
-        let response = self.send(
-            Method::Post,
-            &url,
-            Some(&json!({ "body": text })),
-            Repeat::Once,
-            &operation,
-        )?;
-        if response.status == 201 {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&json!({ "body": text })),
+                Repeat::Once,
+                &operation,
+                |r| r.status == 201,
+            )
+            .map(drop)
     }
 
     fn close(&self, found: &Found) -> Result<(), Error> {
         let operation = format!(
             "closing pull request #{} of {}",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let response = self.patch(found, &json!({ "state": "closed" }), &operation)?;
         if response.ok() {
             Ok(())
         } else {
-            Err(self.fail(&response, &operation))
+            Err(self.client.fail(&response, &operation))
         }
     }
 }

@@ -11,58 +11,40 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::http::{Http, Method, Repeat, Response};
 use crate::remote::Repository;
 use crate::request::{Api, Created, Edit, Edited, Found, MergeMethod, Options, Proposal, State};
-use crate::status::{enc, fail, invalid, says_exists};
+use crate::status::{enc, invalid, says_exists};
 use image_update_secret::Secret;
 
 pub(crate) struct GitHub {
-    http: Arc<Http>,
-    repo: Repository,
-    /// `Bearer TOKEN`.
-    auth: Secret,
+    client: Client,
 }
 
 impl GitHub {
     pub(crate) fn new(http: Arc<Http>, repo: Repository, token: &Secret) -> GitHub {
-        let auth = Secret::new(format!("Bearer {}", token.expose()));
-        http.hide(&auth);
-        GitHub { http, repo, auth }
+        GitHub {
+            client: Client::new(http, repo, "Bearer", token),
+        }
     }
 
     fn url(&self, tail: &str) -> String {
         format!(
             "{}/repos/{}/{}{tail}",
-            self.repo.api,
-            enc(self.repo.owner()),
-            enc(self.repo.name())
+            self.client.repo.api,
+            enc(self.client.repo.owner()),
+            enc(self.client.repo.name())
         )
-    }
-
-    fn send(
-        &self,
-        method: Method,
-        url: &str,
-        body: Option<&Value>,
-        repeat: Repeat,
-        operation: &str,
-    ) -> Result<Response, Error> {
-        self.http
-            .send(method, url, &self.auth, body, repeat, operation)
-    }
-
-    fn fail(&self, response: &Response, operation: &str) -> Error {
-        fail(&self.http, response, operation, &self.repo.path)
     }
 
     /// The GraphQL endpoint: `https://api.github.com/graphql`, or GitHub Enterprise Server's
     /// `/api/graphql` beside its `/api/v3`.
     fn graphql_url(&self) -> String {
-        match self.repo.api.strip_suffix("/api/v3") {
+        match self.client.repo.api.strip_suffix("/api/v3") {
             Some(web) => format!("{web}/api/graphql"),
-            None => format!("{}/graphql", self.repo.api),
+            None => format!("{}/graphql", self.client.repo.api),
         }
     }
 }
@@ -111,25 +93,27 @@ impl Api for GitHub {
     fn find(&self, head: &str, base: &str) -> Result<Option<Found>, Error> {
         let operation = format!(
             "looking up the pull requests from `{head}` into `{base}` of {}",
-            self.repo.path
+            self.client.repo.path
         );
         let url = self.url(&format!(
             "/pulls?state=all&head={}&base={}&sort=created&direction=desc&per_page=100",
-            enc(&format!("{}:{head}", self.repo.owner())),
+            enc(&format!("{}:{head}", self.client.repo.owner())),
             enc(base)
         ));
-        let response = self.send(Method::Get, &url, None, Repeat::Safe, &operation)?;
+        let response = self
+            .client
+            .send(Method::Get, &url, None, Repeat::Safe, &operation)?;
         if !response.ok() {
-            return Err(self.fail(&response, &operation));
+            return Err(self.client.fail(&response, &operation));
         }
         let Some(items) = response.json.as_array() else {
-            return Err(invalid(&self.http, &response, &operation, "a list"));
+            return Err(invalid(&self.client.http, &response, &operation, "a list"));
         };
         let all = items
             .iter()
             .map(found)
             .collect::<Option<Vec<Found>>>()
-            .ok_or_else(|| invalid(&self.http, &response, &operation, "pull requests"))?;
+            .ok_or_else(|| invalid(&self.client.http, &response, &operation, "pull requests"))?;
         let open = all.iter().find(|f| f.state == State::Open);
         let closed = all.iter().find(|f| f.state == State::Closed);
         Ok(open.or(closed).cloned())
@@ -138,7 +122,7 @@ impl Api for GitHub {
     fn create(&self, proposal: &Proposal, options: &Options) -> Result<Created, Error> {
         let operation = format!(
             "opening a pull request from `{}` into `{}` of {}",
-            proposal.head, proposal.base, self.repo.path
+            proposal.head, proposal.base, self.client.repo.path
         );
         let mut body = json!({
             "title": proposal.title,
@@ -149,7 +133,7 @@ impl Api for GitHub {
         if options.draft {
             body["draft"] = Value::Bool(true);
         }
-        let response = self.send(
+        let response = self.client.send(
             Method::Post,
             &self.url("/pulls"),
             Some(&body),
@@ -159,12 +143,15 @@ impl Api for GitHub {
         match response.status {
             201 => found(&response.json)
                 .map(|f| Created::New(Box::new(f)))
-                .ok_or_else(|| invalid(&self.http, &response, &operation, "a pull request")),
-            422 if says_exists(&self.http, &response) => Ok(Created::AlreadyExists),
+                .ok_or_else(|| invalid(&self.client.http, &response, &operation, "a pull request")),
+            422 if says_exists(&self.client.http, &response) => Ok(Created::AlreadyExists),
             422 => Err(refused_creation(
-                &self.http, &response, &operation, proposal,
+                &self.client.http,
+                &response,
+                &operation,
+                proposal,
             )),
-            _ => Err(self.fail(&response, &operation)),
+            _ => Err(self.client.fail(&response, &operation)),
         }
     }
 
@@ -173,7 +160,7 @@ impl Api for GitHub {
             "{} pull request #{} of {}",
             if edit.reopen { "reopening" } else { "updating" },
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let mut body = json!({});
         if let Some(title) = edit.title {
@@ -186,11 +173,13 @@ impl Api for GitHub {
             body["state"] = "open".into();
         }
         let url = self.url(&format!("/pulls/{}", found.number));
-        let response = self.send(Method::Patch, &url, Some(&body), Repeat::Safe, &operation)?;
+        let response =
+            self.client
+                .send(Method::Patch, &url, Some(&body), Repeat::Safe, &operation)?;
         match response.status {
             200 => Ok(Edited::Done),
             422 if edit.reopen => Ok(Edited::ReopenRefused),
-            _ => Err(self.fail(&response, &operation)),
+            _ => Err(self.client.fail(&response, &operation)),
         }
     }
 
@@ -199,16 +188,20 @@ impl Api for GitHub {
             "adding the labels {} to pull request #{} of {}",
             labels.join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let url = self.url(&format!("/issues/{}/labels", found.number));
         let body = json!({ "labels": labels });
-        let response = self.send(Method::Post, &url, Some(&body), Repeat::Safe, &operation)?;
-        if response.status == 200 {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&body),
+                Repeat::Safe,
+                &operation,
+                |r| r.status == 200,
+            )
+            .map(drop)
     }
 
     fn add_assignees(&self, found: &Found, assignees: &[String]) -> Result<(), Error> {
@@ -216,16 +209,20 @@ impl Api for GitHub {
             "assigning {} to pull request #{} of {}",
             assignees.join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let url = self.url(&format!("/issues/{}/assignees", found.number));
         let body = json!({ "assignees": assignees });
-        let response = self.send(Method::Post, &url, Some(&body), Repeat::Safe, &operation)?;
-        if response.status == 201 {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&body),
+                Repeat::Safe,
+                &operation,
+                |r| r.status == 201,
+            )
+            .map(drop)
     }
 
     fn request_reviewers(
@@ -243,7 +240,7 @@ impl Api for GitHub {
                 .collect::<Vec<_>>()
                 .join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let url = self.url(&format!("/pulls/{}/requested_reviewers", found.number));
         let mut body = json!({});
@@ -253,18 +250,22 @@ impl Api for GitHub {
         if !teams.is_empty() {
             body["team_reviewers"] = json!(teams);
         }
-        let response = self.send(Method::Post, &url, Some(&body), Repeat::Safe, &operation)?;
-        if response.status == 201 {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&body),
+                Repeat::Safe,
+                &operation,
+                |r| r.status == 201,
+            )
+            .map(drop)
     }
 
     fn auto_merge(&self, found: &Found, method: MergeMethod) -> Result<(), Error> {
         let operation = format!(
             "turning on auto-merge for pull request #{} of {}",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let method = match method {
             MergeMethod::Merge => "MERGE",
@@ -277,7 +278,7 @@ impl Api for GitHub {
                       { clientMutationId } }",
             "variables": { "id": found.node_id, "method": method },
         });
-        let response = self.send(
+        let response = self.client.send(
             Method::Post,
             &self.graphql_url(),
             Some(&body),
@@ -285,7 +286,7 @@ impl Api for GitHub {
             &operation,
         )?;
         if !response.ok() {
-            return Err(self.fail(&response, &operation));
+            return Err(self.client.fail(&response, &operation));
         }
         match response.json.get("errors") {
             Some(Value::Array(errors)) if !errors.is_empty() => Err(Error::new(
@@ -294,7 +295,7 @@ impl Api for GitHub {
                 format!(
                     "{operation}: GitHub refused it ({}): auto-merge needs \"Allow auto-merge\" \
                      in the repository's settings and a branch protection rule on the base",
-                    self.http.provider_message(&response)
+                    self.client.http.provider_message(&response)
                 ),
             )),
             _ => Ok(()),
@@ -304,31 +305,39 @@ impl Api for GitHub {
     fn comment(&self, found: &Found, text: &str) -> Result<(), Error> {
         let operation = format!(
             "commenting on pull request #{} of {}",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let url = self.url(&format!("/issues/{}/comments", found.number));
         let body = json!({ "body": text });
-        let response = self.send(Method::Post, &url, Some(&body), Repeat::Once, &operation)?;
-        if response.status == 201 {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&body),
+                Repeat::Once,
+                &operation,
+                |r| r.status == 201,
+            )
+            .map(drop)
     }
 
     fn close(&self, found: &Found) -> Result<(), Error> {
         let operation = format!(
             "closing pull request #{} of {}",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let url = self.url(&format!("/pulls/{}", found.number));
         let body = json!({ "state": "closed" });
-        let response = self.send(Method::Patch, &url, Some(&body), Repeat::Safe, &operation)?;
-        if response.status == 200 {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Patch,
+                &url,
+                Some(&body),
+                Repeat::Safe,
+                &operation,
+                |r| r.status == 200,
+            )
+            .map(drop)
     }
 }
 

@@ -12,59 +12,49 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::http::{Http, Method, Repeat, Response};
 use crate::remote::Repository;
 use crate::request::{Api, Created, Edit, Edited, Found, MergeMethod, Options, Proposal, State};
-use crate::status::{enc, fail, invalid, says_exists};
+use crate::status::{enc, invalid, says_exists};
 use image_update_secret::Secret;
 
 pub(crate) struct GitLab {
-    http: Arc<Http>,
-    repo: Repository,
-    auth: Secret,
+    client: Client,
 }
 
 impl GitLab {
     pub(crate) fn new(http: Arc<Http>, repo: Repository, token: &Secret) -> GitLab {
-        let auth = Secret::new(format!("Bearer {}", token.expose()));
-        http.hide(&auth);
-        GitLab { http, repo, auth }
+        GitLab {
+            client: Client::new(http, repo, "Bearer", token),
+        }
     }
 
     fn url(&self, tail: &str) -> String {
-        format!("{}/projects/{}{tail}", self.repo.api, enc(&self.repo.path))
-    }
-
-    fn send(
-        &self,
-        method: Method,
-        url: &str,
-        body: Option<&Value>,
-        repeat: Repeat,
-        operation: &str,
-    ) -> Result<Response, Error> {
-        self.http
-            .send(method, url, &self.auth, body, repeat, operation)
-    }
-
-    fn fail(&self, response: &Response, operation: &str) -> Error {
-        fail(&self.http, response, operation, &self.repo.path)
+        format!(
+            "{}/projects/{}{tail}",
+            self.client.repo.api,
+            enc(&self.client.repo.path)
+        )
     }
 
     fn put(&self, found: &Found, body: &Value, operation: &str) -> Result<Response, Error> {
         let url = self.url(&format!("/merge_requests/{}", found.number));
-        self.send(Method::Put, &url, Some(body), Repeat::Safe, operation)
+        self.client
+            .send(Method::Put, &url, Some(body), Repeat::Safe, operation)
     }
 
     /// The ids of users, by user name (one call each).
     fn user_ids(&self, names: &[String], operation: &str) -> Result<Vec<u64>, Error> {
         let mut ids = Vec::new();
         for name in names {
-            let url = format!("{}/users?username={}", self.repo.api, enc(name));
-            let response = self.send(Method::Get, &url, None, Repeat::Safe, operation)?;
+            let url = format!("{}/users?username={}", self.client.repo.api, enc(name));
+            let response = self
+                .client
+                .send(Method::Get, &url, None, Repeat::Safe, operation)?;
             if !response.ok() {
-                return Err(self.fail(&response, operation));
+                return Err(self.client.fail(&response, operation));
             }
             let id = response
                 .json
@@ -146,25 +136,27 @@ impl Api for GitLab {
     fn find(&self, head: &str, base: &str) -> Result<Option<Found>, Error> {
         let operation = format!(
             "looking up the merge requests from `{head}` into `{base}` of {}",
-            self.repo.path
+            self.client.repo.path
         );
         let url = self.url(&format!(
             "/merge_requests?source_branch={}&target_branch={}&order_by=created_at&sort=desc&per_page=100",
             enc(head),
             enc(base)
         ));
-        let response = self.send(Method::Get, &url, None, Repeat::Safe, &operation)?;
+        let response = self
+            .client
+            .send(Method::Get, &url, None, Repeat::Safe, &operation)?;
         if !response.ok() {
-            return Err(self.fail(&response, &operation));
+            return Err(self.client.fail(&response, &operation));
         }
         let Some(items) = response.json.as_array() else {
-            return Err(invalid(&self.http, &response, &operation, "a list"));
+            return Err(invalid(&self.client.http, &response, &operation, "a list"));
         };
         let all = items
             .iter()
             .map(found)
             .collect::<Option<Vec<Found>>>()
-            .ok_or_else(|| invalid(&self.http, &response, &operation, "merge requests"))?;
+            .ok_or_else(|| invalid(&self.client.http, &response, &operation, "merge requests"))?;
         let open = all.iter().find(|f| f.state == State::Open);
         let closed = all.iter().find(|f| f.state == State::Closed);
         Ok(open.or(closed).cloned())
@@ -181,7 +173,7 @@ impl Api for GitLab {
     fn create(&self, proposal: &Proposal, options: &Options) -> Result<Created, Error> {
         let operation = format!(
             "opening a merge request from `{}` into `{}` of {}",
-            proposal.head, proposal.base, self.repo.path
+            proposal.head, proposal.base, self.client.repo.path
         );
         let mut body = json!({
             "source_branch": proposal.head,
@@ -193,7 +185,7 @@ impl Api for GitLab {
         if !labels.is_empty() {
             body["labels"] = labels.join(",").into();
         }
-        let response = self.send(
+        let response = self.client.send(
             Method::Post,
             &self.url("/merge_requests"),
             Some(&body),
@@ -203,9 +195,11 @@ impl Api for GitLab {
         match response.status {
             201 => found(&response.json)
                 .map(|f| Created::New(Box::new(f)))
-                .ok_or_else(|| invalid(&self.http, &response, &operation, "a merge request")),
-            409 | 422 if says_exists(&self.http, &response) => Ok(Created::AlreadyExists),
-            _ => Err(self.fail(&response, &operation)),
+                .ok_or_else(|| {
+                    invalid(&self.client.http, &response, &operation, "a merge request")
+                }),
+            409 | 422 if says_exists(&self.client.http, &response) => Ok(Created::AlreadyExists),
+            _ => Err(self.client.fail(&response, &operation)),
         }
     }
 
@@ -214,7 +208,7 @@ impl Api for GitLab {
             "{} merge request !{} of {}",
             if edit.reopen { "reopening" } else { "updating" },
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let mut body = json!({});
         if let Some(title) = edit.title {
@@ -233,7 +227,7 @@ impl Api for GitLab {
         match response.status {
             200 => Ok(Edited::Done),
             400 | 405 | 409 | 422 if edit.reopen => Ok(Edited::ReopenRefused),
-            _ => Err(self.fail(&response, &operation)),
+            _ => Err(self.client.fail(&response, &operation)),
         }
     }
 
@@ -242,7 +236,7 @@ impl Api for GitLab {
             "adding the labels {} to merge request !{} of {}",
             labels.join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let response = self.put(
             found,
@@ -252,7 +246,7 @@ impl Api for GitLab {
         if response.status == 200 {
             Ok(())
         } else {
-            Err(self.fail(&response, &operation))
+            Err(self.client.fail(&response, &operation))
         }
     }
 
@@ -261,7 +255,7 @@ impl Api for GitLab {
             "assigning {} to merge request !{} of {}",
             assignees.join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         let mut ids = found.assignee_ids.clone();
         ids.extend(self.user_ids(assignees, &operation)?);
@@ -269,7 +263,7 @@ impl Api for GitLab {
         if response.status == 200 {
             Ok(())
         } else {
-            Err(self.fail(&response, &operation))
+            Err(self.client.fail(&response, &operation))
         }
     }
 
@@ -283,7 +277,7 @@ impl Api for GitLab {
             "asking {} for a review of merge request !{} of {}",
             users.join(", "),
             found.number,
-            self.repo.path
+            self.client.repo.path
         );
         if !teams.is_empty() {
             return Err(Error::config(format!(
@@ -297,14 +291,14 @@ impl Api for GitLab {
         if response.status == 200 {
             Ok(())
         } else {
-            Err(self.fail(&response, &operation))
+            Err(self.client.fail(&response, &operation))
         }
     }
 
     fn auto_merge(&self, found: &Found, method: MergeMethod) -> Result<(), Error> {
         let operation = format!(
             "setting merge request !{} of {} to merge when its pipeline succeeds",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let mut body = json!({ "merge_when_pipeline_succeeds": true });
         match method {
@@ -318,44 +312,46 @@ impl Api for GitLab {
             }
         }
         let url = self.url(&format!("/merge_requests/{}/merge", found.number));
-        let response = self.send(Method::Put, &url, Some(&body), Repeat::Safe, &operation)?;
-        if response.status == 200 {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Put,
+                &url,
+                Some(&body),
+                Repeat::Safe,
+                &operation,
+                |r| r.status == 200,
+            )
+            .map(drop)
     }
 
     fn comment(&self, found: &Found, text: &str) -> Result<(), Error> {
         let operation = format!(
             "commenting on merge request !{} of {}",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let url = self.url(&format!("/merge_requests/{}/notes", found.number));
-        let response = self.send(
-            Method::Post,
-            &url,
-            Some(&json!({ "body": text })),
-            Repeat::Once,
-            &operation,
-        )?;
-        if response.status == 201 {
-            Ok(())
-        } else {
-            Err(self.fail(&response, &operation))
-        }
+        self.client
+            .call(
+                Method::Post,
+                &url,
+                Some(&json!({ "body": text })),
+                Repeat::Once,
+                &operation,
+                |r| r.status == 201,
+            )
+            .map(drop)
     }
 
     fn close(&self, found: &Found) -> Result<(), Error> {
         let operation = format!(
             "closing merge request !{} of {}",
-            found.number, self.repo.path
+            found.number, self.client.repo.path
         );
         let response = self.put(found, &json!({ "state_event": "close" }), &operation)?;
         if response.status == 200 {
             Ok(())
         } else {
-            Err(self.fail(&response, &operation))
+            Err(self.client.fail(&response, &operation))
         }
     }
 }

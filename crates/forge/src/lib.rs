@@ -18,7 +18,8 @@
 //!     },
 //!     &Options::default(),
 //! )?;
-//! println!("{} #{} {}", pr.url, pr.number, pr.action.as_str());
+//! // What the caller shows (the library prints nothing):
+//! let _shown = format!("{} #{} {}", pr.url, pr.number, pr.action.as_str());
 //! # Ok(())
 //! # }
 //! ```
@@ -29,6 +30,7 @@
 //! line carries one. Prints nothing.
 
 mod app;
+mod client;
 mod error;
 mod gitea;
 mod github;
