@@ -520,42 +520,9 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     )
 }
 
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form servers must send; written
-/// here because it is one line of format and the tree has no HTTP-date crate.
+/// An HTTP-date (IMF-fixdate, and the obsolete forms servers may still send).
 fn parse_http_date(value: &str) -> Option<SystemTime> {
-    let rest = value.split_once(", ")?.1;
-    let mut parts = rest.split(' ');
-    let day: u64 = parts.next()?.parse().ok()?;
-    let month = match parts.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut clock = parts.next()?.split(':').map(|p| p.parse::<u64>().ok());
-    let (h, m, s) = (clock.next()??, clock.next()??, clock.next()??);
-    if parts.next()? != "GMT" || day == 0 || day > 31 || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(days * 86_400 + h * 3600 + m * 60 + s))
+    httpdate::parse_http_date(value).ok()
 }
 
 /// `location` resolved against `url`.

@@ -15,7 +15,6 @@ use super::observe::Event;
 use super::redact::Redactor;
 use super::settings::{ClientSettings, HostSettings};
 use super::url::Url;
-use crate::time::Timestamp;
 use image_update_secret::Secret;
 
 /// Retries after a timeout, at most (within `max_retries`): each timed-out
@@ -608,37 +607,10 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
-    let at = parse_http_date(v)?;
-    let now_secs = now.duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
-    Some(Duration::from_secs(
-        u64::try_from(at.unix_seconds() - now_secs).unwrap_or(0),
-    ))
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form servers must send.
-fn parse_http_date(v: &str) -> Option<Timestamp> {
-    let parts: Vec<&str> = v.split_whitespace().collect();
-    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
-        return None;
-    };
-    let month = match *month {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let day: u32 = day.parse().ok()?;
-    Timestamp::parse_rfc3339(&format!("{year}-{month:02}-{day:02}T{time}Z")).ok()
-}
 
 /// The roots every registry connection trusts: the bundled Mozilla roots
 /// (so the binary works in an image with no CA store) plus the system's
