@@ -15,7 +15,6 @@ use serde_json::Value;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::image_policy::{FLUX_IMAGE_GROUP, is_flux_kind};
 use crate::policies::selector::Selector;
-use crate::text::Position;
 use crate::yaml::Document;
 
 /// The API versions of ImageUpdateAutomation that are read.
@@ -154,13 +153,7 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn at(&self, pointer: &str) -> Location {
-        Location::new(
-            self.origin,
-            self.positions
-                .then(|| self.doc.position(pointer))
-                .flatten()
-                .or_else(|| self.positions.then_some(Position { line: 1, column: 1 })),
-        )
+        Location::new(self.origin, self.doc.position_if(self.positions, pointer))
     }
 
     fn fail(&mut self, pointer: &str, message: String) {

@@ -693,13 +693,7 @@ pub(crate) fn alias_map(
 /// # Errors
 /// Only if YAML serialisation fails.
 pub(crate) fn to_yaml(object: &Value) -> Result<String, CreateError> {
-    let text = serde_saphyr::to_string(object).map_err(|e| CreateError(e.to_string()))?;
-    let mut out = String::from("---\n");
-    out.push_str(&text);
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    Ok(out)
+    crate::yaml::to_stream([object]).map_err(CreateError)
 }
 
 #[cfg(test)]

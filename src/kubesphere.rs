@@ -23,7 +23,6 @@ use crate::automation::{
     Automation, AutomationKind, CommitSpec, GitRef, GitSpec, PushSpec, SourceRef, normalise_path,
 };
 use crate::diagnostic::{Diagnostic, Location};
-use crate::text::Position;
 use crate::yaml::Document;
 
 /// The group of the ImageUpdater API.
@@ -214,13 +213,7 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn at(&self, pointer: &str) -> Location {
-        Location::new(
-            self.origin,
-            self.positions
-                .then(|| self.doc.position(pointer))
-                .flatten()
-                .or_else(|| self.positions.then_some(Position { line: 1, column: 1 })),
-        )
+        Location::new(self.origin, self.doc.position_if(self.positions, pointer))
     }
 
     fn fail(&mut self, pointer: &str, message: impl std::fmt::Display) {

@@ -42,6 +42,17 @@ impl Document {
         }
     }
 
+    /// [`Document::position`] when the reader keeps positions (`positions`),
+    /// the file's first line and column when the node has none; `None`
+    /// otherwise.
+    #[must_use]
+    pub(crate) fn position_if(&self, positions: bool, pointer: &str) -> Option<Position> {
+        positions.then(|| {
+            self.position(pointer)
+                .unwrap_or(Position { line: 1, column: 1 })
+        })
+    }
+
     /// Where the node at `pointer` starts; for a pointer to a node that is
     /// absent (or behind an alias), where its nearest present ancestor
     /// starts. `None` only for a document built without positions.
@@ -122,6 +133,25 @@ pub fn parse_one(text: &str) -> Result<Document, YamlError> {
         });
     }
     Ok(docs.pop().unwrap_or_default())
+}
+
+/// `objects` as a YAML stream: each document after a `---` line, each
+/// ending with a newline (as `flux ... --export` and `kubectl` write them).
+///
+/// # Errors
+/// The serialiser's message.
+pub(crate) fn to_stream<'a, T: serde::Serialize + 'a>(
+    objects: impl IntoIterator<Item = &'a T>,
+) -> Result<String, String> {
+    let mut out = String::new();
+    for object in objects {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(object).map_err(|e| e.to_string())?);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 fn yaml_error(e: &serde_saphyr::Error) -> YamlError {

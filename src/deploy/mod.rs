@@ -140,15 +140,7 @@ impl Output {
     /// # Errors
     /// Only if YAML serialisation fails.
     pub(crate) fn to_yaml(&self) -> Result<String, String> {
-        let mut out = String::new();
-        for o in &self.objects {
-            out.push_str("---\n");
-            out.push_str(&serde_saphyr::to_string(o).map_err(|e| e.to_string())?);
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
-        }
-        Ok(out)
+        crate::yaml::to_stream(&self.objects)
     }
 }
 

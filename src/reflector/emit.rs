@@ -71,16 +71,8 @@ pub fn render(definitions: &[Definition], resolved: &[Resolved]) -> Result<Strin
         .filter_map(|r| definitions.iter().find(|d| d.key == r.key).map(|d| (d, r)))
         .collect();
     pairs.sort_by(|a, b| a.1.key.cmp(&b.1.key));
-    let mut out = String::new();
-    for (d, r) in pairs {
-        out.push_str("---\n");
-        let text = serde_saphyr::to_string(&image_policy(d, r)).map_err(|e| e.to_string())?;
-        out.push_str(&text);
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-    }
-    Ok(out)
+    let policies: Vec<Value> = pairs.into_iter().map(|(d, r)| image_policy(d, r)).collect();
+    crate::yaml::to_stream(&policies)
 }
 
 #[cfg(test)]

@@ -611,7 +611,6 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-
 /// The roots every registry connection trusts: the bundled Mozilla roots
 /// (so the binary works in an image with no CA store) plus the system's
 /// trust store when there is one. Read once per process.
