@@ -179,6 +179,30 @@ fn invalid(repo: &Repository, url: &str, message: String) -> Error {
     }
 }
 
+/// The time in field `field` of the JSON object at `url` (a tag or an
+/// artifact), when that object names `digest`: `None` when it is absent or
+/// names another digest.
+fn pushed_if_digest(
+    client: &RegistryClient,
+    repo: &Repository,
+    url: &str,
+    auth: Option<&Secret>,
+    digest: &str,
+    field: &str,
+    source: &str,
+) -> Result<Option<PushTime>> {
+    let Some((v, _)) = client.api_get(repo, url, auth)? else {
+        return Ok(None);
+    };
+    if v.get("digest").and_then(Value::as_str) != Some(digest) {
+        return Ok(None);
+    }
+    Ok(Some(PushTime {
+        at: time_field(repo, url, &v, field)?,
+        source: source.to_owned(),
+    }))
+}
+
 /// An RFC 3339 time in field `field` of `v`.
 fn time_field(repo: &Repository, url: &str, v: &Value, field: &str) -> Result<Timestamp> {
     let text = v
@@ -263,16 +287,15 @@ impl PushTimeApi for DockerHub {
             encode_component(name),
             encode_component(tag)
         );
-        let Some((v, _)) = client.api_get(repo, &url, auth.as_ref())? else {
-            return Ok(None);
-        };
-        if v.get("digest").and_then(Value::as_str) != Some(digest) {
-            return Ok(None);
-        }
-        Ok(Some(PushTime {
-            at: time_field(repo, &url, &v, "tag_last_pushed")?,
-            source: "Docker Hub tag_last_pushed".to_owned(),
-        }))
+        pushed_if_digest(
+            client,
+            repo,
+            &url,
+            auth.as_ref(),
+            digest,
+            "tag_last_pushed",
+            "Docker Hub tag_last_pushed",
+        )
     }
 }
 
@@ -420,16 +443,15 @@ impl PushTimeApi for Harbor {
             Credential::Basic { username, password } => Some(basic_header(&username, &password)),
             _ => None,
         };
-        let Some((v, _)) = client.api_get(repo, &url, auth.as_ref())? else {
-            return Ok(None);
-        };
-        if v.get("digest").and_then(Value::as_str) != Some(digest) {
-            return Ok(None);
-        }
-        Ok(Some(PushTime {
-            at: time_field(repo, &url, &v, "push_time")?,
-            source: "Harbor artifact push_time".to_owned(),
-        }))
+        pushed_if_digest(
+            client,
+            repo,
+            &url,
+            auth.as_ref(),
+            digest,
+            "push_time",
+            "Harbor artifact push_time",
+        )
     }
 }
 
