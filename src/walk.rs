@@ -273,9 +273,13 @@ fn push<V>(m: &Mutex<Vec<V>>, v: V) {
 /// `path` relative to `base`, with `/` separators.
 fn relative(base: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(base).unwrap_or(path);
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    parts.join("/")
+    // One allocation per file: this runs for every file of the tree.
+    let mut out = String::with_capacity(rel.as_os_str().len());
+    for c in rel.components() {
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(&c.as_os_str().to_string_lossy());
+    }
+    out
 }

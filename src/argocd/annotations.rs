@@ -73,9 +73,34 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn value(&self, key: &str) -> Option<Located<String>> {
-        let full = format!("{PREFIX}{key}");
-        let a = self.app.annotations.get(&full)?;
+    /// The annotation named by the prefix and `parts`.
+    fn get(&self, parts: &[&str]) -> Option<&super::application::Annotation> {
+        let mut key =
+            String::with_capacity(PREFIX.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+        key.push_str(PREFIX);
+        for p in parts {
+            key.push_str(p);
+        }
+        self.app.annotations.get(&key)
+    }
+
+    /// Whether any annotation's name starts with the prefix and `start`.
+    fn any_under(&self, start: &str) -> bool {
+        let mut key = String::with_capacity(PREFIX.len() + start.len());
+        key.push_str(PREFIX);
+        key.push_str(start);
+        self.app
+            .annotations
+            .range::<str, _>((
+                std::ops::Bound::Included(key.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&key))
+    }
+
+    fn value(&self, parts: &[&str]) -> Option<Located<String>> {
+        let a = self.get(parts)?;
         let v = a.value.trim();
         (!v.is_empty()).then(|| {
             Located::new(
@@ -87,12 +112,15 @@ impl Reader<'_> {
 
     /// The update settings spelled with `prefix` (`""` app-wide, `ALIAS.` per image).
     fn settings(&self, prefix: &str, errors: &mut Vec<Diagnostic>) -> UpdateSettings {
+        if !self.any_under(prefix) {
+            return UpdateSettings::default();
+        }
         let mut s = UpdateSettings {
-            update_strategy: self.value(&format!("{prefix}update-strategy")),
-            allow_tags: self.value(&format!("{prefix}allow-tags")),
+            update_strategy: self.value(&[prefix, "update-strategy"]),
+            allow_tags: self.value(&[prefix, "allow-tags"]),
             ..UpdateSettings::default()
         };
-        if let Some(v) = self.value(&format!("{prefix}force-update")) {
+        if let Some(v) = self.value(&[prefix, "force-update"]) {
             match parse_bool(&v.value) {
                 Ok(b) => s.force_update = Some(b),
                 Err(e) => errors.push(
@@ -101,18 +129,17 @@ impl Reader<'_> {
             }
         }
         // Argo keeps the empty items of ignore-tags; they match no tag.
-        let ignore_key = format!("{PREFIX}{prefix}ignore-tags");
-        if let Some(a) = self.app.annotations.get(&ignore_key) {
+        if let Some(a) = self.get(&[prefix, "ignore-tags"]) {
             s.ignore_tags = Some(a.value.split(',').map(|t| t.trim().to_owned()).collect());
         }
-        if let Some(v) = self.value(&format!("{prefix}pull-secret")) {
+        if let Some(v) = self.value(&[prefix, "pull-secret"]) {
             if let Err(e) = PullSecret::parse(&v.value) {
                 errors.push(Diagnostic::error(e).at(v.location.clone()));
             }
             s.pull_secret = Some(v);
         }
         if !prefix.is_empty()
-            && let Some(v) = self.value(&format!("{prefix}platforms"))
+            && let Some(v) = self.value(&[prefix, "platforms"])
         {
             let list: Vec<String> = v
                 .value
@@ -177,7 +204,7 @@ pub(crate) fn read(
             seen_aliases.push(alias.clone());
             settings =
                 settings.merged(&r.settings(&prefix, if first { &mut errors } else { &mut sink }));
-            let v = |k: &str| r.value(&format!("{prefix}{k}")).map(|l| l.value);
+            let v = |k: &str| r.value(&[&prefix, k]).map(|l| l.value);
             target.helm_name = v("helm.image-name");
             target.helm_tag = v("helm.image-tag");
             target.helm_spec = v("helm.image-spec");
@@ -265,10 +292,10 @@ pub(crate) fn read(
         }
     }
     let write_back = WriteBackSettings {
-        method: r.value("write-back-method"),
-        repository: r.value("git-repository"),
-        branch: r.value("git-branch"),
-        target: r.value("write-back-target"),
+        method: r.value(&["write-back-method"]),
+        repository: r.value(&["git-repository"]),
+        branch: r.value(&["git-branch"]),
+        target: r.value(&["write-back-target"]),
         pull_request: None,
     };
     if errors.is_empty() {

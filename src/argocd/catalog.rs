@@ -193,81 +193,73 @@ pub fn collect<'a>(
 ) -> Result<Catalog<'a>, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    // Parsing is most of the work: files are parsed on every core.
+    // Parsing and reading each file's objects is most of the work: files are read on every core,
+    // each into its tree and its objects. An annotated Application's annotations are read there
+    // too (they depend on nothing else); the result is used unless another configuration governs
+    // the Application.
     let screened: Vec<&InputFile<'a>> = files.iter().filter(|f| may_hold(f.text)).collect();
     let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    let results = crate::pool::map(screened, threads, |f| (f, SpanTree::parse(f.text)));
+    let results = crate::pool::map(screened, threads, |f| read_file(f, options));
     let mut parsed = Vec::new();
-    for (f, result) in results {
-        match result {
-            Ok(tree) => parsed.push(ParsedFile {
-                origin: f.origin.clone(),
-                tree_path: f.tree_path.clone(),
-                tree,
-            }),
-            Err(e) => {
-                // Templates (a chart rendering Applications) are not YAML until rendered.
-                if !f.text.contains("{{") {
-                    warnings.push(
-                        Diagnostic::warning(format!(
-                            "not valid YAML, so the Argo CD objects in it are not read: {}",
-                            e.message
-                        ))
-                        .at(Location::new(
-                            f.origin.clone(),
-                            Some(crate::text::position_of(f.text, e.offset)),
-                        )),
-                    );
-                }
-            }
-        }
-    }
     let mut apps: Vec<Application> = Vec::new();
+    let mut annotated: Vec<Option<Annotated>> = Vec::new();
     let mut app_index: std::collections::HashMap<AppId, usize> = std::collections::HashMap::new();
     let mut updaters: Vec<ImageUpdater> = Vec::new();
     let mut spheres: Vec<KubeSphereUpdater> = Vec::new();
-    for (fi, file) in parsed.iter().enumerate() {
-        for (di, doc) in file.tree.docs().iter().enumerate() {
-            let Some(root) = doc.root else { continue };
-            for node in objects(&file.tree, root) {
-                let (group, kind) = kind_of(&file.tree, node);
-                if group == application::APPLICATION_GROUP && kind == "Application" {
-                    let object = ObjectRef {
-                        file: fi,
-                        document: di,
-                        node,
-                    };
-                    match application::read(file, object, &options.controller_namespace) {
-                        Ok(app) => {
-                            if let Some(&first) = app_index.get(&app.id) {
-                                errors.push(
-                                    Diagnostic::error(format!(
-                                        "Application {} is defined twice, also at {}",
-                                        app.id, apps[first].location
-                                    ))
-                                    .at(app.location.clone()),
-                                );
-                            } else {
-                                app_index.insert(app.id.clone(), apps.len());
-                                apps.push(app);
-                            }
-                        }
-                        Err(e) => errors.push(e),
+    for result in results {
+        let (file, found) = match result {
+            Ok(read) => read,
+            Err(warning) => {
+                warnings.extend(warning);
+                continue;
+            }
+        };
+        let fi = parsed.len();
+        parsed.push(file);
+        for object in found {
+            match object {
+                Found::App(Ok((mut app, annotations))) => {
+                    app.object.file = fi;
+                    if let Some(&first) = app_index.get(&app.id) {
+                        errors.push(
+                            Diagnostic::error(format!(
+                                "Application {} is defined twice, also at {}",
+                                app.id, apps[first].location
+                            ))
+                            .at(app.location.clone()),
+                        );
+                    } else {
+                        app_index.insert(app.id.clone(), apps.len());
+                        apps.push(app);
+                        annotated.push(annotations);
                     }
-                } else if group == crd::GROUP && kind == "ImageUpdater" {
-                    match crd::read(file, node, &options.controller_namespace, &mut warnings) {
+                }
+                Found::App(Err(e)) => errors.push(e),
+                Found::Updater(result, mut found_warnings) => {
+                    warnings.append(&mut found_warnings);
+                    match result {
                         Ok(u) => updaters.push(u),
                         Err(mut e) => errors.append(&mut e),
                     }
-                } else if kubesphere::is_argocd(file, node) {
-                    match kubesphere::read(file, node) {
-                        Ok(u) => spheres.extend(u),
-                        Err(mut e) => errors.append(&mut e),
-                    }
                 }
+                Found::Sphere(Ok(u)) => spheres.extend(u),
+                Found::Sphere(Err(mut e)) => errors.append(&mut e),
             }
         }
     }
+    // An Application's annotations, read by the worker that parsed its file.
+    let mut annotations_of = |ai: usize, warnings: &mut Vec<Diagnostic>| {
+        let (result, mut found_warnings) = annotated
+            .get_mut(ai)
+            .and_then(Option::take)
+            .unwrap_or_else(|| {
+                let mut w = Vec::new();
+                let r = annotations::read(&apps[ai], &parsed[apps[ai].object.file].origin, &mut w);
+                (r, w)
+            });
+        warnings.append(&mut found_warnings);
+        result
+    };
     let mut configs: Vec<AppConfig> = Vec::new();
     let mut governed: BTreeMap<usize, String> = BTreeMap::new();
     let mut claim = |app: usize, by: String, at: &Location, errors: &mut Vec<Diagnostic>| -> bool {
@@ -327,7 +319,6 @@ pub fn collect<'a>(
             if !claim(ai, origin.describe(), &r.location, &mut errors) {
                 continue;
             }
-            let file_origin = &parsed[app.object.file].origin;
             if r.use_annotations {
                 if !annotations::has_image_list(app) {
                     warnings.push(
@@ -339,7 +330,7 @@ pub fn collect<'a>(
                     );
                     continue;
                 }
-                match annotations::read(app, file_origin, &mut warnings) {
+                match annotations_of(ai, &mut warnings) {
                     Ok(mut a) => {
                         // Only the reference's image verification applies in this mode.
                         for i in &mut a.images {
@@ -394,7 +385,7 @@ pub fn collect<'a>(
         if governed.contains_key(&ai) || !annotations::has_image_list(app) {
             continue;
         }
-        match annotations::read(app, &parsed[app.object.file].origin, &mut warnings) {
+        match annotations_of(ai, &mut warnings) {
             Ok(a) => configs.push(AppConfig {
                 app: ai,
                 origin: ConfigOrigin::Annotations,
@@ -407,8 +398,12 @@ pub fn collect<'a>(
         }
     }
     configs.sort_by(|a, b| apps[a.app].id.cmp(&apps[b.app].id));
-    let mut selections = Vec::new();
-    for config in &configs {
+    // One selection per image, checked (its strategy and filters compiled) on every core.
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let checked = crate::pool::map(&configs, threads, |config| {
+        let mut selections = Vec::new();
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
         let app = &apps[config.app];
         let origin = &parsed[app.object.file].origin;
         for image in &config.images {
@@ -472,6 +467,13 @@ pub fn collect<'a>(
                 defined_by_reflector: config.kubesphere,
             });
         }
+        (selections, errors, warnings)
+    });
+    let mut selections = Vec::new();
+    for (mut s, mut e, mut w) in checked {
+        selections.append(&mut s);
+        errors.append(&mut e);
+        warnings.append(&mut w);
     }
     if errors.is_empty() {
         warnings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
@@ -488,6 +490,79 @@ pub fn collect<'a>(
         errors.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         Err(errors)
     }
+}
+
+/// An Application's annotations as read (`annotations::read`), with the warnings reading them gave.
+type Annotated = (
+    Result<annotations::FromAnnotations, Vec<Diagnostic>>,
+    Vec<Diagnostic>,
+);
+
+/// One object of a file, as read.
+enum Found {
+    /// An Application (its `object.file` is set when the file's index is known), with its
+    /// annotations when it carries an image list.
+    App(Result<(Application, Option<Annotated>), Diagnostic>),
+    /// An Argo CD Image Updater CR, with the warnings reading it gave.
+    Updater(Result<ImageUpdater, Vec<Diagnostic>>, Vec<Diagnostic>),
+    /// A KubeSphere `ImageUpdater` (`None`: not `kind: argocd`).
+    Sphere(Result<Option<KubeSphereUpdater>, Vec<Diagnostic>>),
+}
+
+/// Parse one file and read its Argo CD objects, in order; a file that is not YAML is a warning
+/// (none for a template, which is not YAML until rendered).
+fn read_file<'a>(
+    f: &InputFile<'a>,
+    options: &CollectOptions,
+) -> Result<(ParsedFile<'a>, Vec<Found>), Option<Diagnostic>> {
+    let tree = SpanTree::parse(f.text).map_err(|e| {
+        (!f.text.contains("{{")).then(|| {
+            Diagnostic::warning(format!(
+                "not valid YAML, so the Argo CD objects in it are not read: {}",
+                e.message
+            ))
+            .at(Location::new(
+                f.origin.clone(),
+                Some(crate::text::position_of(f.text, e.offset)),
+            ))
+        })
+    })?;
+    let file = ParsedFile {
+        origin: f.origin.clone(),
+        tree_path: f.tree_path.clone(),
+        tree,
+    };
+    let mut found = Vec::new();
+    for (di, doc) in file.tree.docs().iter().enumerate() {
+        let Some(root) = doc.root else { continue };
+        for node in objects(&file.tree, root) {
+            let (group, kind) = kind_of(&file.tree, node);
+            if group == application::APPLICATION_GROUP && kind == "Application" {
+                let object = ObjectRef {
+                    file: 0,
+                    document: di,
+                    node,
+                };
+                found.push(Found::App(
+                    application::read(&file, object, &options.controller_namespace).map(|app| {
+                        let annotations = annotations::has_image_list(&app).then(|| {
+                            let mut warnings = Vec::new();
+                            let r = annotations::read(&app, &file.origin, &mut warnings);
+                            (r, warnings)
+                        });
+                        (app, annotations)
+                    }),
+                ));
+            } else if group == crd::GROUP && kind == "ImageUpdater" {
+                let mut warnings = Vec::new();
+                let read = crd::read(&file, node, &options.controller_namespace, &mut warnings);
+                found.push(Found::Updater(read, warnings));
+            } else if kubesphere::is_argocd(&file, node) {
+                found.push(Found::Sphere(kubesphere::read(&file, node)));
+            }
+        }
+    }
+    Ok((file, found))
 }
 
 /// The write-back annotations of an Application (KubeSphere writes its method, the rest may be

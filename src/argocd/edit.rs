@@ -287,10 +287,29 @@ impl<'t, 'a> Editor<'t, 'a> {
     /// The value of the first entry with key `key`.
     #[must_use]
     pub(crate) fn get(&self, map: Handle, key: &str) -> Option<Handle> {
-        self.entries(map)
-            .into_iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
+        // As `entries(map)` finds it, without copying every key.
+        match self.resolve(map) {
+            Handle::Real(id) => self
+                .tree
+                .entries(id)
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !self.removed.contains(&(id, *i)))
+                .find(|(_, (k, _))| self.tree.scalar(*k) == Some(key))
+                .map(|(_, (_, v))| Handle::Real(*v))
+                .or_else(|| {
+                    self.appended
+                        .get(&id)
+                        .into_iter()
+                        .flatten()
+                        .find(|(k, _)| k.as_deref() == Some(key))
+                        .map(|(_, v)| *v)
+                }),
+            Handle::New(i) => match &self.news[i] {
+                NewNode::Map(e) => e.iter().find(|(k, _)| k == key).map(|(_, v)| *v),
+                _ => None,
+            },
+        }
     }
 
     /// The items of a sequence now, in order.
@@ -635,8 +654,8 @@ impl<'t, 'a> Editor<'t, 'a> {
                 continue;
             }
             match &node.kind {
-                Kind::Map { entries, .. } => {
-                    let Some(&(first_key, _)) = entries.first() else {
+                Kind::Map { .. } => {
+                    let Some(&(first_key, _)) = self.tree.entries(*id).first() else {
                         return Err(not_a("mapping with entries"));
                     };
                     let indent = self.tree.column(self.tree.node(first_key).range.start);
@@ -653,8 +672,8 @@ impl<'t, 'a> Editor<'t, 'a> {
                     }
                     edits.push((at..at, (usize::MAX - node.range.start, usize::MAX - id), r));
                 }
-                Kind::Seq { items, .. } => {
-                    let Some(&first) = items.first() else {
+                Kind::Seq { .. } => {
+                    let Some(&first) = self.tree.items(*id).first() else {
                         return Err(not_a("sequence with items"));
                     };
                     let dash = self
@@ -813,8 +832,8 @@ impl<'t, 'a> Editor<'t, 'a> {
     /// The node whose end is the last line of collection `id` (its last child, recursively).
     fn last_line_node(&self, id: NodeId) -> NodeId {
         let last = match &self.tree.node(id).kind {
-            Kind::Map { entries, .. } => entries.last().map(|e| e.1),
-            Kind::Seq { items, .. } => items.last().copied(),
+            Kind::Map { .. } => self.tree.entries(id).last().map(|e| e.1),
+            Kind::Seq { .. } => self.tree.items(id).last().copied(),
             _ => None,
         };
         last.map_or(id, |l| self.last_line_node_of(l))
@@ -1073,30 +1092,24 @@ fn style_of(tree: &SpanTree<'_>) -> (usize, bool) {
         let mut stack = vec![root];
         while let Some(id) = stack.pop() {
             let node = tree.node(id);
-            if let Kind::Map {
-                entries,
-                flow: false,
-            } = &node.kind
-            {
+            if let Kind::Map { flow: false, .. } = &node.kind {
+                let entries = tree.entries(id);
                 let col = entries
                     .first()
                     .map(|(k, _)| tree.column(tree.node(*k).range.start));
                 for (_, v) in entries {
                     let v = *v;
                     match &tree.node(v).kind {
-                        Kind::Map {
-                            entries: inner,
-                            flow: false,
-                        } => {
-                            if let (Some(c), Some((k, _))) = (col, inner.first()) {
+                        Kind::Map { flow: false, .. } => {
+                            if let (Some(c), Some((k, _))) = (col, tree.entries(v).first()) {
                                 let ic = tree.column(tree.node(*k).range.start);
                                 if ic > c && step.is_none() {
                                     step = Some(ic - c);
                                 }
                             }
                         }
-                        Kind::Seq { items, flow: false } => {
-                            if let (Some(c), Some(first)) = (col, items.first())
+                        Kind::Seq { flow: false, .. } => {
+                            if let (Some(c), Some(first)) = (col, tree.items(v).first())
                                 && let Some(dash) = tree.dash_before(tree.node(*first).range.start)
                                 && compact.is_none()
                             {
@@ -1107,8 +1120,8 @@ fn style_of(tree: &SpanTree<'_>) -> (usize, bool) {
                     }
                     stack.push(v);
                 }
-            } else if let Kind::Seq { items, .. } = &node.kind {
-                stack.extend(items.iter().copied());
+            } else if let Kind::Seq { .. } = &node.kind {
+                stack.extend(tree.items(id).iter().copied());
             }
             if step.is_some() && compact.is_some() {
                 break;

@@ -328,14 +328,23 @@ struct FileState<'t, 'a> {
 /// Nothing is planned when there is one.
 pub fn plan(
     catalog: &Catalog<'_>,
-    chosen: &dyn Fn(&PolicyKey) -> Option<ImageRef>,
+    chosen: &(dyn Fn(&PolicyKey) -> Option<ImageRef> + Sync),
     files: &dyn Files,
 ) -> Result<WriteBack, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut works = Vec::new();
-    for config in &catalog.configs {
-        match resolve(catalog, config, chosen, files, &mut warnings) {
+    // Each configuration's method, target and images, resolved on every core (the source types
+    // ask the file system which files exist).
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let resolved = crate::pool::map(&catalog.configs, threads, |config| {
+        let mut found = Vec::new();
+        let r = resolve(catalog, config, chosen, files, &mut found);
+        (r, found)
+    });
+    for (r, mut found) in resolved {
+        warnings.append(&mut found);
+        match r {
             Ok(Some(w)) => works.push(w),
             Ok(None) => {}
             Err(mut e) => errors.append(&mut e),
@@ -349,7 +358,6 @@ pub fn plan(
         .filter_map(|(i, f)| f.tree_path.as_deref().map(|p| (p, i)))
         .collect();
     // The target files, read and parsed on every core.
-    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
     let mut wanted: BTreeMap<&str, &Location> = BTreeMap::new();
     for w in &works {
         wanted.entry(w.path.as_str()).or_insert(&w.target_location);
@@ -532,7 +540,7 @@ fn finish_file(path: String, state: &FileState<'_, '_>) -> Result<Option<FilePla
 fn resolve<'c>(
     catalog: &'c Catalog<'_>,
     config: &'c AppConfig,
-    chosen: &dyn Fn(&PolicyKey) -> Option<ImageRef>,
+    chosen: &(dyn Fn(&PolicyKey) -> Option<ImageRef> + Sync),
     files: &dyn Files,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Option<Work<'c>>, Vec<Diagnostic>> {

@@ -41,16 +41,33 @@ pub enum Kind<'a> {
         style: ScalarStyle,
         tag: Option<Tag>,
     },
-    Map {
-        entries: Vec<(NodeId, NodeId)>,
-        flow: bool,
-    },
-    Seq {
-        items: Vec<NodeId>,
-        flow: bool,
-    },
+    /// Its entries are [`SpanTree::entries`].
+    Map { entries: Children, flow: bool },
+    /// Its items are [`SpanTree::items`].
+    Seq { items: Children, flow: bool },
     /// `*name`: the anchored node it refers to.
     Alias(NodeId),
+}
+
+/// Where a collection's children are among its tree's (one array per tree for the entries of
+/// every mapping, one for the items of every sequence: a tree of a thousand collections is three
+/// allocations, not a thousand).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Children {
+    start: usize,
+    len: usize,
+}
+
+impl Children {
+    /// The collection has no children.
+    #[must_use]
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    fn range(self) -> Range<usize> {
+        self.start..self.start + self.len
+    }
 }
 
 /// One node and where its bytes are.
@@ -87,6 +104,10 @@ pub struct SpanError {
 pub struct SpanTree<'a> {
     text: &'a str,
     nodes: Vec<Node<'a>>,
+    /// Every mapping's entries, each mapping's together.
+    pairs: Vec<(NodeId, NodeId)>,
+    /// Every sequence's items, each sequence's together.
+    elements: Vec<NodeId>,
     docs: Vec<Doc>,
     lines: LineIndex,
 }
@@ -95,6 +116,16 @@ struct Frame {
     node: NodeId,
     /// Maps: the key waiting for its value.
     key: Option<NodeId>,
+    /// Where this collection's children start on the pending stacks.
+    mark: usize,
+}
+
+/// The children of the collections still open while parsing: a collection's children are on top
+/// of its stack, moved to the tree when it closes.
+#[derive(Default)]
+struct Pending {
+    pairs: Vec<(NodeId, NodeId)>,
+    elements: Vec<NodeId>,
 }
 
 impl<'a> SpanTree<'a> {
@@ -109,10 +140,13 @@ impl<'a> SpanTree<'a> {
         let mut tree = SpanTree {
             text,
             nodes: Vec::new(),
+            pairs: Vec::new(),
+            elements: Vec::new(),
             docs: Vec::new(),
             lines: LineIndex::new(text),
         };
         let mut stack: Vec<Frame> = Vec::new();
+        let mut pending = Pending::default();
         let mut anchors: HashMap<usize, NodeId> = HashMap::new();
         while let Some(next) = parser.next_event() {
             let (event, span) = next.map_err(|e| {
@@ -130,6 +164,8 @@ impl<'a> SpanTree<'a> {
                 Event::StreamEnd => break,
                 Event::DocumentStart(explicit, _) => {
                     stack.clear();
+                    pending.pairs.clear();
+                    pending.elements.clear();
                     anchors.clear();
                     tree.docs.push(Doc {
                         root: None,
@@ -154,7 +190,7 @@ impl<'a> SpanTree<'a> {
                     if anchor != 0 {
                         anchors.insert(anchor, id);
                     }
-                    tree.attach(&mut stack, id);
+                    tree.attach(&mut stack, &mut pending, id);
                 }
                 Event::Alias(anchor) => {
                     let Some(&target) = anchors.get(&anchor) else {
@@ -169,18 +205,19 @@ impl<'a> SpanTree<'a> {
                         in_flow,
                         anchored: false,
                     });
-                    tree.attach(&mut stack, id);
+                    tree.attach(&mut stack, &mut pending, id);
                 }
                 Event::MappingStart(style, anchor, _) | Event::SequenceStart(style, anchor, _) => {
                     let flow = style == StructureStyle::Flow;
-                    let kind = if matches!(event, Event::MappingStart(..)) {
+                    let map = matches!(event, Event::MappingStart(..));
+                    let kind = if map {
                         Kind::Map {
-                            entries: Vec::new(),
+                            entries: Children::default(),
                             flow,
                         }
                     } else {
                         Kind::Seq {
-                            items: Vec::new(),
+                            items: Children::default(),
                             flow,
                         }
                     };
@@ -196,11 +233,17 @@ impl<'a> SpanTree<'a> {
                     stack.push(Frame {
                         node: id,
                         key: None,
+                        mark: if map {
+                            pending.pairs.len()
+                        } else {
+                            pending.elements.len()
+                        },
                     });
                 }
                 Event::MappingEnd | Event::SequenceEnd => {
                     let Some(frame) = stack.pop() else { continue };
                     let id = frame.node;
+                    tree.close(&frame, &mut pending);
                     let flow = matches!(
                         tree.nodes[id].kind,
                         Kind::Map { flow: true, .. } | Kind::Seq { flow: true, .. }
@@ -208,20 +251,18 @@ impl<'a> SpanTree<'a> {
                     if flow {
                         tree.nodes[id].range.end = range.end;
                     } else {
-                        let last = match &tree.nodes[id].kind {
-                            Kind::Map { entries, .. } => entries.last().map(|e| e.1),
-                            Kind::Seq { items, .. } => items.last().copied(),
-                            _ => None,
-                        };
-                        let first_start = match &tree.nodes[id].kind {
-                            Kind::Map { entries, .. } => {
-                                entries.first().map(|e| tree.nodes[e.0].range.start)
+                        let (first, last) = match &tree.nodes[id].kind {
+                            Kind::Map { .. } => {
+                                let e = tree.entries(id);
+                                (e.first().map(|e| e.0), e.last().map(|e| e.1))
                             }
-                            Kind::Seq { items, .. } => {
-                                items.first().map(|i| tree.nodes[*i].range.start)
+                            Kind::Seq { .. } => {
+                                let i = tree.items(id);
+                                (i.first().copied(), i.last().copied())
                             }
-                            _ => None,
+                            _ => (None, None),
                         };
+                        let first_start = first.map(|f| tree.nodes[f].range.start);
                         if let Some(start) = first_start {
                             tree.nodes[id].range.start = start;
                         }
@@ -229,7 +270,7 @@ impl<'a> SpanTree<'a> {
                             tree.nodes[id].range.end = tree.nodes[last].range.end;
                         }
                     }
-                    tree.attach(&mut stack, id);
+                    tree.attach(&mut stack, &mut pending, id);
                 }
                 _ => {}
             }
@@ -243,20 +284,42 @@ impl<'a> SpanTree<'a> {
     }
 
     /// Hang a finished node on its parent (or make it the document's root).
-    fn attach(&mut self, stack: &mut [Frame], id: NodeId) {
+    fn attach(&mut self, stack: &mut [Frame], pending: &mut Pending, id: NodeId) {
         let Some(frame) = stack.last_mut() else {
             if let Some(doc) = self.docs.last_mut() {
                 doc.root = Some(id);
             }
             return;
         };
-        let parent = frame.node;
-        match &mut self.nodes[parent].kind {
-            Kind::Map { entries, .. } => match frame.key.take() {
+        match &self.nodes[frame.node].kind {
+            Kind::Map { .. } => match frame.key.take() {
                 None => frame.key = Some(id),
-                Some(key) => entries.push((key, id)),
+                Some(key) => pending.pairs.push((key, id)),
             },
-            Kind::Seq { items, .. } => items.push(id),
+            Kind::Seq { .. } => pending.elements.push(id),
+            _ => {}
+        }
+    }
+
+    /// Move a closing collection's children from the pending stacks to the tree.
+    fn close(&mut self, frame: &Frame, pending: &mut Pending) {
+        match &mut self.nodes[frame.node].kind {
+            Kind::Map { entries, .. } => {
+                let mark = frame.mark.min(pending.pairs.len());
+                *entries = Children {
+                    start: self.pairs.len(),
+                    len: pending.pairs.len() - mark,
+                };
+                self.pairs.extend(pending.pairs.drain(mark..));
+            }
+            Kind::Seq { items, .. } => {
+                let mark = frame.mark.min(pending.elements.len());
+                *items = Children {
+                    start: self.elements.len(),
+                    len: pending.elements.len() - mark,
+                };
+                self.elements.extend(pending.elements.drain(mark..));
+            }
             _ => {}
         }
     }
@@ -320,7 +383,7 @@ impl<'a> SpanTree<'a> {
     #[must_use]
     pub fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
         match &self.nodes[self.resolve(id)].kind {
-            Kind::Map { entries, .. } => entries,
+            Kind::Map { entries, .. } => self.pairs.get(entries.range()).unwrap_or_default(),
             _ => &[],
         }
     }
@@ -329,7 +392,7 @@ impl<'a> SpanTree<'a> {
     #[must_use]
     pub fn items(&self, id: NodeId) -> &[NodeId] {
         match &self.nodes[self.resolve(id)].kind {
-            Kind::Seq { items, .. } => items,
+            Kind::Seq { items, .. } => self.elements.get(items.range()).unwrap_or_default(),
             _ => &[],
         }
     }
@@ -372,7 +435,7 @@ impl<'a> SpanTree<'a> {
         let merge = self.resolve(merge);
         match &self.nodes[merge].kind {
             Kind::Map { .. } => self.lookup(merge, key),
-            Kind::Seq { items, .. } => items.iter().find_map(|m| self.lookup(*m, key)),
+            Kind::Seq { .. } => self.items(merge).iter().find_map(|m| self.lookup(*m, key)),
             _ => None,
         }
     }

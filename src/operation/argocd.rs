@@ -299,9 +299,15 @@ pub(super) fn plan_tree(
     let wb = plan_with(catalog, table, &files, names)?;
     absorb(config, catalog, wb, names, outcome, |path| {
         let full = base.join(path);
-        // An existing file is written where it resolves (a symlink inside the tree, which the
-        // plan checked); a new one where it is named.
-        let write_to = fs_err::canonicalize(&full).unwrap_or_else(|_| full.clone());
+        // A symlink is written where it resolves (inside the tree: the plan checked); a file or
+        // a new one where it is named. Only a symlink is resolved (a thousand `realpath` calls
+        // are a thousand walks of the path).
+        let write_to = if fs_err::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            fs_err::canonicalize(&full).unwrap_or_else(|_| full.clone())
+        } else {
+            full.clone()
+        };
         (full, write_to)
     })
 }
