@@ -56,6 +56,40 @@ impl Client {
         }
     }
 
+    /// Ask `users` and `teams` to review pull request `number`, as GitHub and Gitea (whose API
+    /// copies GitHub's here) take it: `POST {pulls}/NUMBER/requested_reviewers` at `url`.
+    pub(crate) fn request_reviewers(
+        &self,
+        url: &str,
+        number: u64,
+        users: &[String],
+        teams: &[String],
+        accepted: impl Fn(&Response) -> bool,
+    ) -> Result<(), Error> {
+        let names: Vec<&str> = users.iter().chain(teams).map(String::as_str).collect();
+        let operation = format!(
+            "asking {} for a review of pull request #{number} of {}",
+            names.join(", "),
+            self.repo.path
+        );
+        let mut body = serde_json::json!({});
+        if !users.is_empty() {
+            body["reviewers"] = serde_json::json!(users);
+        }
+        if !teams.is_empty() {
+            body["team_reviewers"] = serde_json::json!(teams);
+        }
+        self.call(
+            Method::Post,
+            url,
+            Some(&body),
+            Repeat::Safe,
+            &operation,
+            accepted,
+        )
+        .map(drop)
+    }
+
     /// The error of an answer that is not the one asked for.
     pub(crate) fn fail(&self, response: &Response, operation: &str) -> Error {
         fail(&self.http, response, operation, &self.repo.path)

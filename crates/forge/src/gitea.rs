@@ -291,35 +291,9 @@ impl Api for Gitea {
         users: &[String],
         teams: &[String],
     ) -> Result<(), Error> {
-        let operation = format!(
-            "asking {} for a review of pull request #{} of {}",
-            users
-                .iter()
-                .chain(teams)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
-            found.number,
-            self.client.repo.path
-        );
         let url = self.url(&format!("/pulls/{}/requested_reviewers", found.number));
-        let mut body = json!({});
-        if !users.is_empty() {
-            body["reviewers"] = json!(users);
-        }
-        if !teams.is_empty() {
-            body["team_reviewers"] = json!(teams);
-        }
         self.client
-            .call(
-                Method::Post,
-                &url,
-                Some(&body),
-                Repeat::Safe,
-                &operation,
-                Response::ok,
-            )
-            .map(drop)
+            .request_reviewers(&url, found.number, users, teams, Response::ok)
     }
 
     fn auto_merge(&self, found: &Found, method: MergeMethod) -> Result<(), Error> {

@@ -231,35 +231,9 @@ impl Api for GitHub {
         users: &[String],
         teams: &[String],
     ) -> Result<(), Error> {
-        let operation = format!(
-            "asking {} for a review of pull request #{} of {}",
-            users
-                .iter()
-                .chain(teams)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
-            found.number,
-            self.client.repo.path
-        );
         let url = self.url(&format!("/pulls/{}/requested_reviewers", found.number));
-        let mut body = json!({});
-        if !users.is_empty() {
-            body["reviewers"] = json!(users);
-        }
-        if !teams.is_empty() {
-            body["team_reviewers"] = json!(teams);
-        }
         self.client
-            .call(
-                Method::Post,
-                &url,
-                Some(&body),
-                Repeat::Safe,
-                &operation,
-                |r| r.status == 201,
-            )
-            .map(drop)
+            .request_reviewers(&url, found.number, users, teams, |r| r.status == 201)
     }
 
     fn auto_merge(&self, found: &Found, method: MergeMethod) -> Result<(), Error> {
