@@ -8,10 +8,10 @@
 //!    `kustomization.yaml` (`kustomization`).
 //! 2. Times, warm cache, the median of `BENCH_RUNS` (default 11) runs in this session:
 //!    * `grep -rl argocd-image-updater DIR` (a process, as a user would run it);
-//!    * in this process: walk the tree and read the candidate files (the directory mode's walker),
-//!      parse every Application and its annotations (`argocd::catalog::collect`), and plan the
-//!      write-back of every image with supplied policies (`argocd::plan::plan`, reading each
-//!      target file), without writing;
+//!    * in this process, with the binary's allocator (mimalloc): walk the tree and read the
+//!      candidate files (the directory mode's walker), parse every Application and its
+//!      annotations (`argocd::catalog::collect`), and plan the write-back of every image with
+//!      supplied policies (`argocd::plan::plan`, reading each target file), without writing;
 //!    * the command: `image-update update DIR --dry-run` with the 3,000 results as `--policy`
 //!      values, a process (the binary this bench builds).
 //! 3. Prints each, the ratios to grep (target: the command within 2x) and the spread (min..max)
@@ -28,6 +28,10 @@ use image_update::api::argocd::{
     CollectOptions, DirFiles, InputFile, KnownFiles, SizeLimit, collect, plan, read_candidates,
 };
 use image_update::api::plan::{ImageRef, PolicyKey};
+
+// The in-process share runs with the binary's allocator (src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
     v.sort();

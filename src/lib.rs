@@ -22,7 +22,8 @@
 //!    [`diagnostic`] (findings) and [`error`] (what stops a run), [`input`]
 //!    (reading with a cap), [`yaml`] (documents with positions), [`pool`]
 //!    (the worker pool), [`walk`] (the directory walk), [`sink`] (atomic,
-//!    all-or-nothing writes).
+//!    all-or-nothing writes), [`teardown`] (what a one-shot process leaves
+//!    to its exit).
 //! 1. The domain: [`policies`] (policy results, scope, the table markers are
 //!    looked up in), [`automation`] (Flux ImageUpdateAutomation),
 //!    [`git_repository`] (the Flux GitRepository an automation updates),
@@ -74,6 +75,7 @@ pub(crate) mod reflector;
 pub(crate) mod render;
 pub(crate) mod setter;
 pub(crate) mod sink;
+pub(crate) mod teardown;
 pub(crate) mod text;
 pub(crate) mod updater;
 pub(crate) mod walk;

@@ -86,6 +86,12 @@ impl LineIndex {
         Self { starts }
     }
 
+    /// The number of lines.
+    #[must_use]
+    pub(crate) fn lines(&self) -> usize {
+        self.starts.len()
+    }
+
     /// The position of `offset` (clamped to the text, and to a character
     /// boundary) in `text`, which must be the text this index was built
     /// from: the same as [`position_of`], without reading the text up to it.

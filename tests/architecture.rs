@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("pool", 0),
     ("walk", 0),
     ("sink", 0),
+    ("teardown", 0),
     ("policies", 1),
     ("automation", 1),
     ("git_repository", 1),

@@ -137,13 +137,18 @@ impl<'a> SpanTree<'a> {
         let mut options = granit_parser::Options::default();
         options.set_emit_comments(false);
         let mut parser = Parser::new_from_str_with_options(text, options);
+        let lines = LineIndex::new(text);
+        // A manifest's line holds one or two nodes (`key: value`, `- item`, `key:` and its
+        // collection): sized for that, the node array is seldom grown, and growing it (a copy of
+        // every node into a new block twice the size) made half of the parse's memory.
+        let line_count = lines.lines();
         let mut tree = SpanTree {
             text,
-            nodes: Vec::new(),
-            pairs: Vec::new(),
+            nodes: Vec::with_capacity(2 * line_count),
+            pairs: Vec::with_capacity(line_count),
             elements: Vec::new(),
             docs: Vec::new(),
-            lines: LineIndex::new(text),
+            lines,
         };
         let mut stack: Vec<Frame> = Vec::new();
         let mut pending = Pending::default();

@@ -152,12 +152,25 @@ impl Exit {
 /// the Job's own statuses).
 #[must_use]
 pub fn main() -> std::process::ExitCode {
+    // The process ends when the command does.
+    crate::teardown::exiting();
     match run() {
         Ok(exit) => std::process::ExitCode::from(exit.code()),
         Err(error) => {
             print_error(&error);
             std::process::ExitCode::from(error_code(&error))
         }
+    }
+}
+
+/// Whether this invocation runs the KRM function: no arguments with input
+/// waiting on stdin (how kpt runs the image), or the `fn` command.
+#[must_use]
+pub fn runs_krm_function() -> bool {
+    use std::io::IsTerminal;
+    match std::env::args_os().nth(1) {
+        None => !std::io::stdin().is_terminal(),
+        Some(first) => first == "fn",
     }
 }
 

@@ -70,13 +70,15 @@ pub(crate) fn run(args: &UpdateArgs) -> Result<Exit, Error> {
     if let Some(line) = lines.summary(&outcome) {
         let _ = super::stdio::stderr().write_all(line.as_bytes());
     }
-    if outcome.held_back {
-        return Ok(Exit::Failed);
-    }
-    if config.mode == Mode::Check && outcome.has_changes() {
-        return Ok(Exit::ChangesPending);
-    }
-    Ok(Exit::Success)
+    let exit = if outcome.held_back {
+        Exit::Failed
+    } else if config.mode == Mode::Check && outcome.has_changes() {
+        Exit::ChangesPending
+    } else {
+        Exit::Success
+    };
+    crate::teardown::release((outcome, config));
+    Ok(exit)
 }
 
 /// A unified diff of every changed file on stdout, with the paths the

@@ -20,7 +20,7 @@ use crate::argocd::plan::{self, DirFiles, FilePlan, Files, KnownFiles, WriteBack
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::outcome::{Change, Outcome, TreeRoot};
-use crate::policies::{ImageRef, PolicyDocument, PolicyKey, PolicyTable};
+use crate::policies::{PolicyDocument, PolicyKey, PolicyTable};
 use crate::reflector::Definition;
 use crate::render::message::MessageConfig;
 use crate::render::report::Report;
@@ -267,14 +267,6 @@ impl Names {
     }
 }
 
-/// The image each policy key moved to, from the table.
-fn chosen(table: &PolicyTable) -> HashMap<PolicyKey, ImageRef> {
-    table
-        .observed()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
 /// Plan the write-back of `catalog` over the tree at `base` (its base directory) with the
 /// table's images, and absorb it into `outcome`.
 ///
@@ -319,8 +311,7 @@ pub(super) fn plan_with(
     files: &dyn Files,
     names: &Names,
 ) -> Result<WriteBack, Error> {
-    let chosen = chosen(table);
-    let lookup = |k: &PolicyKey| chosen.get(k).cloned();
+    let lookup = |k: &PolicyKey| table.latest(k).cloned();
     plan::plan(catalog, &lookup, files).map_err(|errors| Error::invalid(names.fix(errors)))
 }
 

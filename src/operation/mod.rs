@@ -215,18 +215,14 @@ pub(crate) fn run_then(
                     late.add(rel.clone(), Some(rel), text);
                 }
                 marker_changes.clone_from(&outcome.changes);
-                let late_catalog;
-                let catalog = match &early_catalog {
-                    Some(c) => Some(c),
-                    None => {
-                        late_catalog =
-                            argocd::collect(config, &[&argo.files, &late.files], &names)?;
-                        late_catalog.as_ref()
-                    }
+                let late_catalog = match early_catalog {
+                    Some(_) => None,
+                    None => argocd::collect(config, &[&argo.files, &late.files], &names)?,
                 };
+                let catalog = early_catalog.as_ref().or(late_catalog.as_ref());
                 if let (Some(catalog), Some(base)) = (catalog, &argo_base) {
                     let mut known = std::mem::take(&mut argo.known);
-                    known.extend(late.known);
+                    known.extend(std::mem::take(&mut late.known));
                     argocd::plan_tree(
                         config,
                         catalog,
@@ -237,6 +233,8 @@ pub(crate) fn run_then(
                         &mut outcome,
                     )?;
                 }
+                crate::teardown::release(late_catalog);
+                crate::teardown::release(late);
             }
             Input::ResourceList { text, layout, scan } => {
                 check_item_paths(&config.update_path, &scan)?;
@@ -244,14 +242,11 @@ pub(crate) fn run_then(
                     in_update_path(&config.update_path, object)
                 });
                 absorb_list(planned, &mut outcome, config.mode.writes());
-                let late_catalog;
-                let catalog = match &early_catalog {
-                    Some(c) => Some(c),
-                    None => {
-                        late_catalog = argocd::collect(config, &[&argo.files], &names)?;
-                        late_catalog.as_ref()
-                    }
+                let late_catalog = match early_catalog {
+                    Some(_) => None,
+                    None => argocd::collect(config, &[&argo.files], &names)?,
                 };
+                let catalog = early_catalog.as_ref().or(late_catalog.as_ref());
                 if let Some(catalog) = catalog {
                     // Only with Argo CD objects: a large list has many changes.
                     marker_changes.clone_from(&outcome.changes);
@@ -267,6 +262,7 @@ pub(crate) fn run_then(
                         &mut outcome,
                     )?;
                 }
+                crate::teardown::release(late_catalog);
             }
         }
     }
@@ -301,6 +297,8 @@ pub(crate) fn run_then(
     }
     write(config, rendered, &mut outcome, journal_dir, before_commit)?;
     drop(prepared);
+    crate::teardown::release(early_catalog);
+    crate::teardown::release((argo, documents, gathered.table, gathered.definitions));
     Ok(outcome)
 }
 

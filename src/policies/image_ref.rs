@@ -78,7 +78,9 @@ impl ImageRef {
             tag: rest[colon + 1..].to_owned(),
             digest: digest.to_owned(),
         };
-        parsed.validate()?;
+        // `text` is the reference as `Display` writes it, unless it ends in a bare `@`.
+        let whole = if digest.is_empty() { rest } else { text };
+        parsed.validate_as(whole)?;
         Ok(parsed)
     }
 
@@ -87,8 +89,13 @@ impl ImageRef {
     /// # Errors
     /// Says which part is invalid.
     pub fn validate(&self) -> Result<(), RefError> {
+        self.validate_as(&self.to_string())
+    }
+
+    /// [`ImageRef::validate`], with `whole` the reference as `Display` writes it.
+    fn validate_as(&self, whole: &str) -> Result<(), RefError> {
         let fail = |reason: RefReason| RefError {
-            reference: self.to_string(),
+            reference: whole.to_owned(),
             reason,
         };
         if self.name.is_empty() {
@@ -97,7 +104,7 @@ impl ImageRef {
         if self.tag.is_empty() {
             return Err(fail(RefReason::NoTag));
         }
-        reference::validate_reference(&self.to_string()).map_err(|e| fail(RefReason::Grammar(e)))
+        reference::validate_reference(whole).map_err(|e| fail(RefReason::Grammar(e)))
     }
 
     /// `name:tag`, plus `@digest` when there is one.

@@ -173,30 +173,34 @@ impl PolicyTable {
         latest: Option<ImageRef>,
         source: &str,
     ) -> Result<(), ConflictError> {
-        if let Some(old) = self.entries.get(&key) {
-            if old.latest == latest {
-                return Ok(());
+        // One search of the map for both the check and the insertion (a run may supply
+        // thousands of values).
+        match self.entries.entry(key) {
+            std::collections::btree_map::Entry::Occupied(old) => {
+                let old_entry = old.get();
+                if old_entry.latest == latest {
+                    return Ok(());
+                }
+                let show = |l: &Option<ImageRef>| {
+                    l.as_ref()
+                        .map_or_else(|| "no latest image".to_owned(), ImageRef::image)
+                };
+                Err(ConflictError {
+                    key: old.key().to_string(),
+                    first_value: show(&old_entry.latest),
+                    first_source: old_entry.source.clone(),
+                    second_value: show(&latest),
+                    second_source: source.to_owned(),
+                })
             }
-            let show = |l: &Option<ImageRef>| {
-                l.as_ref()
-                    .map_or_else(|| "no latest image".to_owned(), ImageRef::image)
-            };
-            return Err(ConflictError {
-                key: key.to_string(),
-                first_value: show(&old.latest),
-                first_source: old.source.clone(),
-                second_value: show(&latest),
-                second_source: source.to_owned(),
-            });
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(Entry {
+                    latest,
+                    source: source.to_owned(),
+                });
+                Ok(())
+            }
         }
-        self.entries.insert(
-            key,
-            Entry {
-                latest,
-                source: source.to_owned(),
-            },
-        );
-        Ok(())
     }
 
     #[must_use]
@@ -215,6 +219,12 @@ impl PolicyTable {
         self.entries
             .iter()
             .filter_map(|(k, e)| e.latest.as_ref().map(|l| (k, l)))
+    }
+
+    /// The latest image of the policy `key`, when it has one.
+    #[must_use]
+    pub fn latest(&self, key: &PolicyKey) -> Option<&ImageRef> {
+        self.entries.get(key).and_then(|e| e.latest.as_ref())
     }
 
     /// Policies supplied without a latest image, in key order.
