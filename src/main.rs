@@ -9,12 +9,13 @@ use image_update::cli;
 // The allocator is mimalloc. A run over a large tree makes hundreds of thousands of small
 // allocations on every core; glibc's malloc grows each worker thread's heap a few pages at a
 // time (an `mprotect` and its page faults per step, with TLB shootdowns across threads), which
-// was a third of the CPU of `cargo bench --bench argocd`'s command. mimalloc's per-thread pages
+// was a fifth of the CPU of `cargo bench --bench argocd`'s command. mimalloc's per-thread pages
 // take the same run from 112 to 82 ms (BENCHMARKS.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `mi_option_purge_delay` (`mi_option_t` in mimalloc.h, v3).
+/// mimalloc's `mi_option_purge_delay` (`mi_option_t` in mimalloc.h: 15 in its v2, which the
+/// `mimalloc` crate is built with here, and in its v3).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// The KRM function holds a whole ResourceList (and its output) in memory: there, peak memory
