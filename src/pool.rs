@@ -9,6 +9,12 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The number of cores this process may run on (2 when that cannot be told): the thread count of
+/// CPU-bound work (parsing, planning).
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
+}
+
 /// Run `f` on every item with at most `threads` threads at once (on the
 /// calling thread when there is at most one item); results come back in
 /// input order. Items are taken one at a time, so slow ones do not hold up

@@ -109,7 +109,7 @@ where
     let skipped: Mutex<Vec<Skipped>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let candidates = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let threads = crate::pool::cores();
 
     let mut builder = WalkBuilder::new(root);
     builder

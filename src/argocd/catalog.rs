@@ -198,7 +198,7 @@ pub fn collect<'a>(
     // too (they depend on nothing else); the result is used unless another configuration governs
     // the Application.
     let screened: Vec<&InputFile<'a>> = files.iter().filter(|f| may_hold(f.text)).collect();
-    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let threads = crate::pool::cores();
     let results = crate::pool::map(screened, threads, |f| read_file(f, options));
     let mut parsed = Vec::new();
     let mut apps: Vec<Application> = Vec::new();
@@ -399,7 +399,7 @@ pub fn collect<'a>(
     }
     configs.sort_by(|a, b| apps[a.app].id.cmp(&apps[b.app].id));
     // One selection per image, checked (its strategy and filters compiled) on every core.
-    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let threads = crate::pool::cores();
     let checked = crate::pool::map(&configs, threads, |config| {
         let mut selections = Vec::new();
         let mut errors = Vec::new();

@@ -254,62 +254,45 @@ impl<'t, 'a> Editor<'t, 'a> {
     /// The entries of a mapping now: key text and value, in order (removed ones left out).
     #[must_use]
     pub(crate) fn entries(&self, map: Handle) -> Vec<(String, Handle)> {
-        match self.resolve(map) {
-            Handle::Real(id) => {
-                let mut out: Vec<(String, Handle)> = self
-                    .tree
-                    .entries(id)
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !self.removed.contains(&(id, *i)))
-                    .filter_map(|(_, (k, v))| {
-                        self.tree
-                            .scalar(*k)
-                            .map(|k| (k.to_owned(), Handle::Real(*v)))
-                    })
-                    .collect();
-                out.extend(
-                    self.appended
-                        .get(&id)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|(k, v)| k.clone().map(|k| (k, *v))),
-                );
-                out
-            }
-            Handle::New(i) => match &self.news[i] {
-                NewNode::Map(e) => e.clone(),
-                _ => Vec::new(),
-            },
-        }
+        self.entry_refs(map)
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
     }
 
     /// The value of the first entry with key `key`.
     #[must_use]
     pub(crate) fn get(&self, map: Handle, key: &str) -> Option<Handle> {
-        // As `entries(map)` finds it, without copying every key.
-        match self.resolve(map) {
-            Handle::Real(id) => self
-                .tree
+        self.entry_refs(map)
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+    }
+
+    /// The entries of a mapping now, in order, borrowed ([`Editor::entries`] without copying
+    /// the keys).
+    fn entry_refs(&self, map: Handle) -> impl Iterator<Item = (&str, Handle)> + '_ {
+        let (real, new) = match self.resolve(map) {
+            Handle::Real(id) => (Some(id), None),
+            Handle::New(i) => match &self.news[i] {
+                NewNode::Map(e) => (None, Some(e)),
+                _ => (None, None),
+            },
+        };
+        let in_tree = real.into_iter().flat_map(move |id| {
+            self.tree
                 .entries(id)
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| !self.removed.contains(&(id, *i)))
-                .find(|(_, (k, _))| self.tree.scalar(*k) == Some(key))
-                .map(|(_, (_, v))| Handle::Real(*v))
-                .or_else(|| {
+                .filter(move |(i, _)| !self.removed.contains(&(id, *i)))
+                .filter_map(|(_, (k, v))| self.tree.scalar(*k).map(|k| (k, Handle::Real(*v))))
+                .chain(
                     self.appended
                         .get(&id)
                         .into_iter()
                         .flatten()
-                        .find(|(k, _)| k.as_deref() == Some(key))
-                        .map(|(_, v)| *v)
-                }),
-            Handle::New(i) => match &self.news[i] {
-                NewNode::Map(e) => e.iter().find(|(k, _)| k == key).map(|(_, v)| *v),
-                _ => None,
-            },
-        }
+                        .filter_map(|(k, v)| k.as_deref().map(|k| (k, *v))),
+                )
+        });
+        in_tree.chain(new.into_iter().flatten().map(|(k, v)| (k.as_str(), *v)))
     }
 
     /// The items of a sequence now, in order.

@@ -336,7 +336,7 @@ pub fn plan(
     let mut works = Vec::new();
     // Each configuration's method, target and images, resolved on every core (the source types
     // ask the file system which files exist).
-    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let threads = crate::pool::cores();
     let resolved = crate::pool::map(&catalog.configs, threads, |config| {
         let mut found = Vec::new();
         let r = resolve(catalog, config, chosen, files, &mut found);
