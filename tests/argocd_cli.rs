@@ -325,6 +325,62 @@ fn kpt_source_fn_sink() -> Result<(), Failed> {
     }
 }
 
+/// A Helm values file that is a symlink (to a file inside the tree) is written where it points,
+/// and stays a link; a regular values file beside it is written in place. (The walk tells the
+/// write-back which targets it read as regular files; the others are asked about.)
+fn symlinked_values_file() -> Result<(), Failed> {
+    let tmp = tempfile::tempdir()?;
+    let repo = tmp.path().join("repo");
+    let app = |name: &str| {
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=registry.example.test/{name}:^1\n    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: helmvalues\n    argocd-image-updater.argoproj.io/web.helm.image-tag: image.tag\nspec:\n  source:\n    repoURL: https://git.example.test/fleet.git\n    path: charts/{name}\n    helm: {{}}\n  destination: {{namespace: {name}}}\n"
+        )
+    };
+    let values = "# shared values\nimage:\n  tag: \"1.0.0\"\n";
+    fs_err::create_dir_all(repo.join("apps"))?;
+    for name in ["linked", "plain"] {
+        fs_err::create_dir_all(repo.join(format!("charts/{name}")))?;
+        fs_err::write(repo.join(format!("apps/{name}.yaml")), app(name))?;
+    }
+    fs_err::create_dir_all(repo.join("shared"))?;
+    fs_err::write(repo.join("shared/values.yaml"), values)?;
+    std::os::unix::fs::symlink(
+        "../../shared/values.yaml",
+        repo.join("charts/linked/values.yaml"),
+    )?;
+    fs_err::write(repo.join("charts/plain/values.yaml"), values)?;
+    let out = Command::new(BIN)
+        .current_dir(tmp.path())
+        .args([
+            "update",
+            "repo",
+            "--policy=argocd:linked/web=registry.example.test/linked:1.2.0",
+            "--policy=argocd:plain/web=registry.example.test/plain:1.3.0",
+        ])
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("update: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    let link = repo.join("charts/linked/values.yaml");
+    if !fs_err::symlink_metadata(&link)?.file_type().is_symlink() {
+        return Err("charts/linked/values.yaml is no longer a symlink".into());
+    }
+    let shared = fs_err::read_to_string(repo.join("shared/values.yaml"))?;
+    if shared != "# shared values\nimage:\n  tag: \"1.2.0\"\n  name: registry.example.test/linked\n"
+    {
+        return Err(format!("shared/values.yaml (the link's target): {shared:?}").into());
+    }
+    let plain = repo.join("charts/plain/values.yaml");
+    if fs_err::symlink_metadata(&plain)?.file_type().is_symlink() {
+        return Err("charts/plain/values.yaml became a symlink".into());
+    }
+    let plain = fs_err::read_to_string(plain)?;
+    if plain != "# shared values\nimage:\n  tag: \"1.3.0\"\n  name: registry.example.test/plain\n" {
+        return Err(format!("charts/plain/values.yaml: {plain:?}").into());
+    }
+    Ok(())
+}
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/argocd-cli");
     let mut dirs: Vec<PathBuf> = fs_err::read_dir(&root)
@@ -352,6 +408,11 @@ fn main() {
         "kpt_source_fn_sink",
         &["kpt"],
         kpt_source_fn_sink,
+    ));
+    trials.push(trial_with(
+        "symlinked_values_file",
+        &[],
+        symlinked_values_file,
     ));
     testkit::run(trials);
 }

@@ -179,7 +179,9 @@ pub(crate) fn read(
         ]);
     };
     let app_settings = r.settings("", &mut errors);
-    let mut images: Vec<ImageSpec> = Vec::new();
+    // Sized for the list: an entry is a kilobyte, and a vector grown by doubling keeps up to twice
+    // that.
+    let mut images: Vec<ImageSpec> = Vec::with_capacity(list.value.split(',').count());
     let mut seen_aliases: Vec<String> = Vec::new();
     for entry in list
         .value

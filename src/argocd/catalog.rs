@@ -200,9 +200,11 @@ pub fn collect<'a>(
     let screened: Vec<&InputFile<'a>> = files.iter().filter(|f| may_hold(f.text)).collect();
     let threads = crate::pool::cores();
     let results = crate::pool::map(screened, threads, |f| read_file(f, options));
-    let mut parsed = Vec::new();
-    let mut apps: Vec<Application> = Vec::new();
-    let mut annotated: Vec<Option<Annotated>> = Vec::new();
+    // Sized for an Application a file, the usual layout (grown by doubling, these vectors of
+    // large items kept up to twice what they hold).
+    let mut parsed = Vec::with_capacity(results.len());
+    let mut apps: Vec<Application> = Vec::with_capacity(results.len());
+    let mut annotated: Vec<Option<Annotated>> = Vec::with_capacity(results.len());
     let mut app_index: std::collections::HashMap<AppId, usize> = std::collections::HashMap::new();
     let mut updaters: Vec<ImageUpdater> = Vec::new();
     let mut spheres: Vec<KubeSphereUpdater> = Vec::new();
@@ -260,7 +262,7 @@ pub fn collect<'a>(
         warnings.append(&mut found_warnings);
         result
     };
-    let mut configs: Vec<AppConfig> = Vec::new();
+    let mut configs: Vec<AppConfig> = Vec::with_capacity(apps.len());
     let mut governed: BTreeMap<usize, String> = BTreeMap::new();
     let mut claim = |app: usize, by: String, at: &Location, errors: &mut Vec<Diagnostic>| -> bool {
         if let Some(first) = governed.get(&app) {
@@ -469,7 +471,7 @@ pub fn collect<'a>(
         }
         (selections, errors, warnings)
     });
-    let mut selections = Vec::new();
+    let mut selections = Vec::with_capacity(checked.iter().map(|(s, _, _)| s.len()).sum());
     for (mut s, mut e, mut w) in checked {
         selections.append(&mut s);
         errors.append(&mut e);

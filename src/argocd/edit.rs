@@ -383,7 +383,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                         "is a block scalar (| or >); write the value as a plain or quoted scalar",
                     ));
                 }
-                if let Some(Tag::Other(t)) = tag {
+                if let Some(Tag::Other(t)) = tag.as_deref() {
                     return Err(self.problem(
                         id,
                         &format!("carries the tag {t}; a string value cannot be written there"),

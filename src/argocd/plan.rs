@@ -300,14 +300,6 @@ struct Work<'c> {
     planned: Vec<Planned<'c>>,
 }
 
-/// Where a file's text comes from.
-enum Text {
-    /// An input file already parsed (an Application's own file).
-    Catalog(usize),
-    Owned(String),
-    Missing,
-}
-
 struct FileState<'t, 'a> {
     editor: Editor<'t, 'a>,
     created: bool,
@@ -350,122 +342,26 @@ pub fn plan(
             Err(mut e) => errors.append(&mut e),
         }
     }
-    // Every file's text.
+    // The Applications' own files, by tree path (the `argocd` method edits them).
     let in_tree: std::collections::HashMap<&str, usize> = catalog
         .files
         .iter()
         .enumerate()
         .filter_map(|(i, f)| f.tree_path.as_deref().map(|p| (p, i)))
         .collect();
-    // The target files, read and parsed on every core.
-    let mut wanted: BTreeMap<&str, &Location> = BTreeMap::new();
+    // Each target file, with the Applications written to it in order.
+    let mut groups: BTreeMap<&str, (&Location, Vec<&Work<'_>>)> = BTreeMap::new();
     for w in &works {
-        wanted.entry(w.path.as_str()).or_insert(&w.target_location);
+        groups
+            .entry(w.path.as_str())
+            .or_insert_with(|| (&w.target_location, Vec::new()))
+            .1
+            .push(w);
     }
-    let read = crate::pool::map(wanted, threads, |(path, at)| {
-        let text = match in_tree.get(path).copied() {
-            Some(i) => Ok(Text::Catalog(i)),
-            None => match files.read(path) {
-                Ok(Some(t)) => Ok(Text::Owned(t)),
-                Ok(None) => Ok(Text::Missing),
-                Err(e) => Err(Diagnostic::error(e).at(at.clone())),
-            },
-        };
-        (path.to_owned(), text)
-    });
-    let mut texts: BTreeMap<String, Text> = BTreeMap::new();
-    for (path, text) in read {
-        match text {
-            Ok(t) => {
-                texts.insert(path, t);
-            }
-            Err(e) => errors.push(e),
-        }
-    }
-    let parsed = crate::pool::map(texts.iter(), threads, |(path, text)| {
-        let t: &str = match text {
-            Text::Owned(t) => t,
-            Text::Missing => "",
-            Text::Catalog(_) => return None,
-        };
-        Some((
-            path.as_str(),
-            SpanTree::parse(t).map_err(|e| {
-                Diagnostic::error(format!("not valid YAML: {}", e.message)).at(Location::new(
-                    path.clone(),
-                    Some(crate::text::position_of(t, e.offset)),
-                ))
-            }),
-        ))
-    });
-    let mut trees: BTreeMap<&str, SpanTree<'_>> = BTreeMap::new();
-    for (path, result) in parsed.into_iter().flatten() {
-        match result {
-            Ok(tree) => {
-                trees.insert(path, tree);
-            }
-            Err(e) => errors.push(e),
-        }
-    }
-    let mut states: BTreeMap<String, FileState<'_, '_>> = BTreeMap::new();
-    for (path, text) in &texts {
-        let (tree, created, origin): (&SpanTree<'_>, bool, String) = match text {
-            Text::Catalog(i) => (
-                &catalog.files[*i].tree,
-                false,
-                catalog.files[*i].origin.clone(),
-            ),
-            Text::Owned(_) => match trees.get(path.as_str()) {
-                Some(t) => (t, false, path.clone()),
-                None => continue,
-            },
-            Text::Missing => match trees.get(path.as_str()) {
-                Some(t) => (t, true, path.clone()),
-                None => continue,
-            },
-        };
-        states.insert(
-            path.clone(),
-            FileState {
-                object: file_object(tree),
-                editor: Editor::new(tree),
-                created,
-                original: tree.text(),
-                records: Vec::new(),
-                origin,
-            },
-        );
-    }
-    // Each file's Applications are planned in order; files are independent, so they are planned
-    // on every core.
-    let mut groups: BTreeMap<String, (FileState<'_, '_>, Vec<&Work<'_>>)> = states
-        .into_iter()
-        .map(|(path, state)| (path, (state, Vec::new())))
-        .collect();
-    for w in &works {
-        if let Some(group) = groups.get_mut(&w.path) {
-            group.1.push(w);
-        }
-    }
-    let planned = crate::pool::map(groups, threads, |(path, (mut state, ws))| {
-        let mut apps = Vec::new();
-        let mut errors = Vec::new();
-        for w in ws {
-            match write(catalog, w, &mut state) {
-                Ok(Some(plan)) => apps.push(plan),
-                Ok(None) => {}
-                Err(d) => errors.push(d),
-            }
-        }
-        let file = if errors.is_empty() {
-            finish_file(path, &state).unwrap_or_else(|e| {
-                errors.push(e);
-                None
-            })
-        } else {
-            None
-        };
-        (file, apps, errors)
+    // Files are independent: each is read, parsed and planned on every core in one go, and its
+    // tree freed once its plan is made (the next file's parse reuses the memory).
+    let planned = crate::pool::map(groups, threads, |(path, (at, ws))| {
+        plan_file(catalog, files, &in_tree, path, at, &ws)
     });
     let mut apps = Vec::new();
     let mut out_files = Vec::new();
@@ -486,6 +382,70 @@ pub fn plan(
         apps,
         diagnostics: warnings,
     })
+}
+
+/// Read, parse and plan one target file for the Applications written to it (`at`: where the first
+/// names it): its plan (`None` when its text does not change), the Applications' plans, and the
+/// problems found.
+fn plan_file(
+    catalog: &Catalog<'_>,
+    files: &dyn Files,
+    in_tree: &std::collections::HashMap<&str, usize>,
+    path: &str,
+    at: &Location,
+    ws: &[&Work<'_>],
+) -> (Option<FilePlan>, Vec<AppPlan>, Vec<Diagnostic>) {
+    let text: String;
+    let parsed: SpanTree<'_>;
+    let (tree, created, origin) = if let Some(&i) = in_tree.get(path) {
+        let file = &catalog.files[i];
+        (&file.tree, false, file.origin.clone())
+    } else {
+        let created;
+        (text, created) = match files.read(path) {
+            Ok(Some(t)) => (t, false),
+            Ok(None) => (String::new(), true),
+            Err(e) => return (None, Vec::new(), vec![Diagnostic::error(e).at(at.clone())]),
+        };
+        parsed = match SpanTree::parse(&text) {
+            Ok(tree) => tree,
+            Err(e) => {
+                let error =
+                    Diagnostic::error(format!("not valid YAML: {}", e.message)).at(Location::new(
+                        path.to_owned(),
+                        Some(crate::text::position_of(&text, e.offset)),
+                    ));
+                return (None, Vec::new(), vec![error]);
+            }
+        };
+        (&parsed, created, path.to_owned())
+    };
+    let mut state = FileState {
+        object: file_object(tree),
+        editor: Editor::new(tree),
+        created,
+        original: tree.text(),
+        records: Vec::new(),
+        origin,
+    };
+    let mut apps = Vec::new();
+    let mut errors = Vec::new();
+    for w in ws {
+        match write(catalog, w, &mut state) {
+            Ok(Some(plan)) => apps.push(plan),
+            Ok(None) => {}
+            Err(d) => errors.push(d),
+        }
+    }
+    let file = if errors.is_empty() {
+        finish_file(path.to_owned(), &state).unwrap_or_else(|e| {
+            errors.push(e);
+            None
+        })
+    } else {
+        None
+    };
+    (file, apps, errors)
 }
 
 /// A file's edits, new text and changes (`None` when its text does not change).

@@ -24,7 +24,7 @@ use crate::policies::{PolicyDocument, PolicyKey, PolicyTable};
 use crate::reflector::Definition;
 use crate::render::message::MessageConfig;
 use crate::render::report::Report;
-use crate::updater::tree::FileUpdate;
+use crate::updater::tree::{FileUpdate, KeptText};
 
 /// A text that may hold Argo CD objects.
 #[derive(Debug)]
@@ -36,6 +36,15 @@ pub(super) struct ArgoFile {
     pub text: String,
 }
 
+/// The write-back targets the tree's walk read.
+#[derive(Debug, Default)]
+pub(super) struct Targets {
+    /// Texts by tree path.
+    pub known: HashMap<String, String>,
+    /// The tree paths the walk saw as regular files (not symlinks).
+    pub regular: HashSet<String>,
+}
+
 /// What a run reads Argo CD objects and write-back targets from.
 #[derive(Debug, Default)]
 pub(super) struct Texts {
@@ -44,6 +53,9 @@ pub(super) struct Texts {
     /// Texts of the tree's likely write-back targets, by tree path (read by the walk, so the
     /// plan need not read them again).
     pub known: HashMap<String, String>,
+    /// The tree paths the walk read as regular files (not symlinks): written where they are
+    /// named, without asking the file system again.
+    pub regular: HashSet<String>,
     /// How messages name the policy files (the other locations are the tree's).
     pub policy_origins: HashSet<String>,
 }
@@ -51,6 +63,19 @@ pub(super) struct Texts {
 impl Texts {
     /// Keep `text`, read from `origin` (at `tree_path` in the tree, or a policy file).
     pub(super) fn add(&mut self, origin: String, tree_path: Option<String>, text: String) {
+        self.add_read(origin, tree_path, text, false);
+    }
+
+    /// Keep a text the tree's walk read at `kept.rel`.
+    pub(super) fn add_walked(&mut self, kept: KeptText) {
+        let KeptText { rel, text, regular } = kept;
+        self.add_read(rel.clone(), Some(rel), text, regular);
+    }
+
+    fn add_read(&mut self, origin: String, tree_path: Option<String>, text: String, regular: bool) {
+        if regular && let Some(path) = &tree_path {
+            self.regular.insert(path.clone());
+        }
         match tree_path {
             None if catalog::may_hold(&text) => {
                 self.policy_origins.insert(origin.clone());
@@ -83,7 +108,7 @@ pub(super) fn read_tree(
     root: &Path,
     limit: crate::input::SizeLimit,
     warnings: &mut Vec<Diagnostic>,
-) -> Result<Vec<(String, String)>, Error> {
+) -> Result<Vec<KeptText>, Error> {
     let walked = crate::walk::walk(root, |c| {
         let file = match crate::walk::open_regular(&c.path, c.regular) {
             Ok(Some((file, _))) => file,
@@ -100,12 +125,14 @@ pub(super) fn read_tree(
         if !keep(&c.rel, &bytes) {
             return None;
         }
-        String::from_utf8(bytes).ok().map(Ok)
+        String::from_utf8(bytes)
+            .ok()
+            .map(|text| Ok((text, c.regular)))
     })?;
     let mut out = Vec::new();
     for (rel, result) in walked.results {
         match result {
-            Ok(text) => out.push((rel, text)),
+            Ok((text, regular)) => out.push(KeptText { rel, text, regular }),
             Err((rel, e)) => warnings.push(
                 Diagnostic::warning(format!(
                     "cannot be read, so the Argo CD objects in it are skipped: {e}"
@@ -277,10 +304,11 @@ pub(super) fn plan_tree(
     catalog: &Catalog<'_>,
     table: &PolicyTable,
     base: &Path,
-    known: HashMap<String, String>,
+    targets: Targets,
     names: &Names,
     outcome: &mut Outcome,
 ) -> Result<(), Error> {
+    let Targets { known, regular } = targets;
     let dir = DirFiles::new(base, config.max_file_size).map_err(|e| {
         Error::invalid(vec![
             Diagnostic::error(format!("cannot resolve the tree: {e}"))
@@ -293,8 +321,10 @@ pub(super) fn plan_tree(
         let full = base.join(path);
         // A symlink is written where it resolves (inside the tree: the plan checked); a file or
         // a new one where it is named. Only a symlink is resolved (a thousand `realpath` calls
-        // are a thousand walks of the path).
-        let write_to = if fs_err::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink())
+        // are a thousand walks of the path), and only a file the walk did not see as a regular
+        // one is asked about (a thousand `lstat` calls were half of this step).
+        let write_to = if !regular.contains(path)
+            && fs_err::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink())
         {
             fs_err::canonicalize(&full).unwrap_or_else(|_| full.clone())
         } else {
@@ -329,6 +359,10 @@ pub(super) fn absorb(
     diagnostics.extend(names.fix(wb.diagnostics));
     let mut conflicts = Vec::new();
     let marked: HashSet<String> = outcome.files.iter().map(|f| f.rel.clone()).collect();
+    outcome
+        .changes
+        .reserve(wb.files.iter().map(|f| f.changes.len()).sum());
+    outcome.files.reserve(wb.files.len());
     for file in wb.files {
         let Some(rel) = names.report_path(&file.path) else {
             diagnostics.push(
@@ -353,21 +387,22 @@ pub(super) fn absorb(
             );
             continue;
         }
-        for c in &file.changes {
-            outcome.changes.push(Change {
+        let (path, write_to) = paths(&file.path);
+        // The plan's values move into the outcome (the write-back is not kept).
+        outcome
+            .changes
+            .extend(file.changes.into_iter().map(|c| Change {
                 file: rel.clone(),
                 display: display.clone(),
-                object: c.object.clone(),
+                object: c.object,
                 object_index: 0,
                 index: None,
-                field_path: c.field_path.clone(),
-                old_value: c.old_value.clone(),
-                new_value: c.new_value.clone(),
-                setter: c.setter.clone(),
+                field_path: c.field_path,
+                old_value: c.old_value,
+                new_value: c.new_value,
+                setter: c.setter,
                 position: c.position,
-            });
-        }
-        let (path, write_to) = paths(&file.path);
+            }));
         outcome.files.push(FileUpdate {
             rel,
             path,

@@ -131,8 +131,8 @@ pub(crate) fn run_then(
                 keep_in_scan = true;
                 Vec::new()
             };
-            for (rel, text) in kept {
-                argo.add(rel.clone(), Some(rel), text);
+            for text in kept {
+                argo.add_walked(text);
             }
             let base = crate::walk::base_dir(path);
             // A policy file inside the tree is read as the tree's.
@@ -211,8 +211,8 @@ pub(crate) fn run_then(
             Input::Tree(path) => {
                 let keep = keep_in_scan.then_some(argocd::keep as crate::updater::tree::Keep);
                 let mut late = argocd::Texts::default();
-                for (rel, text) in absorb_tree(config, path, &gathered.table, &mut outcome, keep)? {
-                    late.add(rel.clone(), Some(rel), text);
+                for text in absorb_tree(config, path, &gathered.table, &mut outcome, keep)? {
+                    late.add_walked(text);
                 }
                 marker_changes.clone_from(&outcome.changes);
                 let late_catalog = match early_catalog {
@@ -221,14 +221,18 @@ pub(crate) fn run_then(
                 };
                 let catalog = early_catalog.as_ref().or(late_catalog.as_ref());
                 if let (Some(catalog), Some(base)) = (catalog, &argo_base) {
-                    let mut known = std::mem::take(&mut argo.known);
-                    known.extend(std::mem::take(&mut late.known));
+                    let mut targets = argocd::Targets {
+                        known: std::mem::take(&mut argo.known),
+                        regular: std::mem::take(&mut argo.regular),
+                    };
+                    targets.known.extend(std::mem::take(&mut late.known));
+                    targets.regular.extend(std::mem::take(&mut late.regular));
                     argocd::plan_tree(
                         config,
                         catalog,
                         &gathered.table,
                         base,
-                        known,
+                        targets,
                         &names,
                         &mut outcome,
                     )?;
@@ -513,7 +517,7 @@ fn absorb_tree(
     table: &crate::policies::PolicyTable,
     outcome: &mut Outcome,
     keep: Option<crate::updater::tree::Keep>,
-) -> Result<Vec<(String, String)>, Error> {
+) -> Result<Vec<crate::updater::tree::KeptText>, Error> {
     let root = if config.update_path.is_empty() {
         path.to_path_buf()
     } else {

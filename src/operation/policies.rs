@@ -299,7 +299,7 @@ fn unreadable(
 }
 
 /// Texts kept by a walk, by path relative to its root.
-pub(super) type Kept = Vec<(String, String)>;
+pub(super) type Kept = Vec<crate::updater::tree::KeptText>;
 
 /// The documents of every file under `root` that may hold definitions
 /// (screened by substring before parsing). They supply no results: only
@@ -345,7 +345,7 @@ pub(super) fn tree_definitions(
             return None;
         };
         if !reflector::may_define(&text) {
-            return kept.then(|| Ok((Vec::new(), Some(text))));
+            return kept.then(|| Ok((Vec::new(), Some((text, c.regular)))));
         }
         let origin = c.path.display().to_string();
         let dir = c.path.parent().map(Path::to_path_buf);
@@ -376,7 +376,7 @@ pub(super) fn tree_definitions(
                             supplies: false,
                         })
                         .collect::<Vec<_>>();
-                    (documents, kept.then_some(text))
+                    (documents, kept.then_some((text, c.regular)))
                 }),
         )
     })?;
@@ -386,8 +386,8 @@ pub(super) fn tree_definitions(
         match result {
             Ok((documents, kept)) => {
                 out.extend(documents);
-                if let Some(text) = kept {
-                    texts.push((rel, text));
+                if let Some((text, regular)) = kept {
+                    texts.push(crate::updater::tree::KeptText { rel, text, regular });
                 }
             }
             Err(warning) => warnings.push(warning),

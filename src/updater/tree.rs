@@ -62,8 +62,18 @@ pub(crate) struct TreePlan {
     /// Candidate files read, and how many of them were screened in.
     pub files_read: usize,
     pub files_screened: usize,
-    /// The UTF-8 texts [`TreeOptions::keep`] asked for, by relative path.
-    pub kept: Vec<(String, String)>,
+    /// The UTF-8 texts [`TreeOptions::keep`] asked for.
+    pub kept: Vec<KeptText>,
+}
+
+/// A text a walk kept for the Argo CD write-back.
+#[derive(Debug)]
+pub(crate) struct KeptText {
+    /// Path relative to the walk's base directory.
+    pub rel: String,
+    pub text: String,
+    /// The walk saw a regular file there (not a symlink): it is written where it is named.
+    pub regular: bool,
 }
 
 /// A failure that stops the run before anything is written.
@@ -337,7 +347,11 @@ pub(crate) fn plan_tree(
     };
     for (rel, (result, kept, candidate)) in walked.results {
         if let Some(text) = kept {
-            tree.kept.push((rel.clone(), text));
+            tree.kept.push(KeptText {
+                rel: rel.clone(),
+                text,
+                regular: candidate.regular,
+            });
         }
         let Some(result) = result else { continue };
         let outcome = match result {
