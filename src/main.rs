@@ -18,41 +18,34 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// `mimalloc` crate is built with here, and in its v3).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// The KRM function holds a whole ResourceList (and its output) in memory: there, peak memory
-/// counts more than allocation speed (its benchmark's target is a peak RSS of 1.5x the list). Its
-/// memory is then backed by 4 KiB pages, not transparent huge pages (which mimalloc asks for on
-/// its arenas, and which round a partly used 2 MiB page up to a whole one), and freed memory is
+/// How the allocator treats memory that is freed.
+///
+/// The KRM function (`krm`) holds a whole ResourceList (and its output) in memory: there, peak
+/// memory counts more than allocation speed (its benchmark's target is a peak RSS of 1.5x the
+/// list). Its memory is backed by 4 KiB pages, not transparent huge pages (which mimalloc asks for
+/// on its arenas, and which round a partly used 2 MiB page up to a whole one), and freed memory is
 /// returned to the system at once instead of after a delay.
-fn frugal_allocator() {
-    // SAFETY: `mi_option_set` stores an option's value in mimalloc's option table (read when
-    // memory is next purged); `prctl(PR_SET_THP_DISABLE)` sets a flag on this process's memory
-    // map. Neither touches memory of ours; both run before any other thread exists.
-    #[allow(unsafe_code)]
-    unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    }
-}
-
+///
 /// Every other mode keeps the memory it frees for its own later allocations: returning it to the
 /// system (mimalloc does after 10 ms by default) splits the transparent huge pages it sits in, and
 /// the next allocation there faults fresh zeroed pages back in. Each mode runs one operation and
 /// exits, so its peak memory is the same either way; `cargo bench --bench argocd`'s command took
 /// 72.5 ms instead of 76.1 (21 runs each, alternating).
-fn keeping_allocator() {
-    // SAFETY: as in `frugal_allocator`: an option's value stored before any other thread exists.
+fn configure_allocator(krm: bool) {
+    // SAFETY: `mi_option_set` stores an option's value in mimalloc's option table (read when
+    // memory is next purged); `prctl(PR_SET_THP_DISABLE)` sets a flag on this process's memory
+    // map. Neither touches memory of ours; both run before any other thread exists.
     #[allow(unsafe_code)]
     unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, if krm { 0 } else { -1 });
+        if krm {
+            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+        }
     }
 }
 
 fn main() -> ExitCode {
-    if cli::runs_krm_function() {
-        frugal_allocator();
-    } else {
-        keeping_allocator();
-    }
+    configure_allocator(cli::runs_krm_function());
     // Library diagnostics (registry retries, skipped credential helpers,
     // unusable cache files) go to stderr; `IMAGE_UPDATE_LOG=debug` shows more.
     let filter = tracing_subscriber::EnvFilter::try_from_env("IMAGE_UPDATE_LOG")

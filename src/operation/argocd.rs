@@ -36,13 +36,22 @@ pub(super) struct ArgoFile {
     pub text: String,
 }
 
-/// The write-back targets the tree's walk read.
+/// The likely write-back targets a run read.
 #[derive(Debug, Default)]
 pub(super) struct Targets {
-    /// Texts by tree path.
+    /// Texts by tree path (read by the walk, so the plan need not read them again).
     pub known: HashMap<String, String>,
-    /// The tree paths the walk saw as regular files (not symlinks).
+    /// The tree paths the walk read as regular files (not symlinks): written where they are
+    /// named, without asking the file system again.
     pub regular: HashSet<String>,
+}
+
+impl Targets {
+    /// Add `other`'s targets.
+    pub(super) fn extend(&mut self, other: Targets) {
+        self.known.extend(other.known);
+        self.regular.extend(other.regular);
+    }
 }
 
 /// What a run reads Argo CD objects and write-back targets from.
@@ -50,12 +59,8 @@ pub(super) struct Targets {
 pub(super) struct Texts {
     /// Texts that may hold Argo CD objects.
     pub files: Vec<ArgoFile>,
-    /// Texts of the tree's likely write-back targets, by tree path (read by the walk, so the
-    /// plan need not read them again).
-    pub known: HashMap<String, String>,
-    /// The tree paths the walk read as regular files (not symlinks): written where they are
-    /// named, without asking the file system again.
-    pub regular: HashSet<String>,
+    /// The tree's likely write-back targets.
+    pub targets: Targets,
     /// How messages name the policy files (the other locations are the tree's).
     pub policy_origins: HashSet<String>,
 }
@@ -74,7 +79,7 @@ impl Texts {
 
     fn add_read(&mut self, origin: String, tree_path: Option<String>, text: String, regular: bool) {
         if regular && let Some(path) = &tree_path {
-            self.regular.insert(path.clone());
+            self.targets.regular.insert(path.clone());
         }
         match tree_path {
             None if catalog::may_hold(&text) => {
@@ -92,7 +97,7 @@ impl Texts {
                 text,
             }),
             Some(path) => {
-                self.known.insert(path, text);
+                self.targets.known.insert(path, text);
             }
         }
     }

@@ -221,12 +221,8 @@ pub(crate) fn run_then(
                 };
                 let catalog = early_catalog.as_ref().or(late_catalog.as_ref());
                 if let (Some(catalog), Some(base)) = (catalog, &argo_base) {
-                    let mut targets = argocd::Targets {
-                        known: std::mem::take(&mut argo.known),
-                        regular: std::mem::take(&mut argo.regular),
-                    };
-                    targets.known.extend(std::mem::take(&mut late.known));
-                    targets.regular.extend(std::mem::take(&mut late.regular));
+                    let mut targets = std::mem::take(&mut argo.targets);
+                    targets.extend(std::mem::take(&mut late.targets));
                     argocd::plan_tree(
                         config,
                         catalog,
@@ -261,7 +257,7 @@ pub(crate) fn run_then(
                         text,
                         layout,
                         &list_items,
-                        std::mem::take(&mut argo.known),
+                        std::mem::take(&mut argo.targets.known),
                         &names,
                         &mut outcome,
                     )?;
