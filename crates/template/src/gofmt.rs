@@ -403,7 +403,12 @@ impl Printer {
         {
             prec = p;
         }
-        let mut s = format!("U+{u:0prec$X}");
+        // Padded by hand: a precision may be up to a million (as in Go), past what `format!` takes as a width.
+        let hex = format!("{u:X}");
+        let mut s = String::with_capacity(2 + prec.max(hex.len()));
+        s.push_str("U+");
+        s.extend(std::iter::repeat_n('0', prec.saturating_sub(hex.len())));
+        s.push_str(&hex);
         if self.f.sharp
             && let Some(c) = char::from_u32(u as u32).filter(|c| u <= 0x10FFFF && is_print(*c))
         {
@@ -949,12 +954,20 @@ fn append_escaped(out: &mut String, c: char, q: char, ascii: bool) {
     }
 }
 
+/// More significant decimal digits than any finite f64 has exactly (767).
+const MAX_SIGNIFICANT: usize = 800;
+
+/// More digits after the decimal point than any finite f64 has exactly (1,074, for the smallest subnormal).
+const MAX_FRACTION: usize = 1_100;
+
 /// Decimal digits and decimal point position of a finite, non-negative float (`dp` digits before the
 /// point), either shortest (`prec` None) or rounded to `prec` significant digits.
 fn float_digits(v: f64, sig: Option<usize>) -> (Vec<u8>, i32) {
     let s = match sig {
         None => format!("{v:e}"),
-        Some(n) => format!("{:.*e}", n.saturating_sub(1), v),
+        // A finite f64 has at most 767 significant decimal digits, so asking for more only adds zeros
+        // (dropped below); capping keeps the precision within what `format!` accepts (a u16).
+        Some(n) => format!("{:.*e}", n.clamp(1, MAX_SIGNIFICANT) - 1, v),
     };
     let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
@@ -1007,8 +1020,11 @@ pub fn format_float(v: f64, verb: char, prec: i32) -> String {
                 let p = (digits.len() as i32 - dp).max(0) as usize;
                 fmt_f(&mut out, &digits, dp, p);
             } else {
-                let s = format!("{:.*}", prec as usize, a);
-                out.push_str(&s);
+                // Exact past MAX_FRACTION digits, so the rest are zeros: `format!` takes at most a u16
+                // precision, and Go allows up to a million.
+                let prec = prec as usize;
+                let _ = write!(out, "{:.*}", prec.min(MAX_FRACTION), a);
+                out.extend(std::iter::repeat_n('0', prec.saturating_sub(MAX_FRACTION)));
             }
         }
         'g' | 'G' => {
@@ -1108,6 +1124,37 @@ mod tests {
         assert_eq!(format_float(100.0, 'g', 2), "1e+02");
         assert_eq!(format_float(0.125, 'f', 2), "0.12");
         assert_eq!(format_float(2.5, 'f', 0), "2");
+    }
+
+    /// Go takes precisions up to a million; `format!` panics past 65,535 (a fuzzing find, with `%.69036g`).
+    #[test]
+    fn precisions_past_what_format_takes() {
+        const EXACT: &str = "1000000000000000055511151231257827021181583404541015625";
+        let f = format_float(0.1, 'f', 70_000);
+        assert_eq!(f.len(), 70_002);
+        assert_eq!(&f[..2], "0.");
+        assert_eq!(&f[2..2 + EXACT.len()], EXACT);
+        assert!(f[2 + EXACT.len()..].bytes().all(|b| b == b'0'));
+        let e = format_float(0.1, 'e', 70_000);
+        assert_eq!(e.len(), 70_006);
+        assert_eq!(&e[..3], "1.0");
+        assert_eq!(&e[2..1 + EXACT.len()], &EXACT[1..]);
+        assert!(e.ends_with("0e-01"));
+        // %g stops at the exact digits.
+        assert_eq!(format_float(0.1, 'g', 70_000), format!("0.{EXACT}"));
+        assert_eq!(format_float(1e21, 'g', 70_000), "1000000000000000000000");
+        // The smallest subnormal, in full: 1,074 digits after the point, then zeros.
+        let tiny = format_float(5e-324, 'f', 1_200);
+        assert_eq!(tiny.len(), 1_202);
+        assert!(tiny[2..].starts_with(&"0".repeat(323)));
+        assert!(tiny[..1_076].ends_with("5"), "{}", &tiny[1_000..1_100]);
+        assert!(tiny[1_076..].bytes().all(|b| b == b'0'));
+        let u = sprintf("%.70000U", &[Value::int(0x41)]);
+        assert_eq!(u.len(), 70_002);
+        assert!(u.starts_with("U+000") && u.ends_with("041"));
+        let g = sprintf("%.69036g", &[Value::Float(1e-10)]);
+        assert!(g.starts_with("1.00000000000000003643219731549774"), "{g}");
+        assert!(g.ends_with("e-10"));
     }
 
     #[test]

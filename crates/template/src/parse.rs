@@ -1128,10 +1128,8 @@ pub fn unquote_char(s: &str, quote: u8) -> Option<(Vec<u8>, &str)> {
             Some((c.encode_utf8(&mut buf).as_bytes().to_vec(), &after[n..]))
         }
         '0'..='7' => {
-            if rest.len() < 3 {
-                return None;
-            }
-            let digits = &rest[..3];
+            // `get` rather than indexing: the three bytes may end inside a multi-byte character.
+            let digits = rest.get(..3)?;
             if !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
                 return None;
             }
