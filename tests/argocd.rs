@@ -215,7 +215,7 @@ fn run(work: &Path, dir: &Path, case: &Case) -> Result<(WriteBack, Value), Vec<S
                     "push": g.push,
                     "credentials": format!("{:?}", g.credentials),
                     "targetKey": g.target_key,
-                    "pullRequest": g.pull_request,
+                    "pullRequest": g.pull_request.as_ref().map(|p| json!({"provider": p.provider, "labels": p.labels})),
                 })),
             })
         })

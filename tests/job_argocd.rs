@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
 use fs_err as fs;
+use image_update_testkit::forge::{FakeForge, Flavor, PullState};
 use image_update_testkit::git::{Env, Fixture, HTTP_PASSWORD, HTTP_USER, Need, TestResult, ensure};
 use image_update_testkit::registry::{Auth, ImageSpec, Registry};
 use libtest_mimic::{Arguments, Completion, Trial};
@@ -47,6 +48,14 @@ fn main() {
             applications_name_two_repositories,
         ),
     ];
+    let mut trials = trials;
+    for flavor in [Flavor::GitHub, Flavor::GitLab] {
+        trials.push(forge_trial(
+            &env,
+            &format!("image_updater_pull_request/{}", flavor.name()),
+            flavor,
+        ));
+    }
     let conclusion = libtest_mimic::run(&args, trials);
     drop(env);
     drop(servers);
@@ -56,6 +65,26 @@ fn main() {
 
 /// A trial needing the HTTP git server, and `docker-registry` when `registry`.
 fn trial(env: &Arc<Env>, name: &str, registry: bool, test: fn(&Env) -> TestResult) -> Trial {
+    gated(env, name, registry, None, test)
+}
+
+/// [`trial`] for [`image_updater_pull_request`] on `flavor`, which also needs the provider's API
+/// description (for the fake forge).
+fn forge_trial(env: &Arc<Env>, name: &str, flavor: Flavor) -> Trial {
+    gated(env, name, true, Some(flavor), move |env| {
+        image_updater_pull_request(env, flavor)
+    })
+}
+
+/// A trial run only when what it needs is here: ignored with the reason otherwise (failed when
+/// `CI` is set).
+fn gated(
+    env: &Arc<Env>,
+    name: &str,
+    registry: bool,
+    forge: Option<Flavor>,
+    test: impl FnOnce(&Env) -> TestResult + Send + 'static,
+) -> Trial {
     let env = Arc::clone(env);
     Trial::ignorable_test(name, move || {
         let mut missing = env.missing(&[Need::Http]);
@@ -64,13 +93,20 @@ fn trial(env: &Arc<Env>, name: &str, registry: bool, test: fn(&Env) -> TestResul
                 .first()
                 .map(|m| format!("needs {m}"));
         }
-        if let Some(reason) = missing {
-            if std::env::var_os("CI").is_some() {
-                return Err(format!("{reason}; CI is set, so this is a failure").into());
-            }
-            return Ok(Completion::ignored_with(reason));
+        let description = forge.map(Flavor::description_path);
+        if let Some(path) = description.filter(|p| missing.is_none() && !p.is_file()) {
+            missing = Some(format!(
+                "{} (scripts/api-descriptions.sh installs it)",
+                path.display()
+            ));
         }
-        test(&env).map(|()| Completion::Completed)
+        match missing {
+            Some(reason) if std::env::var_os("CI").is_some() => {
+                Err(format!("{reason}; CI is set, so this is a failure").into())
+            }
+            Some(reason) => Ok(Completion::ignored_with(reason)),
+            None => test(&env).map(|()| Completion::Completed),
+        }
     })
 }
 
@@ -291,6 +327,35 @@ updates image team/web tag '1.0.0' to '1.2.0'";
     empty_dir(&parent)
 }
 
+/// A policy file: the Application `argocd/web` (its source `app_repo`, `main`, `deploy/web`) and
+/// an ImageUpdater for its image `web` (`HOST/team/web:~1`) with `git_config`, the indented lines
+/// of `writeBackConfig.gitConfig`.
+fn updater(app_repo: &str, git_config: &str, host: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {{name: web, namespace: argocd}}
+spec:
+  source:
+    repoURL: {app_repo}
+    targetRevision: main
+    path: deploy/web
+---
+apiVersion: argocd-image-updater.argoproj.io/v1alpha1
+kind: ImageUpdater
+metadata: {{name: fleet, namespace: argocd}}
+spec:
+  writeBackConfig:
+    method: git
+    gitConfig:
+{git_config}  applicationRefs:
+  - namePattern: web
+    images:
+    - {{alias: web, imageName: '{host}/team/web:~1'}}
+"
+    )
+}
+
 /// `registry` with `team/web` 1.0.0, 1.2.0 and 2.0.0.
 fn push_web(registry: &Registry) {
     for (i, tag) in ["1.0.0", "1.2.0", "2.0.0"].iter().enumerate() {
@@ -316,30 +381,14 @@ fn image_updater_git_config_and_long_branch(env: &Env) -> TestResult {
     let policies = env.root.join("trees").join("argocd-crd-updater.yaml");
     fs::write(
         &policies,
-        format!(
-            "apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {{name: web, namespace: argocd}}
-spec:
-  source:
-    repoURL: https://mirror.example.test/fleet.git
-    targetRevision: main
-    path: deploy/web
----
-apiVersion: argocd-image-updater.argoproj.io/v1alpha1
-kind: ImageUpdater
-metadata: {{name: fleet, namespace: argocd}}
-spec:
-  writeBackConfig:
-    method: git
-    gitConfig:
-      repository: {url}
+        updater(
+            "https://mirror.example.test/fleet.git",
+            &format!(
+                "      repository: {url}
       branch: 'release:u/{{{{.SHA256}}}}/{{{{.SHA256}}}}/{{{{.SHA256}}}}/{{{{.SHA256}}}}'
-  applicationRefs:
-  - namePattern: web
-    images:
-    - {{alias: web, imageName: '{host}/team/web:~1'}}
 "
+            ),
+            &host,
         ),
     )?;
     let sha = format!("{:x}", Sha256::digest(b"team/web-1.0.0-1.2.0,".as_slice()));
@@ -408,4 +457,128 @@ fn applications_name_two_repositories(env: &Env) -> TestResult {
     })?;
     ensure(refs()? == before, || "a ref moved".to_owned())?;
     empty_dir(&parent)
+}
+
+/// An ImageUpdater whose `gitConfig.pullRequest` names the provider (GitHub or GitLab) and
+/// labels: the Job, given a token for the forge's API and no `--pull-request`, pushes the change
+/// set's head branch `image-updater-TARGETKEY-SHA256` and opens the request into the base
+/// branch, titled with the commit message's first line, its body the rest, the labels
+/// de-duplicated with the empty one dropped; a second run updates nothing and opens no second
+/// request. The provider comes from the ImageUpdater (no `--forge`).
+fn image_updater_pull_request(env: &Env, flavor: Flavor) -> TestResult {
+    use sha2::{Digest, Sha256};
+    let registry = Registry::start(Auth::Anonymous);
+    push_web(&registry);
+    let host = registry.authority();
+    let name = format!("argocd-pr-{}", flavor.name());
+    let (fixture, _) = fleet(env, &name, &host)?;
+    let main = git(env, &fixture, &["rev-parse", "main"])?;
+    let token = format!("forge-tok-{}-n3ver-shown", flavor.name());
+    let fake = FakeForge::start_for(flavor, &format!("git/{}", fixture.name), &token, None)?;
+    fake.track_branches(&fixture.bare);
+    let url = env.http_url(&fixture);
+    let policies = env.root.join("trees").join(format!("{name}.yaml"));
+    fs::write(
+        &policies,
+        updater(
+            &url,
+            &format!(
+                "      branch: main
+      pullRequest:
+        {}: {{}}
+        labels: [images, '', images, automated]
+",
+                flavor.name()
+            ),
+            &host,
+        ),
+    )?;
+    let sha = format!("{:x}", Sha256::digest(b"team/web-1.0.0-1.2.0,".as_slice()));
+    let run_job = |label: &str, extra: &[&str]| -> Result<Ran, libtest_mimic::Failed> {
+        let (mut command, parent) = job(env, &format!("{name}-{label}"));
+        let ran = run(command
+            .args(extra)
+            .arg("--policies")
+            .arg(&policies)
+            .arg("--fetch")
+            .args(["--forge-api-url", &fake.api_url()])
+            .env("IMAGE_UPDATE_FORGE_TOKEN", &token))?;
+        ensure(
+            !ran.stderr.contains(&token) && !ran.status.to_string().contains(&token),
+            || "the forge token leaked".to_owned(),
+        )?;
+        empty_dir(&parent)?;
+        Ok(ran)
+    };
+
+    let first = run_job("first", &[])?;
+    let pr = &first.status["pullRequest"];
+    let head = pr["head"].as_str().unwrap_or_default().to_owned();
+    ensure(
+        first.code == Some(0)
+            && first.status["result"] == "pushed"
+            && pr["action"] == "created"
+            && pr["base"] == "main"
+            && pr["provider"] == flavor.name(),
+        || format!("{:?} {:#}\n{}", first.code, first.status, first.stderr),
+    )?;
+    let key = head
+        .strip_prefix("image-updater-")
+        .and_then(|rest| rest.strip_suffix(&format!("-{sha}")))
+        .unwrap_or_default();
+    ensure(
+        key.len() == 8 && key.bytes().all(|b| b.is_ascii_hexdigit()),
+        || format!("head branch {head:?} is not image-updater-TARGETKEY-{sha}"),
+    )?;
+    ensure(
+        git(env, &fixture, &["rev-parse", &format!("{head}~1")])? == main
+            && git(env, &fixture, &["rev-parse", "main"])? == main,
+        || "the head branch is not one commit on main, or main moved".to_owned(),
+    )?;
+    expect_override(env, &fixture, &head, &host)?;
+    let pulls = fake.pulls();
+    ensure(
+        pulls.len() == 1
+            && pulls[0].state == PullState::Open
+            && pulls[0].head == head
+            && pulls[0].base == "main"
+            && pulls[0].title == "build: automatic update of web"
+            && pulls[0].body == "updates image team/web tag '1.0.0' to '1.2.0'"
+            && pulls[0].labels == ["images", "automated"],
+        || format!("{pulls:#?}"),
+    )?;
+    let violations = fake.violations();
+    ensure(violations.is_empty(), || format!("{violations:#?}"))?;
+
+    // Again: the head branch holds the change already; the one request is left as it is.
+    let tip = git(env, &fixture, &["rev-parse", &head])?;
+    let second = run_job("second", &[])?;
+    ensure(
+        second.code == Some(0)
+            && second.status["pullRequest"]["action"] == "unchanged"
+            && second.status["pullRequest"]["head"] == head.as_str(),
+        || format!("{:?} {:#}\n{}", second.code, second.status, second.stderr),
+    )?;
+    ensure(
+        git(env, &fixture, &["rev-parse", &head])? == tip && fake.pulls().len() == 1,
+        || format!("a second push or request: {:#?}", fake.pulls()),
+    )?;
+
+    // --push-branch wins: the commit goes there, no request, and a warning says so.
+    let direct = run_job("direct", &["--push-branch", "argo-direct"])?;
+    ensure(
+        direct.code == Some(0)
+            && direct.status["result"] == "pushed"
+            && direct.status.get("pullRequest").is_none()
+            && direct.stderr.contains(
+                "Application argocd/web asks for a pull request: --push-branch sends the commit \
+                 to argo-direct instead, and none is opened",
+            ),
+        || format!("{:?} {:#}\n{}", direct.code, direct.status, direct.stderr),
+    )?;
+    expect_override(env, &fixture, "argo-direct", &host)?;
+    ensure(fake.pulls().len() == 1, || format!("{:#?}", fake.pulls()))?;
+    ensure(fake.violations().is_empty(), || {
+        format!("{:#?}", fake.violations())
+    })
 }

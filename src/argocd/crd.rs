@@ -27,7 +27,8 @@
 use super::application::{Application, ParsedFile, namespace_name};
 use super::config::split_entry;
 use super::settings::{
-    Located, ManifestTarget, PullSecret, UpdateSettings, WriteBackSettings, policy_config,
+    Located, MAX_PULL_REQUEST_LABELS, ManifestTarget, PullRequestSettings, PullSecret,
+    UpdateSettings, WriteBackSettings, policy_config,
 };
 use super::spans::{NodeId, SpanTree};
 use crate::diagnostic::{Diagnostic, Location};
@@ -304,9 +305,54 @@ impl Fields<'_, '_> {
             w.repository = self.string(git, "repository", &format!("{g}.repository"));
             w.branch = self.string(git, "branch", &format!("{g}.branch"));
             w.target = self.string(git, "writeBackTarget", &format!("{g}.writeBackTarget"));
-            w.pull_request = self.tree().get(git, "pullRequest").map(|n| self.at(n));
+            w.pull_request = self.pull_request(git, &format!("{g}.pullRequest"));
         }
         w
+    }
+
+    /// `gitConfig.pullRequest`: exactly one provider (`github: {}` or `gitlab: {}`) and labels.
+    fn pull_request(&mut self, git: NodeId, field: &str) -> Option<PullRequestSettings> {
+        let node = self.tree().get(git, "pullRequest")?;
+        let map = self.map(git, "pullRequest", field)?;
+        self.known(map, field, &["github", "gitlab", "labels"]);
+        let providers: Vec<&'static str> = ["github", "gitlab"]
+            .into_iter()
+            .filter(|p| self.tree().get(map, p).is_some())
+            .collect();
+        let [provider] = providers[..] else {
+            self.error(
+                node,
+                format!(
+                    "{field} names {} providers; it needs exactly one, github or gitlab",
+                    providers.len()
+                ),
+            );
+            return None;
+        };
+        let mut labels: Vec<String> = Vec::new();
+        for label in self
+            .strings(map, "labels", &format!("{field}.labels"))
+            .unwrap_or_default()
+        {
+            if !label.is_empty() && !labels.contains(&label) {
+                labels.push(label);
+            }
+        }
+        if labels.len() > MAX_PULL_REQUEST_LABELS {
+            self.error(
+                node,
+                format!(
+                    "{field}.labels gives {} labels; at most {MAX_PULL_REQUEST_LABELS} are allowed",
+                    labels.len()
+                ),
+            );
+            return None;
+        }
+        Some(PullRequestSettings {
+            location: self.at(node),
+            provider,
+            labels,
+        })
     }
 
     fn verify(&mut self, parent: NodeId, field: &str) -> Option<bool> {

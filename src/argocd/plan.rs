@@ -18,7 +18,7 @@ use super::catalog::Catalog;
 use super::config::{AppConfig, ConfigOrigin, ImageSpec};
 use super::edit::Editor;
 use super::image::ImageTag;
-use super::settings::{GitCredentials, Located, Method};
+use super::settings::{GitCredentials, Located, Method, PullRequestSettings};
 use super::spans::SpanTree;
 use super::target::{self, Exists, KUSTOMIZATION_FILES, Target};
 use super::writers::{self, OverrideKind, Part, Planned, Problem, Record, Writer};
@@ -257,8 +257,9 @@ pub struct GitPlan {
     pub credentials: GitCredentials,
     /// 8 hex digits of SHA-256 over `repository|branch|target`.
     pub target_key: String,
-    /// `gitConfig.pullRequest` is set.
-    pub pull_request: bool,
+    /// `gitConfig.pullRequest`: the Job proposes the change set's head branch (`push`) as a
+    /// request into the base branch.
+    pub pull_request: Option<PullRequestSettings>,
 }
 
 /// What one Application's write-back does.
@@ -950,8 +951,8 @@ fn git_plan(
         target_key: target_key.clone(),
         images,
     };
-    let pull_request = wb.pull_request.is_some();
-    let push = if pull_request {
+    let pull_request = wb.pull_request.clone();
+    let push = if pull_request.is_some() {
         if let Some((_, location)) = &write {
             return Err(Diagnostic::error(format!(
                 "Application {}: a pull request needs a plain base branch, not BASE:WRITE",

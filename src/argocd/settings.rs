@@ -245,9 +245,24 @@ pub struct WriteBackSettings {
     pub repository: Option<Located<String>>,
     pub branch: Option<Located<String>>,
     pub target: Option<Located<String>>,
-    /// `gitConfig.pullRequest` is set (pull requests are the front end's business).
-    pub pull_request: Option<Location>,
+    /// `gitConfig.pullRequest` (opening the request is the Job's business).
+    pub pull_request: Option<PullRequestSettings>,
 }
+
+/// `gitConfig.pullRequest`: propose the write-back as a pull (merge) request from the
+/// change set's head branch into the base branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestSettings {
+    /// Where it is set.
+    pub location: Location,
+    /// The provider it names: `github` or `gitlab`.
+    pub provider: &'static str,
+    /// Labels to add: de-duplicated, empty ones dropped, at most [`MAX_PULL_REQUEST_LABELS`].
+    pub labels: Vec<String>,
+}
+
+/// The most labels `gitConfig.pullRequest.labels` may give (Argo CD Image Updater's limit).
+pub(crate) const MAX_PULL_REQUEST_LABELS: usize = 100;
 
 impl WriteBackSettings {
     /// `self` with every field `over` sets replaced.

@@ -20,7 +20,7 @@ use crate::git_repository::{self, GitRepository};
 use crate::input::SizeLimit;
 use crate::job::checkout::{self, CheckoutTarget};
 use crate::job::credentials::{self, CredentialFlags, ProcessEnvironment};
-use crate::job::pull_request::{self, ForgeConfig, PullRequestSettings};
+use crate::job::pull_request::{self, ForgeAccess, ForgeConfig, PullRequestSettings};
 use crate::job::secrets::{SecretObject, Secrets};
 use crate::job::{
     EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
@@ -46,8 +46,9 @@ Credentials come from the environment, never from flags:
                                  and the bundled roots (contents; or --ca-file FILE)
   IMAGE_UPDATE_SIGNING_KEY       commit signing key (contents; or --signing-key FILE)
   IMAGE_UPDATE_SIGNING_PASSPHRASE       its passphrase
-  IMAGE_UPDATE_FORGE_TOKEN       the forge API's token for --pull-request (default: the git
-                                 token or password)
+  IMAGE_UPDATE_FORGE_TOKEN       the forge API's token for --pull-request and for Argo CD
+                                 Applications' gitConfig.pullRequest (default: the git token or
+                                 password)
   IMAGE_UPDATE_GITHUB_APP_ID, IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY (PEM),
   IMAGE_UPDATE_GITHUB_APP_INSTALLATION_ID (default: found from the repository)
                                  a GitHub App: its installation token calls the API, and clones
@@ -794,7 +795,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         max_file_size: args.max_file_size,
     };
     let remote = credentials::remote_settings(&url, &flags, &ProcessEnvironment, git_secret)?;
-    let forge = forge_config(
+    let (forge, forge_access) = forge_config(
         args,
         &url,
         &remote,
@@ -819,6 +820,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         state_file: args.state.clone(),
         forge,
         pull_request,
+        forge_access,
     })
 }
 
@@ -929,7 +931,9 @@ fn pull_request_settings(
 /// the git transport in: its credentials ([`credentials::forge_credentials`]),
 /// the provider (`--forge`, github for a GitRepository with `provider:
 /// github`, else the URL's host), its API URL (`--forge-api-url`, else the
-/// Secret's `githubAppBaseURL`), the git transport's CAs.
+/// Secret's `githubAppBaseURL`), the git transport's CAs. Second: the same,
+/// whenever credentials are found, for the pull request Argo CD Applications
+/// may ask for (their provider is known after the update).
 fn forge_config(
     args: &JobArgs,
     url: &str,
@@ -937,7 +941,7 @@ fn forge_config(
     repository: Option<&GitRepository>,
     git_secret: Option<&SecretObject>,
     pull_request: Option<&PullRequestSettings>,
-) -> Result<Option<ForgeConfig>, Error> {
+) -> Result<(Option<ForgeConfig>, Option<ForgeAccess>), Error> {
     let pr = &args.pull_request;
     let app_in_secret = repository.is_some_and(|r| r.github_app);
     let found = credentials::forge_credentials(&ProcessEnvironment, git_secret, app_in_secret)?;
@@ -962,18 +966,6 @@ fn forge_config(
         }
     }
     let git_auth = is_app && https && matches!(remote.auth, Auth::None);
-    if pull_request.is_none() && !git_auth {
-        return Ok(None);
-    }
-    let Some((credentials, _)) = found else {
-        return Err(Error::Usage(
-            "--pull-request needs a token for the forge's API: IMAGE_UPDATE_FORGE_TOKEN, a \
-             GitHub App (IMAGE_UPDATE_GITHUB_APP_ID and IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY), or \
-             the git token (IMAGE_UPDATE_GIT_TOKEN, IMAGE_UPDATE_GIT_PASSWORD, the Secret's \
-             password)"
-                .to_owned(),
-        ));
-    };
     let provider = pr
         .forge
         .map(|kind| match kind {
@@ -990,6 +982,25 @@ fn forge_config(
             .map(|u| u.expose().trim().to_owned())
             .filter(|u| !u.is_empty())
     });
+    let access = found.as_ref().map(|(credentials, _)| ForgeAccess {
+        provider,
+        api_url: api_url.clone(),
+        credentials: credentials.clone(),
+        ca_certificates: remote.ca_certificates.clone(),
+        max_wait: pr.forge_max_wait,
+    });
+    if pull_request.is_none() && !git_auth {
+        return Ok((None, access));
+    }
+    let Some((credentials, _)) = found else {
+        return Err(Error::Usage(
+            "--pull-request needs a token for the forge's API: IMAGE_UPDATE_FORGE_TOKEN, a \
+             GitHub App (IMAGE_UPDATE_GITHUB_APP_ID and IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY), or \
+             the git token (IMAGE_UPDATE_GIT_TOKEN, IMAGE_UPDATE_GIT_PASSWORD, the Secret's \
+             password)"
+                .to_owned(),
+        ));
+    };
     let (mut forge, located) = ForgeConfig::new(
         url,
         provider,
@@ -1004,7 +1015,7 @@ fn forge_config(
             .map_err(|e| Error::Usage(format!("--pull-request: {e}")))?;
     }
     forge.git_auth = git_auth;
-    Ok(Some(forge))
+    Ok((Some(forge), access))
 }
 
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,

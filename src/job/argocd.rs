@@ -10,6 +10,11 @@
 
 use std::collections::BTreeSet;
 
+use image_update_forge::{Options, Provider, WhenNothingToDo};
+
+use super::pull_request::PullRequestSettings;
+use crate::argocd::settings::PullRequestSettings as PullRequest;
+
 use crate::argocd::catalog::{GitScope, same_repository};
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
@@ -165,18 +170,93 @@ pub(crate) fn write_branch(outcome: &Outcome) -> Result<Option<String>, Error> {
     Ok(branches.into_iter().next().flatten().map(str::to_owned))
 }
 
-/// Warnings for what the Job does not do that the Applications ask for: opening pull requests.
+/// The request the Argo CD Applications that changed ask for: `Some` when every one of them
+/// sets `gitConfig.pullRequest` (they share the head branch `image-updater-TARGETKEY-SHA256`).
+#[derive(Debug, Clone)]
+pub(crate) struct ArgoRequest {
+    /// The provider the first Application names (a `--forge` flag wins over it).
+    pub provider: Provider,
+    /// The head branch, the title (the commit message's first line), the body (the rest of
+    /// it, or a line naming the Applications) and the labels of every Application.
+    pub settings: PullRequestSettings,
+}
+
+/// The request of `outcome`'s Argo CD Applications, when every one that changed and writes back
+/// to git asks for one.
+///
+/// # Errors
+/// Applications that changed and push to different branches.
+pub(crate) fn pull_request(outcome: &Outcome) -> Result<Option<ArgoRequest>, Error> {
+    let git = changed_git(outcome);
+    let requests: Vec<&PullRequest> = git
+        .iter()
+        .filter_map(|(_, g)| g.pull_request.as_ref())
+        .collect();
+    if git.is_empty() || requests.len() != git.len() {
+        return Ok(None);
+    }
+    let Some(head) = write_branch(outcome)? else {
+        return Ok(None);
+    };
+    let mut labels: Vec<String> = Vec::new();
+    for label in requests.iter().flat_map(|r| &r.labels) {
+        if !labels.contains(label) {
+            labels.push(label.clone());
+        }
+    }
+    let apps: Vec<String> = git.iter().map(|(a, _)| a.app.to_string()).collect();
+    let (noun, names) = match apps.as_slice() {
+        [one] => ("Application", one.clone()),
+        _ => ("Applications", apps.join(", ")),
+    };
+    // The rest of the commit message after its first line; without one, a line naming the
+    // Applications. (Namespaces and names are DNS labels: nothing in them is template syntax.)
+    let body = format!(
+        "{{{{ $parts := splitn \"\\n\" 2 .CommitMessage }}}}{{{{ with trim $parts._1 }}}}{{{{ . }}}}\
+         {{{{ else }}}}Opened by image-update for the Argo CD {noun} {names}.{{{{ end }}}}"
+    );
+    let provider = match requests.first().map(|r| r.provider) {
+        Some("gitlab") => Provider::GitLab,
+        _ => Provider::GitHub,
+    };
+    Ok(Some(ArgoRequest {
+        provider,
+        settings: PullRequestSettings {
+            branch: Some(head),
+            title: None,
+            body: Some(body),
+            options: Options {
+                labels,
+                ..Options::default()
+            },
+            when_nothing_to_do: WhenNothingToDo::default(),
+        },
+    }))
+}
+
+/// Warnings for what the Job does not do that the Applications ask for: opening a pull request,
+/// when `--push-branch` (`push_branch`) sends the commit elsewhere or no token for the forge's
+/// API was found.
 #[must_use]
-pub(crate) fn warnings(outcome: &Outcome) -> Vec<Diagnostic> {
+pub(crate) fn warnings(outcome: &Outcome, push_branch: Option<&str>) -> Vec<Diagnostic> {
     changed_git(outcome)
         .into_iter()
-        .filter(|(_, g)| g.pull_request)
+        .filter(|(_, g)| g.pull_request.is_some())
         .map(|(a, g)| {
-            Diagnostic::warning(format!(
-                "Application {} asks for a pull request: the Job pushes its head branch {} and opens none",
-                a.app,
-                g.push.as_deref().unwrap_or_default()
-            ))
+            Diagnostic::warning(match push_branch {
+                Some(branch) => format!(
+                    "Application {} asks for a pull request: --push-branch sends the commit to \
+                     {branch} instead, and none is opened",
+                    a.app
+                ),
+                None => format!(
+                    "Application {} asks for a pull request, but no token for the forge's API was \
+                     found (IMAGE_UPDATE_FORGE_TOKEN, a GitHub App, or the git token): the Job \
+                     pushes its head branch {} and opens none",
+                    a.app,
+                    g.push.as_deref().unwrap_or_default()
+                ),
+            })
         })
         .collect()
 }

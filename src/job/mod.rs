@@ -91,6 +91,10 @@ pub(crate) struct JobConfig {
     /// Push to a head branch and open or update a request into the checkout
     /// branch, instead of pushing to it (needs `forge`).
     pub pull_request: Option<pull_request::PullRequestSettings>,
+    /// The forge, for the request Argo CD Applications ask for without
+    /// `--pull-request` (`None`: no credentials for its API were found; the
+    /// head branch is pushed and no request opened, with a warning).
+    pub forge_access: Option<pull_request::ForgeAccess>,
 }
 
 /// Where the commit goes.
@@ -719,6 +723,38 @@ fn run_in(
             observer,
         );
     }
+    // Argo CD Applications that ask for a pull request (`gitConfig.pullRequest`) get one when
+    // the forge's API can be reached.
+    if config.pull_request.is_none()
+        && config.push.branch.is_none()
+        && let Some(request) = argocd::pull_request(&outcome).map_err(JobError::Update)?
+    {
+        let connected;
+        let forge = match (forge, &config.forge_access) {
+            (Some(forge), _) => Some(forge),
+            (None, Some(access)) => {
+                connected = access
+                    .connect(&config.url, request.provider)
+                    .map_err(|source| JobError::Forge {
+                        step: "signing in to the forge",
+                        source,
+                    })?;
+                Some(&connected)
+            }
+            (None, None) => None,
+        };
+        if let Some(forge) = forge {
+            return pull_request::propose(
+                config,
+                &request.settings,
+                forge,
+                &mut checkout,
+                &outcome,
+                status,
+                observer,
+            );
+        }
+    }
     let Some(message) = outcome.commit_message.clone() else {
         observer.event(&Event::NothingToChange);
         return Ok(status);
@@ -732,7 +768,7 @@ fn run_in(
             .switch_branch(&branch)
             .map_err(JobError::git("switching to the Argo CD write branch"))?;
     }
-    for warning in argocd::warnings(&outcome) {
+    for warning in argocd::warnings(&outcome, config.push.branch.as_deref()) {
         observer.event(&Event::Warning(&warning));
     }
     let settings = CommitSettings {

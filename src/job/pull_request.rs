@@ -122,6 +122,48 @@ pub(crate) fn check_options(provider: Provider, options: &Options) -> Result<(),
     Ok(())
 }
 
+/// How to reach the forge for the request that Argo CD Applications ask for
+/// (`gitConfig.pullRequest`) in a run without `--pull-request`: the
+/// credentials found (a token, a GitHub App, or the git token), and the
+/// provider and API URL of the flags. The provider falls back to the one the
+/// Applications name (`github` or `gitlab`).
+#[derive(Debug, Clone)]
+pub(crate) struct ForgeAccess {
+    /// `--forge`, or github for a GitRepository with `provider: github`.
+    pub provider: Option<Provider>,
+    /// `--forge-api-url`, or the Secret's `githubAppBaseURL`.
+    pub api_url: Option<String>,
+    /// A token, or a GitHub App.
+    pub credentials: Credentials,
+    /// The git transport's CA certificates (PEM).
+    pub ca_certificates: Option<String>,
+    /// The longest rate-limit wait taken.
+    pub max_wait: Option<Duration>,
+}
+
+impl ForgeAccess {
+    /// Connects to the forge of the repository `url`, as `provider` unless a
+    /// flag named one.
+    ///
+    /// # Errors
+    /// A URL or API URL the forge client refuses, a failed token exchange.
+    pub(crate) fn connect(
+        &self,
+        url: &str,
+        provider: Provider,
+    ) -> Result<Forge, image_update_forge::Error> {
+        let (config, _) = ForgeConfig::new(
+            url,
+            Some(self.provider.unwrap_or(provider)),
+            self.api_url.clone(),
+            self.credentials.clone(),
+            self.ca_certificates.clone(),
+            self.max_wait,
+        )?;
+        connect(&config, url)
+    }
+}
+
 /// The comment a run with nothing to do closes the open request with,
 /// unless another is given.
 pub(crate) const DEFAULT_CLOSE_COMMENT: &str = "image-update found every marked field up to date \
