@@ -578,6 +578,34 @@ fn image_updater_pull_request(env: &Env, flavor: Flavor) -> TestResult {
     )?;
     expect_override(env, &fixture, "argo-direct", &host)?;
     ensure(fake.pulls().len() == 1, || format!("{:#?}", fake.pulls()))?;
+
+    // A one-line commit message: the same tree (nothing pushed), the request retitled, its body
+    // the line naming the Application.
+    let template = env
+        .root
+        .join("trees")
+        .join(format!("{name}-one-line.template"));
+    fs::write(
+        &template,
+        "{{.AppName}} to{{range .AppChanges}} {{.NewTag}}{{end}}\n",
+    )?;
+    let template = template.display().to_string();
+    let one_line = run_job("one-line", &["--argocd-commit-template", &template])?;
+    let pulls = fake.pulls();
+    ensure(
+        one_line.code == Some(0)
+            && one_line.status["pullRequest"]["action"] == "updated"
+            && git(env, &fixture, &["rev-parse", &head])? == tip
+            && pulls.len() == 1
+            && pulls[0].title == "web to 1.2.0"
+            && pulls[0].body == "Opened by image-update for the Argo CD Application argocd/web.",
+        || {
+            format!(
+                "{:?} {:#}\n{}\n{pulls:#?}",
+                one_line.code, one_line.status, one_line.stderr
+            )
+        },
+    )?;
     ensure(fake.violations().is_empty(), || {
         format!("{:#?}", fake.violations())
     })

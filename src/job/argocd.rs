@@ -13,9 +13,8 @@ use std::collections::BTreeSet;
 use image_update_forge::{Options, Provider, WhenNothingToDo};
 
 use super::pull_request::PullRequestSettings;
-use crate::argocd::settings::PullRequestSettings as PullRequest;
-
 use crate::argocd::catalog::{GitScope, same_repository};
+use crate::argocd::settings::PullRequestSettings as PullRequest;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::operation::{self, UpdateConfig};
@@ -210,10 +209,14 @@ pub(crate) fn pull_request(outcome: &Outcome) -> Result<Option<ArgoRequest>, Err
         _ => ("Applications", apps.join(", ")),
     };
     // The rest of the commit message after its first line; without one, a line naming the
-    // Applications. (Namespaces and names are DNS labels: nothing in them is template syntax.)
+    // Applications, as a quoted string (a JSON string is a Go string literal) so that nothing in
+    // a name is read as template syntax.
+    let fallback = serde_json::Value::from(format!(
+        "Opened by image-update for the Argo CD {noun} {names}."
+    ));
     let body = format!(
         "{{{{ $parts := splitn \"\\n\" 2 .CommitMessage }}}}{{{{ with trim $parts._1 }}}}{{{{ . }}}}\
-         {{{{ else }}}}Opened by image-update for the Argo CD {noun} {names}.{{{{ end }}}}"
+         {{{{ else }}}}{{{{ {fallback} }}}}{{{{ end }}}}"
     );
     let provider = match requests.first().map(|r| r.provider) {
         Some("gitlab") => Provider::GitLab,
