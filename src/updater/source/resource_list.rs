@@ -209,7 +209,7 @@ impl LayoutWalk {
         }
         self.layout.line_ending = line_ending(text);
         if !self.layout.flow {
-            self.layout.indent = self.first_key.map_or(0, |k| column_of(text, k));
+            self.layout.indent = self.first_key.map_or(0, |k| key_column(text, k));
         }
         Ok(self.layout)
     }
@@ -427,6 +427,28 @@ fn line_ending(text: &str) -> &'static str {
 }
 
 /// Byte column of `offset` on its line.
+/// The column of the root key at `key`, its properties (`!tag`, `&anchor`) before it on its line
+/// included: `!!str apiVersion: v1` is a mapping at column 0, where the results entry goes too.
+fn key_column(text: &str, key: usize) -> usize {
+    let key = key.min(text.len());
+    let Some(head) = text.get(..key) else {
+        return column_of(text, key);
+    };
+    let line_start = head.rfind('\n').map_or(0, |i| i + 1);
+    let mut start = key;
+    loop {
+        let before = head[line_start..start].trim_end_matches([' ', '\t']);
+        let token_start = before.rfind([' ', '\t']).map_or(0, |i| i + 1);
+        let token = &before[token_start..];
+        if token.starts_with('!') || token.starts_with('&') {
+            start = line_start + token_start;
+        } else {
+            break;
+        }
+    }
+    column_of(text, start)
+}
+
 fn column_of(text: &str, offset: usize) -> usize {
     let offset = offset.min(text.len());
     text.as_bytes()[..offset]
@@ -582,6 +604,20 @@ mod tests {
             }),
             "{second}"
         );
+    }
+
+    /// A fuzzing find: a tag or anchor before the first root key is part of the mapping's
+    /// column (the results entry went under the last item, and every run added another).
+    #[test]
+    fn properties_before_the_first_key_are_its_column() {
+        for (text, indent) in [
+            ("!!str apiVersion: v1\nkind: ResourceList\nitems: []\n", 0),
+            ("&a !!str kind: ResourceList\nitems: []\n", 0),
+            ("  !!str kind: ResourceList\n  items: []\n", 2),
+            ("kind: ResourceList\nitems: []\n", 0),
+        ] {
+            assert_eq!(read_layout(text).unwrap().indent, indent, "{text:?}");
+        }
     }
 
     #[test]
