@@ -4,7 +4,8 @@
 //! give the repository and base branch; the write-back goes to the write branch of their
 //! `base:write` setting, with Argo CD Image Updater's commit message (its default, or
 //! `--argocd-commit-template`). Applications naming two repositories are refused before
-//! anything is cloned.
+//! anything is cloned. An ImageUpdater's `gitConfig.pullRequest` opens, then leaves or updates,
+//! the request on testkit's fake GitHub and GitLab (`image_update_testkit::forge`).
 //!
 //! A trial whose servers or tools are missing is ignored with the reason (failed with `CI`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -28,7 +29,7 @@ fn main() {
         Ok(started) => started,
         Err(reason) => panic!("cannot set up the test bed: {reason}"),
     };
-    let trials = vec![
+    let mut trials = vec![
         trial(
             &env,
             "applications_give_repository_branches_and_message",
@@ -48,7 +49,6 @@ fn main() {
             applications_name_two_repositories,
         ),
     ];
-    let mut trials = trials;
     for flavor in [Flavor::GitHub, Flavor::GitLab] {
         trials.push(forge_trial(
             &env,

@@ -7,6 +7,8 @@
 //! After it, the Applications that changed give the write branch (`base:write`, its template
 //! rendered with Argo CD Image Updater's fields and cut to 255 characters, or the pull-request
 //! head branch); the commit message is their Argo CD template's (the operation renders it).
+//! When every one of them asks for a pull request, [`pull_request`] gives the request the Job
+//! opens from that head branch (its title, body and labels).
 
 use std::collections::BTreeSet;
 

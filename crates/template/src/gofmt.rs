@@ -403,7 +403,8 @@ impl Printer {
         {
             prec = p;
         }
-        // Padded by hand: a precision may be up to a million (as in Go), past what `format!` takes as a width.
+        // Padded by hand: a precision may be up to a million (as in Go), past the widths
+        // `format!` takes.
         let hex = format!("{u:X}");
         let mut s = String::with_capacity(2 + prec.max(hex.len()));
         s.push_str("U+");
@@ -957,7 +958,8 @@ fn append_escaped(out: &mut String, c: char, q: char, ascii: bool) {
 /// More significant decimal digits than any finite f64 has exactly (767).
 const MAX_SIGNIFICANT: usize = 800;
 
-/// More digits after the decimal point than any finite f64 has exactly (1,074, for the smallest subnormal).
+/// More digits after the decimal point than any finite f64 has exactly (1,074, for the
+/// smallest subnormal).
 const MAX_FRACTION: usize = 1_100;
 
 /// Decimal digits and decimal point position of a finite, non-negative float (`dp` digits before the
@@ -965,8 +967,9 @@ const MAX_FRACTION: usize = 1_100;
 fn float_digits(v: f64, sig: Option<usize>) -> (Vec<u8>, i32) {
     let s = match sig {
         None => format!("{v:e}"),
-        // A finite f64 has at most 767 significant decimal digits, so asking for more only adds zeros
-        // (dropped below); capping keeps the precision within what `format!` accepts (a u16).
+        // A finite f64 has at most 767 significant decimal digits, so asking for more only adds
+        // zeros (dropped below); capping keeps the precision within what `format!` accepts (a
+        // u16).
         Some(n) => format!("{:.*e}", n.clamp(1, MAX_SIGNIFICANT) - 1, v),
     };
     let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
@@ -1020,8 +1023,8 @@ pub fn format_float(v: f64, verb: char, prec: i32) -> String {
                 let p = (digits.len() as i32 - dp).max(0) as usize;
                 fmt_f(&mut out, &digits, dp, p);
             } else {
-                // Exact past MAX_FRACTION digits, so the rest are zeros: `format!` takes at most a u16
-                // precision, and Go allows up to a million.
+                // Exact past MAX_FRACTION digits, so the rest are zeros: `format!` takes at most
+                // a u16 precision, and Go allows up to a million.
                 let prec = prec as usize;
                 let _ = write!(out, "{:.*}", prec.min(MAX_FRACTION), a);
                 out.extend(std::iter::repeat_n('0', prec.saturating_sub(MAX_FRACTION)));
@@ -1126,7 +1129,8 @@ mod tests {
         assert_eq!(format_float(2.5, 'f', 0), "2");
     }
 
-    /// Go takes precisions up to a million; `format!` panics past 65,535 (a fuzzing find, with `%.69036g`).
+    /// Go takes precisions up to a million; `format!` panics past 65,535 (a fuzzing find, with
+    /// `%.69036g`).
     #[test]
     fn precisions_past_what_format_takes() {
         const EXACT: &str = "1000000000000000055511151231257827021181583404541015625";
