@@ -54,6 +54,7 @@
 //!   why (`skipped`).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
@@ -337,19 +338,74 @@ impl Report {
         report
     }
 
-    /// Render as JSON (pretty, newline-terminated) or YAML.
+    /// Render as JSON (pretty, newline-terminated; characters YAML does not allow raw escaped, so
+    /// that every reader of reports reads it back) or YAML.
     ///
     /// # Errors
     /// Only if serialisation fails, which plain data does not.
     pub fn render(&self, format: Format) -> Result<String, String> {
         match format {
             Format::Json => serde_json::to_string_pretty(self)
-                .map(|mut s| {
+                .map(|s| {
+                    let mut s = escape_unprintable(s);
                     s.push('\n');
                     s
                 })
                 .map_err(|e| e.to_string()),
             Format::Yaml => serde_saphyr::to_string(self).map_err(|e| e.to_string()),
         }
+    }
+}
+
+/// JSON text with the characters YAML forbids unescaped (DEL, the C1 controls but NEL, U+FFFE and
+/// U+FFFF) written as `\uXXXX`: serde_json writes them raw, which is valid JSON, but reports are
+/// read back with the YAML reader (JSON is YAML), which refuses them. They can only stand inside
+/// strings (JSON's syntax is ASCII), so replacing them anywhere is an escape inside a string.
+fn escape_unprintable(json: String) -> String {
+    let unprintable =
+        |c: char| matches!(c, '\u{7f}'..='\u{84}' | '\u{86}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}');
+    if !json.contains(unprintable) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if unprintable(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fuzzing find: a value holding U+FFFF was written raw, and the YAML reader that reads
+    /// saved reports refused the file.
+    #[test]
+    fn characters_yaml_refuses_raw_are_escaped_in_json() {
+        let value = "a\u{ffff}b\u{7f}c\u{85}d\u{9f}e\u{fffe}é";
+        let report = Report {
+            warnings: vec![ReportWarning {
+                file: None,
+                line: None,
+                column: None,
+                message: value.to_owned(),
+                hint: None,
+            }],
+            ..Report::default()
+        };
+        let json = report.render(Format::Json).unwrap();
+        assert!(
+            json.contains(r#""a\uffffb\u007fc"#) && json.contains("\u{85}d\\u009fe\\ufffeé\""),
+            "{json}"
+        );
+        let back: Report =
+            serde_json::from_value(crate::yaml::parse_one(&json).unwrap().value).unwrap();
+        assert_eq!(back, report);
+        let plain: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(plain, report);
     }
 }
