@@ -20,7 +20,7 @@ use crate::git_repository::{self, GitRepository};
 use crate::input::SizeLimit;
 use crate::job::checkout::{self, CheckoutTarget};
 use crate::job::credentials::{self, CredentialFlags, ProcessEnvironment};
-use crate::job::pull_request::{self, ForgeAccess, ForgeConfig, PullRequestSettings};
+use crate::job::pull_request::{self, ForgeConfig, PullRequestSettings};
 use crate::job::secrets::{SecretObject, Secrets};
 use crate::job::{
     EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
@@ -931,9 +931,9 @@ fn pull_request_settings(
 /// the git transport in: its credentials ([`credentials::forge_credentials`]),
 /// the provider (`--forge`, github for a GitRepository with `provider:
 /// github`, else the URL's host), its API URL (`--forge-api-url`, else the
-/// Secret's `githubAppBaseURL`), the git transport's CAs. Second: the same,
-/// whenever credentials are found, for the pull request Argo CD Applications
-/// may ask for (their provider is known after the update).
+/// Secret's `githubAppBaseURL`), the git transport's CAs. Second: the same
+/// unchecked, whenever credentials are found, for the pull request Argo CD
+/// Applications may ask for (their provider is known after the update).
 fn forge_config(
     args: &JobArgs,
     url: &str,
@@ -941,7 +941,7 @@ fn forge_config(
     repository: Option<&GitRepository>,
     git_secret: Option<&SecretObject>,
     pull_request: Option<&PullRequestSettings>,
-) -> Result<(Option<ForgeConfig>, Option<ForgeAccess>), Error> {
+) -> Result<(Option<ForgeConfig>, Option<ForgeConfig>), Error> {
     let pr = &args.pull_request;
     let app_in_secret = repository.is_some_and(|r| r.github_app);
     let found = credentials::forge_credentials(&ProcessEnvironment, git_secret, app_in_secret)?;
@@ -982,17 +982,19 @@ fn forge_config(
             .map(|u| u.expose().trim().to_owned())
             .filter(|u| !u.is_empty())
     });
-    let access = found.as_ref().map(|(credentials, _)| ForgeAccess {
-        provider,
-        api_url: api_url.clone(),
-        credentials: credentials.clone(),
-        ca_certificates: remote.ca_certificates.clone(),
-        max_wait: pr.forge_max_wait,
+    let access = found.map(|(credentials, _)| {
+        ForgeConfig::unchecked(
+            provider,
+            api_url.clone(),
+            credentials,
+            remote.ca_certificates.clone(),
+            pr.forge_max_wait,
+        )
     });
     if pull_request.is_none() && !git_auth {
         return Ok((None, access));
     }
-    let Some((credentials, _)) = found else {
+    let Some(mut forge) = access.clone() else {
         return Err(Error::Usage(
             "--pull-request needs a token for the forge's API: IMAGE_UPDATE_FORGE_TOKEN, a \
              GitHub App (IMAGE_UPDATE_GITHUB_APP_ID and IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY), or \
@@ -1001,15 +1003,8 @@ fn forge_config(
                 .to_owned(),
         ));
     };
-    let (mut forge, located) = ForgeConfig::new(
-        url,
-        provider,
-        api_url,
-        credentials,
-        remote.ca_certificates.clone(),
-        pr.forge_max_wait,
-    )
-    .map_err(|e| Error::Usage(format!("the forge: {e}")))?;
+    let located = image_update_forge::Repository::locate(url, provider, api_url.as_deref())
+        .map_err(|e| Error::Usage(format!("the forge: {e}")))?;
     if let Some(settings) = pull_request {
         pull_request::check_options(located.provider, &settings.options)
             .map_err(|e| Error::Usage(format!("--pull-request: {e}")))?;

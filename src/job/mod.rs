@@ -92,9 +92,10 @@ pub(crate) struct JobConfig {
     /// branch, instead of pushing to it (needs `forge`).
     pub pull_request: Option<pull_request::PullRequestSettings>,
     /// The forge, for the request Argo CD Applications ask for without
-    /// `--pull-request` (`None`: no credentials for its API were found; the
-    /// head branch is pushed and no request opened, with a warning).
-    pub forge_access: Option<pull_request::ForgeAccess>,
+    /// `--pull-request`, unchecked (its provider, when no flag names one, is
+    /// theirs); `None`: no credentials for its API were found, so the head
+    /// branch is pushed and no request opened, with a warning.
+    pub forge_access: Option<pull_request::ForgeConfig>,
 }
 
 /// Where the commit goes.
@@ -733,12 +734,16 @@ fn run_in(
         let forge = match (forge, &config.forge_access) {
             (Some(forge), _) => Some(forge),
             (None, Some(access)) => {
-                connected = access
-                    .connect(&config.url, request.provider)
-                    .map_err(|source| JobError::Forge {
+                let access = ForgeConfig {
+                    provider: access.provider.or(Some(request.provider)),
+                    ..access.clone()
+                };
+                connected = pull_request::connect(&access, &config.url).map_err(|source| {
+                    JobError::Forge {
                         step: "signing in to the forge",
                         source,
-                    })?;
+                    }
+                })?;
                 Some(&connected)
             }
             (None, None) => None,

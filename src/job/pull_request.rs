@@ -61,6 +61,20 @@ impl ForgeConfig {
         max_wait: Option<Duration>,
     ) -> Result<(Self, Repository), image_update_forge::Error> {
         let repository = Repository::locate(url, provider, api_url.as_deref())?;
+        let config = Self::unchecked(provider, api_url, credentials, ca_certificates, max_wait);
+        Ok((config, repository))
+    }
+
+    /// [`ForgeConfig::new`] without checking it against a repository URL
+    /// ([`connect`] does): for the request Argo CD Applications ask for,
+    /// whose provider may be known only after the update.
+    pub(crate) fn unchecked(
+        provider: Option<Provider>,
+        api_url: Option<String>,
+        credentials: Credentials,
+        ca_certificates: Option<String>,
+        max_wait: Option<Duration>,
+    ) -> Self {
         let mut http = HttpSettings {
             ca_certificates,
             ..HttpSettings::default()
@@ -71,14 +85,13 @@ impl ForgeConfig {
                 ..RetryPolicy::default()
             };
         }
-        let config = Self {
+        Self {
             provider,
             api_url,
             credentials,
             http,
             git_auth: false,
-        };
-        Ok((config, repository))
+        }
     }
 }
 
@@ -120,48 +133,6 @@ pub(crate) fn check_options(provider: Provider, options: &Options) -> Result<(),
         }
     }
     Ok(())
-}
-
-/// How to reach the forge for the request that Argo CD Applications ask for
-/// (`gitConfig.pullRequest`) in a run without `--pull-request`: the
-/// credentials found (a token, a GitHub App, or the git token), and the
-/// provider and API URL of the flags. The provider falls back to the one the
-/// Applications name (`github` or `gitlab`).
-#[derive(Debug, Clone)]
-pub(crate) struct ForgeAccess {
-    /// `--forge`, or github for a GitRepository with `provider: github`.
-    pub provider: Option<Provider>,
-    /// `--forge-api-url`, or the Secret's `githubAppBaseURL`.
-    pub api_url: Option<String>,
-    /// A token, or a GitHub App.
-    pub credentials: Credentials,
-    /// The git transport's CA certificates (PEM).
-    pub ca_certificates: Option<String>,
-    /// The longest rate-limit wait taken.
-    pub max_wait: Option<Duration>,
-}
-
-impl ForgeAccess {
-    /// Connects to the forge of the repository `url`, as `provider` unless a
-    /// flag named one.
-    ///
-    /// # Errors
-    /// A URL or API URL the forge client refuses, a failed token exchange.
-    pub(crate) fn connect(
-        &self,
-        url: &str,
-        provider: Provider,
-    ) -> Result<Forge, image_update_forge::Error> {
-        let (config, _) = ForgeConfig::new(
-            url,
-            Some(self.provider.unwrap_or(provider)),
-            self.api_url.clone(),
-            self.credentials.clone(),
-            self.ca_certificates.clone(),
-            self.max_wait,
-        )?;
-        connect(&config, url)
-    }
 }
 
 /// The comment a run with nothing to do closes the open request with,
