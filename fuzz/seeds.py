@@ -34,6 +34,7 @@ CAPS = {
     "semver": 120,
     "template": 250,
     "report": 60,
+    "argocd": 80,
 }
 
 MARKER_EXTRAS = [
@@ -252,6 +253,22 @@ def from_testdata(w: Writer, testdata: Path):
         w.add("report", json.dumps(value, separators=(",", ":")))
 
 
+def from_argocd(w: Writer, testdata: Path):
+    """Each Argo CD case's tree (testdata/argocd/*/in/, testdata/argocd-cli/*/in/), framed as the
+    `argocd` target reads a tree: `#### PATH` before each file."""
+    for cases in ("argocd", "argocd-cli"):
+        for case in sorted((testdata / cases).glob("*/in")):
+            parts = []
+            for path in sorted(p for p in case.rglob("*") if p.is_file()):
+                try:
+                    text = path.read_text()
+                except (OSError, UnicodeDecodeError):
+                    continue
+                parts.append(f"#### {path.relative_to(case).as_posix()}\n{text}")
+            if parts:
+                w.add("argocd", "".join(parts))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--testdata", type=Path, default=ROOT / "testdata")
@@ -259,10 +276,16 @@ def main() -> int:
     parser.add_argument("--shared", type=Path, action="append", default=[], help="a directory of YAML files")
     parser.add_argument("--out", type=Path, default=ROOT / "fuzz/corpus")
     parser.add_argument("--clean", action="store_true", help="remove generated seeds first")
+    parser.add_argument("--only", action="append", default=[], help="only this target's seeds (repeatable)")
     args = parser.parse_args()
     w = Writer(args.out, args.clean)
+    if args.only:
+        for target in CAPS:
+            if target not in args.only:
+                w.counts[target] = CAPS[target]
     if not args.no_testdata:
         from_testdata(w, args.testdata)
+        from_argocd(w, args.testdata)
     for shared in args.shared:
         words = ["image.toolkit.fluxcd.io", "gitops.kubesphere.io", "dockerconfigjson"]
         from_yaml(w, yaml_files(shared), words)

@@ -94,8 +94,8 @@ pub mod action {
 /// The objects `create` writes and `deploy` reads: Kubernetes names, and
 /// the KubeSphere ImageUpdater's fields (the CRD must declare each).
 pub mod objects {
-    pub use crate::create::{dns_label, dns_subdomain};
     pub use crate::kubesphere::FIELDS as IMAGE_UPDATER_FIELDS;
+    pub use crate::object::{dns_label, dns_subdomain};
 }
 
 /// Argo CD users: Applications and Argo CD Image Updater's settings read
@@ -104,11 +104,21 @@ pub mod argocd {
     pub use crate::argocd::application::InputFile;
     pub use crate::argocd::catalog::{CollectOptions, collect, may_hold};
     pub use crate::argocd::plan::{
-        DirFiles, FieldChange, FilePlan, KnownFiles, WriteBack, likely_target, plan,
+        DirFiles, FieldChange, FilePlan, KnownFiles, MemoryFiles, WriteBack, likely_target, plan,
     };
     pub use crate::argocd::spans::SpanTree;
     pub use crate::diagnostic::Diagnostic;
     pub use crate::input::SizeLimit;
+
+    /// Why `path` (relative to a tree's root) may not name a file to create there: a part that is
+    /// empty, `.` or `..`, absolute, or a control character; `None` when it may. The check every
+    /// write of a tree's file passes (`sink::door`).
+    #[must_use]
+    pub fn new_path_problem(path: &str) -> Option<String> {
+        crate::sink::door::check_new_path(path)
+            .err()
+            .map(|e| e.to_string())
+    }
 
     /// The texts of every file under `root` that may hold Argo CD objects (`true`) or is named
     /// like a write-back target (`false`), by path relative to `root`, read once each by the
@@ -121,7 +131,8 @@ pub mod argocd {
         limit: SizeLimit,
     ) -> Result<Vec<(String, bool, String)>, String> {
         let walked = crate::walk::walk(root, |c| {
-            let text = crate::input::read_text(&c.path, limit).ok()?;
+            let bytes = crate::input::read_regular_owned(&c.path, c.regular, limit).ok()??;
+            let text = String::from_utf8(bytes).ok()?;
             if may_hold(&text) {
                 Some((true, text))
             } else if likely_target(&c.rel) {

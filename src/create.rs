@@ -41,13 +41,13 @@ pub(crate) struct Meta {
 
 impl Meta {
     fn value(&self) -> Result<Value, CreateError> {
-        if !dns_subdomain(&self.name) {
+        if !crate::object::dns_subdomain(&self.name) {
             return fail(format!(
                 "NAME {:?} is not a valid object name (lower-case letters, digits, '-' and '.', at most 253 characters)",
                 self.name
             ));
         }
-        if !dns_label(&self.namespace) {
+        if !crate::object::dns_label(&self.namespace) {
             return fail(format!(
                 "--namespace {:?} is not a valid namespace (lower-case letters, digits and '-', at most 63 characters)",
                 self.namespace
@@ -83,22 +83,6 @@ pub(crate) fn labels(flags: &[String]) -> Result<BTreeMap<String, String>, Creat
         }
     }
     Ok(out)
-}
-
-/// A DNS-1123 label (a namespace).
-#[must_use]
-pub fn dns_label(s: &str) -> bool {
-    (1..=63).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// A DNS-1123 subdomain (an object name).
-#[must_use]
-pub fn dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(dns_label)
 }
 
 /// A duration as Go's `time.Duration.String()` writes it (`1m0s`,

@@ -146,6 +146,105 @@ pub(crate) fn read_capped(
     Ok(())
 }
 
+/// Open `path` for reading if it is a regular file (following a symlink);
+/// `None` when it is something else. The open does not block, so a FIFO
+/// cannot hang the caller. `known_regular` skips the check (one `fstat`
+/// per file) when the walk already saw a regular file: if something else
+/// was swapped in since, the open still does not block, reading a FIFO
+/// ends at once, and reading a device stops at the size cap.
+///
+/// # Errors
+/// When the file cannot be opened or its metadata read.
+fn open_regular(
+    path: &Path,
+    known_regular: bool,
+) -> std::io::Result<Option<(fs_err::File, Option<u64>)>> {
+    let mut options = fs_err::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if known_regular {
+        return Ok(Some((file, None)));
+    }
+    let meta = file.metadata()?;
+    let len = meta.len();
+    Ok(meta.is_file().then_some((file, Some(len))))
+}
+
+/// The one bounded reader of a repository's files (the walk's candidates, write-back targets,
+/// definitions): `path` is opened without blocking (a FIFO cannot hang the run), read only if it
+/// is a regular file (following a symlink; `known_regular` skips the check when the walk already
+/// saw one), and only up to `limit` bytes. The bytes go to `buf[..n]`, `n` returned; `None` when
+/// it is not a regular file. `buf` is only ever grown, never cleared: a reused buffer costs
+/// neither an allocation nor a fill per file.
+///
+/// # Errors
+/// [`ReadError::TooLarge`] past the limit, or the IO error, naming the file.
+pub(crate) fn read_regular(
+    path: &Path,
+    known_regular: bool,
+    limit: SizeLimit,
+    buf: &mut Vec<u8>,
+) -> Result<Option<usize>, ReadError> {
+    let too_large = || ReadError::TooLarge {
+        name: path.display().to_string(),
+        limit,
+        knob: FILE_KNOB,
+    };
+    let io = |source| ReadError::Io {
+        name: path.display().to_string(),
+        source,
+    };
+    let Some((file, size)) = open_regular(path, known_regular).map_err(io)? else {
+        return Ok(None);
+    };
+    if size.is_some_and(|size| size > limit.bytes()) {
+        return Err(too_large());
+    }
+    // Read into the buffer's own length (grown by doubling) rather than through
+    // `read_to_end`, whose small probing reads cost a system call each on a fresh buffer.
+    let mut file = file.take(limit.bytes().saturating_add(1));
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize((buf.len() * 2).max(64 * 1024), 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    if len as u64 > limit.bytes() {
+        return Err(too_large());
+    }
+    Ok(Some(len))
+}
+
+/// [`read_regular`] into a buffer of its own, returned holding the bytes read.
+///
+/// # Errors
+/// As [`read_regular`].
+pub(crate) fn read_regular_owned(
+    path: &Path,
+    known_regular: bool,
+    limit: SizeLimit,
+) -> Result<Option<Vec<u8>>, ReadError> {
+    let mut buf = Vec::new();
+    Ok(
+        read_regular(path, known_regular, limit, &mut buf)?.map(|n| {
+            buf.truncate(n);
+            buf.shrink_to_fit();
+            buf
+        }),
+    )
+}
+
 /// The size of stdin when it is a regular file (`< FILE`) no larger than
 /// `limit`: reading it into a buffer of exactly that capacity keeps one
 /// copy of it in memory, with no room to spare.

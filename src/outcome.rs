@@ -98,8 +98,6 @@ pub struct Outcome {
     pub commit_message: Option<String>,
     /// Outputs asked for on stdout, in the order they were asked for.
     pub stdout: Vec<StdoutOutput>,
-    /// Every file written (changed files and output files).
-    pub written: Vec<PathBuf>,
     pub stats: Stats,
     /// Nothing was written because warnings were raised and the config
     /// says to fail on them.

@@ -235,35 +235,6 @@ where
     })
 }
 
-/// Open `path` for reading if it is a regular file (following a symlink);
-/// `None` when it is something else. The open does not block, so a FIFO
-/// cannot hang the caller. `known_regular` skips the check (one `fstat`
-/// per file) when the walk already saw a regular file: if something else
-/// was swapped in since, the open still does not block, reading a FIFO
-/// ends at once, and reading a device stops at the size cap.
-///
-/// # Errors
-/// When the file cannot be opened or its metadata read.
-pub(crate) fn open_regular(
-    path: &Path,
-    known_regular: bool,
-) -> std::io::Result<Option<(fs_err::File, Option<u64>)>> {
-    let mut options = fs_err::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use fs_err::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path)?;
-    if known_regular {
-        return Ok(Some((file, None)));
-    }
-    let meta = file.metadata()?;
-    let len = meta.len();
-    Ok(meta.is_file().then_some((file, Some(len))))
-}
-
 fn push<V>(m: &Mutex<Vec<V>>, v: V) {
     if let Ok(mut guard) = m.lock() {
         guard.push(v);

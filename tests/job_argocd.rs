@@ -48,6 +48,12 @@ fn main() {
             false,
             applications_name_two_repositories,
         ),
+        trial(
+            &env,
+            "a_committed_link_out_of_the_clone_is_not_written",
+            false,
+            a_committed_link_out_of_the_clone_is_not_written,
+        ),
     ];
     for flavor in [Flavor::GitHub, Flavor::GitLab] {
         trials.push(forge_trial(
@@ -456,6 +462,64 @@ fn applications_name_two_repositories(env: &Env) -> TestResult {
         ran.stderr.clone()
     })?;
     ensure(refs()? == before, || "a ref moved".to_owned())?;
+    empty_dir(&parent)
+}
+
+/// A repository whose override file is a committed symlink to a file of the machine the Job runs
+/// on: the Job refuses the write-back (exit 1, the link named), the file outside is unchanged, and
+/// nothing is pushed; it does not say that the tree was left as it was.
+fn a_committed_link_out_of_the_clone_is_not_written(env: &Env) -> TestResult {
+    let outside = env.root.join("outside-of-the-clone.yaml");
+    fs::write(&outside, "kept: as it is\n")?;
+    let tree = env.root.join("trees").join("argocd-link-out");
+    fs::create_dir_all(tree.join("deploy/web"))?;
+    fs::create_dir_all(tree.join("apps"))?;
+    fs::write(
+        tree.join("deploy/web/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+    )?;
+    std::os::unix::fs::symlink(&outside, tree.join("deploy/web/.argocd-source-web.yaml"))?;
+    let fixture = env.fixture_from_tree("argocd-link-out", &tree)?;
+    fs::write(
+        tree.join("apps/web.yaml"),
+        application(&env.http_url(&fixture), "127.0.0.1:1").replace(
+            "    argocd-image-updater.argoproj.io/git-branch",
+            "    x-unused",
+        ),
+    )?;
+    let seed = env.cli_clone(&fixture, "argocd-link-out-seed")?;
+    fs::create_dir_all(seed.join("apps"))?;
+    fs::copy(tree.join("apps/web.yaml"), seed.join("apps/web.yaml"))?;
+    env.git_out(&seed, &["add", "apps/web.yaml"])?;
+    env.git_out(&seed, &["commit", "-q", "-m", "the Application"])?;
+    env.git_out(&seed, &["push", "-q", "origin", "HEAD:main"])?;
+    let before = git(env, &fixture, &["rev-parse", "main"])?;
+    let (mut command, parent) = job(env, "argocd-link-out");
+    let ran = run(command.arg("--url").arg(env.http_url(&fixture)).args([
+        "--branch",
+        "main",
+        "--policy",
+        "argocd:web/web=127.0.0.1:1/team/web:1.2.0",
+    ]))?;
+    ensure(ran.code == Some(1), || {
+        format!("exit {:?}, expected 1:\n{}", ran.code, ran.stderr)
+    })?;
+    ensure(
+        ran.stderr.contains(
+            "deploy/web/.argocd-source-web.yaml is a symlink that resolves outside the tree",
+        ),
+        || ran.stderr.clone(),
+    )?;
+    ensure(!ran.stderr.contains("left the tree as it was"), || {
+        ran.stderr.clone()
+    })?;
+    ensure(fs::read_to_string(&outside)? == "kept: as it is\n", || {
+        "the file outside the clone was changed".to_owned()
+    })?;
+    ensure(
+        git(env, &fixture, &["rev-parse", "main"])? == before,
+        || "main moved".to_owned(),
+    )?;
     empty_dir(&parent)
 }
 

@@ -9,6 +9,7 @@
 //! invariant, with the input's relevant parts in the message. Everything
 //! else (an input the library rejects with an error) is an ordinary run.
 
+pub mod argocd;
 pub mod bundle;
 pub mod certificate;
 pub mod krm;
@@ -26,7 +27,7 @@ pub mod tree;
 pub type Run = fn(&[u8]);
 
 /// The targets, by name, as `fuzz_targets/` and `corpus/` name them.
-pub const TARGETS: [(&str, Run); 11] = [
+pub const TARGETS: [(&str, Run); 12] = [
     ("marker", marker::run),
     ("plan", plan::run),
     ("krm", krm::run),
@@ -38,4 +39,5 @@ pub const TARGETS: [(&str, Run); 11] = [
     ("bundle", bundle::run),
     ("certificate", certificate::run),
     ("note", note::run),
+    ("argocd", argocd::run),
 ];

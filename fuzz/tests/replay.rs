@@ -85,3 +85,8 @@ fn certificate() {
 fn note() {
     replay("note");
 }
+
+#[test]
+fn argocd() {
+    replay("argocd");
+}

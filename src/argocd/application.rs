@@ -212,6 +212,24 @@ pub(crate) fn read(
     if name.is_empty() {
         return Err(Diagnostic::error("an Argo CD Application has no metadata.name").at(location));
     }
+    // The name and namespace become file names (`.argocd-source-NAMESPACE_NAME.yaml`), policy
+    // keys and branch names: only what Kubernetes itself accepts is read.
+    if let Some(problem) = crate::object::name_problem("metadata.name", &name) {
+        return Err(
+            Diagnostic::error(format!("an Argo CD Application's {problem}"))
+                .at(location)
+                .with_hint(
+                    "Argo CD refuses such an Application too; the write-back is not planned",
+                ),
+        );
+    }
+    if let Some(problem) = namespace
+        .as_deref()
+        .and_then(|ns| crate::object::namespace_problem("metadata.namespace", ns))
+    {
+        let at = file.location(tree.at(node, &["metadata", "namespace"]).unwrap_or(node));
+        return Err(Diagnostic::error(format!("Application {name}'s {problem}")).at(at));
+    }
     let id = AppId {
         namespace: namespace
             .clone()

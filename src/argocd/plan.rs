@@ -5,8 +5,8 @@
 //! operation hands [`FilePlan::new_text`] to the all-or-nothing sink, and
 //! [`FilePlan::changes`] to the report.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 
 use image_update_template::argocd::{
     AppChange, BranchData, BranchImage, CommitData, render_branch,
@@ -26,6 +26,7 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::input::SizeLimit;
 use crate::object::ObjectId;
 use crate::policies::{ImageRef, PolicyKey};
+use crate::sink::door::{Door, Refusal};
 use crate::text::{LineIndex, Position};
 use crate::updater::rewrite::{self, Edit};
 
@@ -38,9 +39,9 @@ pub trait Files: Exists + Sync {
     fn read(&self, path: &str) -> Result<Option<String>, String>;
 }
 
-/// Files in memory (tests, benchmarks, a ResourceList).
+/// Files in memory (tests, benchmarks, fuzzing, a ResourceList).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct MemoryFiles(pub BTreeMap<String, String>);
+pub struct MemoryFiles(pub BTreeMap<String, String>);
 
 impl Exists for MemoryFiles {
     fn exists(&self, path: &str) -> bool {
@@ -54,133 +55,127 @@ impl Files for MemoryFiles {
     }
 }
 
-/// Files under a directory; a file that resolves outside it (through a symlink, of the file or of
-/// a directory on its way) is refused.
+/// Files under a directory, read through its door ([`crate::sink::door`]): a file that resolves
+/// outside it (through a symlink, of the file or of a directory on its way), or that is not a
+/// regular file, is refused; reads are bounded.
 #[derive(Debug)]
-pub struct DirFiles {
-    root: PathBuf,
-    canonical_root: PathBuf,
+pub struct DirFiles<'a> {
+    door: DoorRef<'a>,
     limit: SizeLimit,
-    /// Directories (relative) already checked to lie inside the root.
-    inside: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
-impl DirFiles {
+/// A door owned, or the run's own.
+#[derive(Debug)]
+enum DoorRef<'a> {
+    Owned(Door),
+    Borrowed(&'a Door),
+}
+
+impl DirFiles<'static> {
     /// The files under `root`, each read up to `limit` bytes.
     ///
     /// # Errors
     /// `root` cannot be resolved.
     pub fn new(root: &Path, limit: SizeLimit) -> std::io::Result<Self> {
         Ok(Self {
-            root: root.to_path_buf(),
-            canonical_root: fs_err::canonicalize(root)?,
+            door: DoorRef::Owned(Door::new(root)?),
             limit,
-            inside: std::sync::Mutex::default(),
         })
     }
+}
 
-    /// Whether `full` (a symlink, or a directory that may be one) resolves inside the root.
-    fn resolves_inside(&self, full: &Path) -> Result<bool, String> {
-        fs_err::canonicalize(full)
-            .map(|real| real.starts_with(&self.canonical_root))
+impl<'a> DirFiles<'a> {
+    /// The files behind `door`, each read up to `limit` bytes.
+    #[must_use]
+    pub(crate) fn through(door: &'a Door, limit: SizeLimit) -> Self {
+        Self {
+            door: DoorRef::Borrowed(door),
+            limit,
+        }
+    }
+
+    fn door(&self) -> &Door {
+        match &self.door {
+            DoorRef::Owned(d) => d,
+            DoorRef::Borrowed(d) => d,
+        }
+    }
+
+    /// Whether `path` may be read and written (inside the tree, a regular file or absent).
+    fn check(&self, path: &str) -> Result<(), String> {
+        self.door()
+            .resolve(path)
+            .map(|_| ())
             .map_err(|e| e.to_string())
     }
-
-    /// Check every directory on the way to `path` once (an `lstat` each; a symlinked one is
-    /// resolved). A missing directory ends the check (nothing beyond it exists).
-    fn check_dirs(&self, path: &str) -> Result<(), String> {
-        let mut prefix = String::new();
-        for part in path
-            .split('/')
-            .take(path.split('/').count().saturating_sub(1))
-        {
-            if !prefix.is_empty() {
-                prefix.push('/');
-            }
-            prefix.push_str(part);
-            let known = self
-                .inside
-                .lock()
-                .map_err(|_| "internal error: poisoned lock".to_owned())?
-                .contains(&prefix);
-            if known {
-                continue;
-            }
-            let dir = self.root.join(&prefix);
-            let meta = match fs_err::symlink_metadata(&dir) {
-                Ok(m) => m,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => return Err(e.to_string()),
-            };
-            if meta.file_type().is_symlink() && !self.resolves_inside(&dir)? {
-                return Err(format!("{prefix} resolves outside the tree"));
-            }
-            self.inside
-                .lock()
-                .map_err(|_| "internal error: poisoned lock".to_owned())?
-                .insert(prefix.clone());
-        }
-        Ok(())
-    }
 }
 
-impl Exists for DirFiles {
+impl Exists for DirFiles<'_> {
+    /// Whether something is there: a regular file, or something the door refuses (a link out of
+    /// the tree, a FIFO), which reading then names, instead of being told it is missing.
     fn exists(&self, path: &str) -> bool {
-        self.root.join(path).is_file()
+        match self.door().resolve(path) {
+            Ok(r) => r.exists,
+            Err(Refusal::Name { .. }) => false,
+            Err(_) => true,
+        }
     }
 }
 
-impl Files for DirFiles {
+impl Files for DirFiles<'_> {
     fn read(&self, path: &str) -> Result<Option<String>, String> {
-        let full = self.root.join(path);
-        let meta = match fs_err::symlink_metadata(&full) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // A file to create must not be created through a directory symlinked out of
-                // the tree either.
-                self.check_dirs(path).map_err(|e| format!("{path}: {e}"))?;
-                return Ok(None);
-            }
-            Err(e) => return Err(e.to_string()),
-        };
-        self.check_dirs(path).map_err(|e| format!("{path}: {e}"))?;
-        if meta.file_type().is_symlink() && !self.resolves_inside(&full)? {
-            return Err(format!(
-                "{path} is a symlink that resolves outside the tree"
-            ));
-        }
-        crate::input::read_text(&full, self.limit)
-            .map(Some)
-            .map_err(|e| format!("{path}: {e}"))
+        self.door()
+            .read(path, self.limit)
+            .map_err(|e| e.to_string())
     }
 }
 
 /// Files some of which are already in memory (read by the tree walk), the others read from the
 /// directory.
 #[derive(Debug)]
-pub struct KnownFiles {
-    known: std::collections::HashMap<String, String>,
-    dir: DirFiles,
+pub struct KnownFiles<'a> {
+    known: HashMap<String, String>,
+    /// The known paths the walk read as regular files; any other (a symlink) is checked by the
+    /// door before its text is used.
+    regular: HashSet<String>,
+    dir: DirFiles<'a>,
 }
 
-impl KnownFiles {
-    /// `known` maps paths (relative to the tree, `/` separators) to their text.
+impl<'a> KnownFiles<'a> {
+    /// `known` maps paths (relative to the tree, `/` separators) to their text; `regular` holds
+    /// those the walk saw as regular files (not symlinks).
     #[must_use]
-    pub fn new(known: std::collections::HashMap<String, String>, dir: DirFiles) -> Self {
-        Self { known, dir }
+    pub fn new(
+        known: HashMap<String, String>,
+        regular: HashSet<String>,
+        dir: DirFiles<'a>,
+    ) -> Self {
+        Self {
+            known,
+            regular,
+            dir,
+        }
     }
 }
 
-impl Exists for KnownFiles {
+impl Exists for KnownFiles<'_> {
     fn exists(&self, path: &str) -> bool {
-        self.known.contains_key(path) || self.dir.exists(path)
+        match self.known.get(path) {
+            Some(_) if self.regular.contains(path) => true,
+            _ => self.dir.exists(path),
+        }
     }
 }
 
-impl Files for KnownFiles {
+impl Files for KnownFiles<'_> {
     fn read(&self, path: &str) -> Result<Option<String>, String> {
         match self.known.get(path) {
-            Some(text) => Ok(Some(text.clone())),
+            Some(text) => {
+                if !self.regular.contains(path) {
+                    self.dir.check(path)?;
+                }
+                Ok(Some(text.clone()))
+            }
             None => self.dir.read(path),
         }
     }
@@ -520,11 +515,18 @@ fn resolve<'c>(
     }
     // Target paths are relative to the source chosen without a target (Argo reads it so).
     let (first, _) = target::choose_source(app, &Target::Application, files);
+    let first_source = &app.sources[first];
+    let source_location = file.location(
+        file.tree
+            .at(first_source.node, &["path"])
+            .unwrap_or(first_source.node),
+    );
     let target = target::resolve(
         &method,
         config.write_back.target.as_ref(),
         app,
-        &app.sources[first].path,
+        &first_source.path,
+        &source_location,
         &catalog.options.controller_namespace,
     )
     .map_err(|e| vec![e])?;
@@ -826,6 +828,7 @@ pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<Destination> {
                         Some(t),
                         app,
                         &app.sources.first()?.path,
+                        &app.location,
                         &catalog.options.controller_namespace,
                     )
                     .ok()

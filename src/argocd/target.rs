@@ -67,13 +67,14 @@ fn join(source_path: &str, rest: &str) -> Option<String> {
     }
 }
 
-/// The default override file of an Application.
+/// The default override file of an Application; `None` when its source path climbs out of the
+/// repository.
 #[must_use]
 pub(crate) fn default_target(
     app: &Application,
     source_path: &str,
     controller_namespace: &str,
-) -> String {
+) -> Option<String> {
     let file = if app.namespace_written
         && app.id.namespace != controller_namespace
         && controller_namespace != "default"
@@ -82,9 +83,9 @@ pub(crate) fn default_target(
     } else {
         format!(".argocd-source-{}.yaml", app.id.name)
     };
-    match clean(source_path) {
-        Some(dir) if dir != "." => format!("{dir}/{file}"),
-        _ => file,
+    match clean(source_path)? {
+        dir if dir == "." => Some(file),
+        dir => Some(format!("{dir}/{file}")),
     }
 }
 
@@ -97,17 +98,22 @@ pub(crate) fn resolve(
     target: Option<&Located<String>>,
     app: &Application,
     source_path: &str,
+    source_location: &crate::diagnostic::Location,
     controller_namespace: &str,
 ) -> Result<Target, Diagnostic> {
     if *method == Method::Application {
         return Ok(Target::Application);
     }
     let Some(t) = target else {
-        return Ok(Target::OverrideFile(default_target(
-            app,
-            source_path,
-            controller_namespace,
-        )));
+        return default_target(app, source_path, controller_namespace)
+            .map(Target::OverrideFile)
+            .ok_or_else(|| {
+                Diagnostic::error(format!(
+                    "the source path {source_path:?} of Application {} resolves outside the repository, so its override file cannot be written there",
+                    app.id
+                ))
+                .at(source_location.clone())
+            });
     };
     let text = t.value.trim();
     let escape = |path: &str| {
@@ -264,6 +270,7 @@ mod tests {
             )),
             &app(None),
             source,
+            &Location::new("apps/cart.yaml", None),
             "argocd",
         )
         .map_err(|e| e.to_string())
@@ -339,25 +346,28 @@ mod tests {
     #[test]
     fn default_override_file_names() {
         assert_eq!(
-            default_target(&app(None), "deploy/cart", "argocd"),
-            "deploy/cart/.argocd-source-cart.yaml"
+            default_target(&app(None), "deploy/cart", "argocd").as_deref(),
+            Some("deploy/cart/.argocd-source-cart.yaml")
         );
         assert_eq!(
-            default_target(&app(Some("argocd")), "deploy/cart/", "argocd"),
-            "deploy/cart/.argocd-source-cart.yaml"
+            default_target(&app(Some("argocd")), "deploy/cart/", "argocd").as_deref(),
+            Some("deploy/cart/.argocd-source-cart.yaml")
         );
         assert_eq!(
-            default_target(&app(Some("shop")), "deploy/cart", "argocd"),
-            "deploy/cart/.argocd-source-shop_cart.yaml"
+            default_target(&app(Some("shop")), "deploy/cart", "argocd").as_deref(),
+            Some("deploy/cart/.argocd-source-shop_cart.yaml")
         );
         assert_eq!(
-            default_target(&app(Some("shop")), ".", "default"),
-            ".argocd-source-cart.yaml"
+            default_target(&app(Some("shop")), ".", "default").as_deref(),
+            Some(".argocd-source-cart.yaml")
         );
         assert_eq!(
-            default_target(&app(Some("shop")), "", "argocd"),
-            ".argocd-source-shop_cart.yaml"
+            default_target(&app(Some("shop")), "", "argocd").as_deref(),
+            Some(".argocd-source-shop_cart.yaml")
         );
+        // A source path out of the repository has no override file (it was written at the root).
+        assert_eq!(default_target(&app(None), "../outside", "argocd"), None);
+        assert_eq!(default_target(&app(None), "a/../../b", "argocd"), None);
     }
 
     #[test]

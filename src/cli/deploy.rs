@@ -59,7 +59,7 @@ pub(crate) fn run(args: &DeployArgs) -> Result<Exit, Error> {
         return Err(Error::Usage("- (stdin) can be given once".to_owned()));
     }
     if let Some(ns) = &args.namespace
-        && !crate::create::dns_label(ns)
+        && !crate::object::dns_label(ns)
     {
         return Err(Error::Usage(format!(
             "--namespace {ns:?} is not a valid namespace"

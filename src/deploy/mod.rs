@@ -828,7 +828,7 @@ fn fleet_objects(
 ) -> Result<Output, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let name = object_name(fleet, "");
-    if !crate::create::dns_subdomain(&name) || name != fleet {
+    if !crate::object::dns_subdomain(&name) || name != fleet {
         errors.push(Diagnostic::error(format!(
             "--fleet {fleet:?} is not a valid name (lower-case letters, digits and '-', at most {MAX_NAME} characters)"
         )));

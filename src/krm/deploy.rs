@@ -106,7 +106,7 @@ fn settings(config: &Value) -> Result<Settings, Vec<String>> {
                 None => errors.push(format!("{field}: expected an image reference")),
             },
             "namespace" => match text() {
-                Some(ns) if crate::create::dns_label(&ns) => options.namespace = Some(ns),
+                Some(ns) if crate::object::dns_label(&ns) => options.namespace = Some(ns),
                 _ => errors.push(format!("{field}: expected a namespace name")),
             },
             "fleet" => match text() {

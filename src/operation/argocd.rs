@@ -9,7 +9,7 @@
 //! message show them, and the sink writes them with every other file, all or nothing.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use image_update_template::argocd::{parse_commit_template, render_commit_message};
 
@@ -24,6 +24,7 @@ use crate::policies::{PolicyDocument, PolicyKey, PolicyTable};
 use crate::reflector::Definition;
 use crate::render::message::MessageConfig;
 use crate::render::report::Report;
+use crate::sink::door::Door;
 use crate::updater::tree::{FileUpdate, KeptText};
 
 /// A text that may hold Argo CD objects.
@@ -115,18 +116,11 @@ pub(super) fn read_tree(
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Vec<KeptText>, Error> {
     let walked = crate::walk::walk(root, |c| {
-        let file = match crate::walk::open_regular(&c.path, c.regular) {
-            Ok(Some((file, _))) => file,
+        let bytes = match crate::input::read_regular_owned(&c.path, c.regular, limit) {
+            Ok(Some(bytes)) => bytes,
             Ok(None) => return None,
             Err(e) => return Some(Err((c.rel.clone(), e.to_string()))),
         };
-        let mut bytes = Vec::new();
-        let name = c.path.display().to_string();
-        if let Err(e) =
-            crate::input::read_capped(file, &name, limit, crate::input::FILE_KNOB, &mut bytes)
-        {
-            return Some(Err((c.rel.clone(), e.to_string())));
-        }
         if !keep(&c.rel, &bytes) {
             return None;
         }
@@ -308,35 +302,20 @@ pub(super) fn plan_tree(
     config: &UpdateConfig,
     catalog: &Catalog<'_>,
     table: &PolicyTable,
-    base: &Path,
+    door: &Door,
     targets: Targets,
     names: &Names,
     outcome: &mut Outcome,
 ) -> Result<(), Error> {
     let Targets { known, regular } = targets;
-    let dir = DirFiles::new(base, config.max_file_size).map_err(|e| {
-        Error::invalid(vec![
-            Diagnostic::error(format!("cannot resolve the tree: {e}"))
-                .at(Location::new(base.display().to_string(), None)),
-        ])
-    })?;
-    let files = KnownFiles::new(known, dir);
+    let files = KnownFiles::new(
+        known,
+        regular,
+        DirFiles::through(door, config.max_file_size),
+    );
     let wb = plan_with(catalog, table, &files, names)?;
-    absorb(config, catalog, wb, names, outcome, |path| {
-        let full = base.join(path);
-        // A symlink is written where it resolves (inside the tree: the plan checked); a file or
-        // a new one where it is named. Only a symlink is resolved (a thousand `realpath` calls
-        // are a thousand walks of the path), and only a file the walk did not see as a regular
-        // one is asked about (a thousand `lstat` calls were half of this step).
-        let write_to = if !regular.contains(path)
-            && fs_err::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink())
-        {
-            fs_err::canonicalize(&full).unwrap_or_else(|_| full.clone())
-        } else {
-            full.clone()
-        };
-        (full, write_to)
-    })
+    // Written where named: the sink resolves each file through the same door.
+    absorb(config, catalog, wb, names, outcome, door.root())
 }
 
 /// Plan with the table's images; errors named for the user.
@@ -358,7 +337,7 @@ pub(super) fn absorb(
     wb: WriteBack,
     names: &Names,
     outcome: &mut Outcome,
-    paths: impl Fn(&str) -> (PathBuf, PathBuf),
+    root: &Path,
 ) -> Result<(), Error> {
     let mut diagnostics = names.fix(catalog.diagnostics.clone());
     diagnostics.extend(names.fix(wb.diagnostics));
@@ -392,7 +371,7 @@ pub(super) fn absorb(
             );
             continue;
         }
-        let (path, write_to) = paths(&file.path);
+        let path = root.join(&file.path);
         // The plan's values move into the outcome (the write-back is not kept).
         outcome
             .changes
@@ -411,7 +390,6 @@ pub(super) fn absorb(
         outcome.files.push(FileUpdate {
             rel,
             path,
-            write_to,
             old_text: config.outputs.keep_old_text.then_some(file.old_text),
             new_text: file.new_text,
             created: file.created,
@@ -666,7 +644,14 @@ pub(super) fn plan_list(
                     e.replacement(),
                 )
             })),
-            None => new_items.push((path, file.new_text)),
+            // A new item's path annotation is where `kpt fn sink` writes it: the same check
+            // as the tree's door gives a file to create.
+            None => match crate::sink::door::check_new_path(&path) {
+                Ok(()) => new_items.push((path, file.new_text)),
+                Err(refusal) => errors.push(
+                    Diagnostic::error(refusal.to_string()).at(Location::new(path.clone(), None)),
+                ),
+            },
         }
     }
     if !errors.is_empty() {

@@ -100,13 +100,7 @@ pub(crate) const DEFAULT_ARGOCD_NAMESPACE: &str = "argocd";
 /// # Errors
 /// Anything else.
 pub(crate) fn namespace(text: &str) -> Result<String, ValueError> {
-    let ok = (1..=63).contains(&text.len())
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !text.starts_with('-')
-        && !text.ends_with('-');
-    if ok {
+    if crate::object::dns_label(text) {
         Ok(text.to_owned())
     } else {
         Err(ValueError::NotNamespace(text.to_owned()))

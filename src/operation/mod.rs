@@ -31,6 +31,7 @@ use crate::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
 use crate::policies::PolicyDocument;
 use crate::reflector::{emit, may_define};
 use crate::render::report::Report;
+use crate::sink::door::Door;
 use crate::sink::{self, dir::FileWrite};
 use crate::updater::plan;
 use crate::updater::plan::Planned;
@@ -98,6 +99,8 @@ pub(crate) fn run_then(
     let mut argo_warnings = Vec::new();
     let mut keep_in_scan = false;
     let mut argo_base = None;
+    // Every file of the tree the run reads outside its walk, or writes, goes through its door.
+    let mut door = None;
     let mut list_items = Vec::new();
     match &input {
         Input::Tree(path) => {
@@ -145,6 +148,12 @@ pub(crate) fn run_then(
                     argo.add(origin, None, text);
                 }
             }
+            door = Some(Door::new(&base).map_err(|e| {
+                Error::invalid(vec![
+                    Diagnostic::error(format!("cannot resolve the tree: {e}"))
+                        .at(Location::new(base.display().to_string(), None)),
+                ])
+            })?);
             argo_base = Some(base);
         }
         Input::ResourceList { text, layout, .. } => {
@@ -220,14 +229,14 @@ pub(crate) fn run_then(
                     None => argocd::collect(config, &[&argo.files, &late.files], &names)?,
                 };
                 let catalog = early_catalog.as_ref().or(late_catalog.as_ref());
-                if let (Some(catalog), Some(base)) = (catalog, &argo_base) {
+                if let (Some(catalog), Some(door)) = (catalog, &door) {
                     let mut targets = std::mem::take(&mut argo.targets);
                     targets.extend(std::mem::take(&mut late.targets));
                     argocd::plan_tree(
                         config,
                         catalog,
                         &gathered.table,
-                        base,
+                        door,
                         targets,
                         &names,
                         &mut outcome,
@@ -295,7 +304,14 @@ pub(crate) fn run_then(
         before_commit(&outcome)?;
         return Ok(outcome);
     }
-    write(config, rendered, &mut outcome, journal_dir, before_commit)?;
+    write(
+        config,
+        rendered,
+        &mut outcome,
+        door.as_ref(),
+        journal_dir,
+        before_commit,
+    )?;
     drop(prepared);
     crate::teardown::release(early_catalog);
     crate::teardown::release((argo, documents, gathered.table, gathered.definitions));
@@ -528,14 +544,12 @@ fn absorb_tree(
             .at(Location::new(root.display().to_string(), None)),
         ]));
     }
-    let in_place = config.outputs.output_dir.is_none();
     let tree = tree::plan_tree(
         &root,
         table,
         tree::TreeOptions {
             plan: config.plan,
             keep_old: config.outputs.keep_old_text,
-            writing_in_place: config.mode.writes() && in_place,
             max_file_size: config.max_file_size,
             keep,
         },
@@ -726,14 +740,15 @@ fn render_outputs(
 
 /// Write the changed files (when the mode writes) and the output files as
 /// one all-or-nothing commit (`sink::dir`): on an error nothing was
-/// written, and `outcome.written` lists every file otherwise. Outputs for
-/// stdout go into the outcome. An in-place commit keeps its journal in
-/// `journal_dir` (the locked tree); one under `--output-dir` in that
-/// directory.
+/// written. The tree's files go through `door` (in place) or the output
+/// directory's own door. Outputs for stdout go into the outcome. An
+/// in-place commit keeps its journal in `journal_dir` (the locked tree);
+/// one under `--output-dir` in that directory.
 fn write(
     config: &UpdateConfig,
     rendered: Vec<Rendered>,
     outcome: &mut Outcome,
+    door: Option<&Door>,
     journal_dir: Option<&Path>,
     before_commit: BeforeCommit<'_>,
 ) -> Result<(), Error> {
@@ -761,6 +776,7 @@ fn write(
             target: &r.path,
             bytes: r.text.as_bytes(),
             permissions_from: None,
+            door: None,
         })
         .collect();
     let destination = match &config.outputs.output_dir {
@@ -772,6 +788,24 @@ fn write(
     } else {
         &[]
     };
+    let output_door = match &destination {
+        Destination::Under(dir) if !updates.is_empty() => Some(Door::new(dir).map_err(|e| {
+            Error::invalid(vec![
+                Diagnostic::error(format!("cannot resolve the output directory: {e}"))
+                    .at(Location::new(dir.display().to_string(), None)),
+            ])
+        })?),
+        _ => None,
+    };
+    let door = match (&output_door, door) {
+        (Some(out), _) => Some(out),
+        (None, tree) => tree,
+    };
+    if !updates.is_empty() && door.is_none() {
+        return Err(Error::Internal(
+            "files of a tree to write without the tree's door".to_owned(),
+        ));
+    }
     let journal_dir = match &destination {
         _ if updates.is_empty() => None,
         Destination::Under(dir) => Some(dir.as_path()),
@@ -789,16 +823,26 @@ fn write(
     // The front end's own error, kept here (the sink only needs to know
     // that the step failed).
     let mut failed = None;
-    let written = tree::write_updates(updates, &destination, &extra, journal_dir, &mut || {
+    let mut before_rename = || {
         before_commit(done).map_err(|e| {
             failed = Some(e);
             sink::dir::BoxError::from("the outputs asked for on stdout could not be written")
         })
-    });
+    };
+    let written = match door {
+        Some(door) => tree::write_updates(
+            updates,
+            &destination,
+            door,
+            &extra,
+            journal_dir,
+            &mut before_rename,
+        ),
+        None => sink::dir::write_all_then(&extra, journal_dir, &mut before_rename).map(|_| ()),
+    };
     if let Some(e) = failed {
         return Err(Error::failed("nothing was written", e));
     }
-    let written = written?;
-    outcome.written = written;
+    written?;
     Ok(())
 }

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use super::config::{FetchSettings, UpdateConfig};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
-use crate::input::{FILE_KNOB, SizeLimit, read_capped};
+use crate::input::{SizeLimit, read_regular_owned};
 use crate::policies::image_policy::{Role, read_supplied, role};
 use crate::policies::{ConflictError, PolicyDocument, PolicyTable};
 use crate::reflector::{self, Definition, Resolved};
-use crate::walk::{open_regular, walk};
+use crate::walk::walk;
 use crate::yaml;
 
 /// The policies of a run.
@@ -329,16 +329,11 @@ pub(super) fn tree_definitions(
         }
     };
     let walked = walk(root, |c| {
-        let file = match open_regular(&c.path, c.regular) {
-            Ok(Some((file, _))) => file,
+        let bytes = match read_regular_owned(&c.path, c.regular, limit) {
+            Ok(Some(bytes)) => bytes,
             Ok(None) => return None,
             Err(e) => return Some(Err(unreadable(&c.path, tree_path(&c.rel), e))),
         };
-        let mut bytes = Vec::new();
-        let name = c.path.display().to_string();
-        if let Err(e) = read_capped(file, &name, limit, FILE_KNOB, &mut bytes) {
-            return Some(Err(unreadable(&c.path, tree_path(&c.rel), e)));
-        }
         let kept = keep.is_some_and(|keep| keep(&c.rel, &bytes));
         // Files that are not UTF-8 are the updater's to report.
         let Ok(text) = String::from_utf8(bytes) else {

@@ -7,7 +7,7 @@
 //! diagnostic at its file, line and column, naming the object.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use base64::Engine;
 use image_update_registry::Repository;
@@ -538,8 +538,14 @@ fn flux_policy(
     .map_err(repo_fail)?
     {
         Some(secret) if !secret.is_empty() => Some(
-            credential_source(secret, repo_namespace, repo_doc, secrets)
-                .map_err(|e| repo_fail(Problem::at(e.message, "/spec/secretRef/name")))?,
+            credential_source(
+                secret,
+                "/spec/secretRef/name",
+                repo_namespace,
+                repo_doc,
+                secrets,
+            )
+            .map_err(|e| repo_fail(Problem::at(e.message, "/spec/secretRef/name")))?,
         ),
         _ => None,
     };
@@ -639,6 +645,7 @@ pub(super) fn flux_strategy(spec: &Value, base: &str) -> Result<Strategy, Proble
 /// a dockerconfigjson file at `name` (relative to the defining file).
 pub(super) fn credential_source(
     name: &str,
+    pointer: &str,
     namespace: &str,
     doc: &PolicyDocument,
     secrets: &BTreeMap<(String, String), &Found<'_>>,
@@ -653,24 +660,33 @@ pub(super) fn credential_source(
             })
             .map_err(Problem::from);
     }
-    let path = Path::new(name);
-    let path = match &doc.dir {
-        Some(dir) if path.is_relative() => dir.join(path),
-        Some(_) => path.to_path_buf(),
-        None => {
-            return Err(
-                format!("secret {name:?}: no Secret {namespace}/{name} among the items").into(),
-            );
-        }
+    // The name comes from the repository: it names a Secret (a Kubernetes name, never a path),
+    // or a file of that name beside the defining file, read through that directory's door (no
+    // symlink out of it, regular files only).
+    if !crate::object::dns_subdomain(name) {
+        return Err(Problem::at(
+            format!(
+                "secret {name:?} is not a valid Kubernetes Secret name, so it is not looked for"
+            ),
+            pointer,
+        ));
+    }
+    let Some(dir) = &doc.dir else {
+        return Err(
+            format!("secret {name:?}: no Secret {namespace}/{name} among the items").into(),
+        );
     };
-    if path.is_file() {
-        Ok(RegistryCredential::File(path))
-    } else {
-        Err(format!(
+    let missing = || {
+        format!(
             "secret {name:?}: no Secret {namespace}/{name} among the definitions, and no dockerconfigjson file {}",
-            path.display()
+            dir.join(name).display()
         )
-        .into())
+    };
+    let door = crate::sink::door::Door::new(dir).map_err(|_| missing())?;
+    match door.resolve(name) {
+        Ok(r) if r.exists => Ok(RegistryCredential::File(r.path)),
+        Ok(_) => Err(missing().into()),
+        Err(refusal) => Err(format!("secret {name:?}: {refusal}").into()),
     }
 }
 

@@ -269,13 +269,17 @@ fn credential(source: &RegistryCredential, repository: &Repository) -> Result<Cr
             origin,
             config_json,
         } => (config_json.clone(), origin.clone()),
-        RegistryCredential::File(path) => (
-            Secret::new(
-                crate::input::read_text(path, crate::input::SizeLimit::default())
-                    .map_err(|e| crate::diagnostic::one_line(&e))?,
-            ),
-            path.display().to_string(),
-        ),
+        RegistryCredential::File(path) => {
+            // A file beside the definitions, found through its directory's door: read as every
+            // repository file is (bounded, regular files only, never blocking).
+            let bytes =
+                crate::input::read_regular_owned(path, false, crate::input::SizeLimit::default())
+                    .map_err(|e| crate::diagnostic::one_line(&e))?
+                    .ok_or_else(|| format!("{} is not a regular file", path.display()))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+            (Secret::new(text), path.display().to_string())
+        }
     };
     credential_from_config_json(
         text.expose(),

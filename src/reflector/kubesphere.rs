@@ -193,8 +193,15 @@ fn kubesphere_entry(
         let (config, gate, secret) = argocd_config(&entry, spec)?;
         ((config, gate), secret)
     };
+    let pointer = if kind == "fluxcd" {
+        "/spec/fluxcd/secret"
+    } else {
+        "/spec/argocd"
+    };
     let credentials = match secret.filter(|s| !s.is_empty()) {
-        Some(secret) => Some(credential_source(&secret, namespace, doc, secrets)?),
+        Some(secret) => Some(credential_source(
+            &secret, pointer, namespace, doc, secrets,
+        )?),
         None => None,
     };
     Ok((key, entry.image, repository, config, credentials))

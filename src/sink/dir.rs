@@ -33,16 +33,23 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::door::{Door, Refusal};
 use super::interrupt;
 use super::journal::{self, Journal, Slot, Unrestored, id_of, remove_if_present};
 
-/// A file to write: its target, its bytes, and a file whose permissions and
-/// owner it takes (usually the target itself).
+/// A file to write: its target, its bytes, a file whose permissions and
+/// owner it takes (usually the target itself), and the door of the tree it
+/// must stay in.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FileWrite<'a> {
     pub target: &'a Path,
     pub bytes: &'a [u8],
     pub permissions_from: Option<&'a Path>,
+    /// A tree's file (`target` below the door's root) is resolved by the
+    /// door before it is staged: written only inside the tree, through
+    /// symlinks that stay inside, a regular file or a new one. `None` for
+    /// an output the user named (`--report FILE`), written where named.
+    pub door: Option<&'a Door>,
 }
 
 /// Why a commit wrote nothing, or what it could not undo.
@@ -73,6 +80,9 @@ pub(crate) enum CommitError {
         source: std::io::Error,
         unrestored: Vec<Unrestored>,
     },
+    /// A tree's file was refused by its door: no file was changed.
+    #[error("nothing was written: {0}")]
+    Refused(#[source] Refusal),
     /// A signal arrived during the commit: no file was changed.
     #[error("interrupted by {}; nothing was written", interrupt::name(*.signal))]
     Interrupted { signal: i32 },
@@ -253,6 +263,20 @@ pub(crate) fn commit(
     }
     let _signals = interrupt::guard();
     let id = commit_id();
+    // Every tree file through its door, before anything is staged.
+    let resolved = writes
+        .iter()
+        .map(|w| through_door(w).map_err(CommitError::Refused))
+        .collect::<Result<Vec<_>, _>>()?;
+    let resolved: Vec<FileWrite<'_>> = writes
+        .iter()
+        .zip(&resolved)
+        .map(|(w, target)| FileWrite {
+            target: target.as_deref().unwrap_or(w.target),
+            ..*w
+        })
+        .collect();
+    let writes = resolved.as_slice();
     let mut slots: Vec<Slot> = Vec::with_capacity(writes.len());
     let mut unique: Vec<FileWrite<'_>> = Vec::with_capacity(writes.len());
     let mut seen = std::collections::HashMap::new();
@@ -315,6 +339,19 @@ pub(crate) fn commit(
         remove_dirs(&created);
     }
     result
+}
+
+/// Where a tree's file is written: the path its door resolved (`None` for a
+/// write without a door, written where named).
+fn through_door(w: &FileWrite<'_>) -> Result<Option<PathBuf>, Refusal> {
+    let Some(door) = w.door else {
+        return Ok(None);
+    };
+    let rel = door.rel_of(w.target).ok_or_else(|| Refusal::Name {
+        path: w.target.display().to_string(),
+        why: "not below the tree's root",
+    })?;
+    door.resolve(&rel).map(|r| Some(r.path))
 }
 
 /// Create `dir` and the missing directories above it, adding each one

@@ -11,6 +11,7 @@
 //!   commit between two renames, so that a test can kill it there.
 
 pub(crate) mod dir;
+pub(crate) mod door;
 pub(crate) mod interrupt;
 mod journal;
 pub(crate) mod lock;

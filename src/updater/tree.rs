@@ -25,10 +25,9 @@ use crate::walk::{self as dir, Candidate, Skipped, WalkError};
 pub struct FileUpdate {
     /// Path relative to the root, `/` separators.
     pub rel: String,
-    /// Where it was read from.
+    /// Where it was read from, and is written in place (through the tree's door, which writes
+    /// a symlink's target).
     pub path: PathBuf,
-    /// Where it is written in place (a symlink's target).
-    pub write_to: PathBuf,
     /// The original text (kept only when asked for, e.g. for diffs).
     pub old_text: Option<String>,
     pub new_text: String,
@@ -129,40 +128,10 @@ fn read_screened(
     limit: SizeLimit,
     keep: Option<Keep>,
 ) -> Result<(Screened, Option<String>), ReadError> {
-    use std::io::Read;
-    let name = || path.display().to_string();
-    let too_large = || ReadError::TooLarge {
-        name: name(),
-        limit,
-        knob: crate::input::FILE_KNOB,
-    };
-    let io = |source| ReadError::Io {
-        name: name(),
-        source,
-    };
     BUFFER.with_borrow_mut(|buf| {
-        let Some((file, size)) = dir::open_regular(path, regular).map_err(io)? else {
+        let Some(len) = crate::input::read_regular(path, regular, limit, buf)? else {
             return Ok((Screened::NotRegular, None));
         };
-        if size.is_some_and(|size| size > limit.bytes()) {
-            return Err(too_large());
-        }
-        let mut file = file.take(limit.bytes().saturating_add(1));
-        let mut len = 0;
-        loop {
-            if len == buf.len() {
-                buf.resize((buf.len() * 2).max(64 * 1024), 0);
-            }
-            match file.read(&mut buf[len..]) {
-                Ok(0) => break,
-                Ok(n) => len += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io(e)),
-            }
-        }
-        if len as u64 > limit.bytes() {
-            return Err(too_large());
-        }
         let bytes = &buf[..len];
         if let Some(encoding) = WideEncoding::detect(bytes) {
             let text = encoding.decode(bytes);
@@ -315,9 +284,6 @@ pub(crate) struct TreeOptions {
     pub plan: PlanOptions,
     /// Keep each changed file's old text (for a diff).
     pub keep_old: bool,
-    /// Refuse files that cannot be written in place (symlinks to outside
-    /// the root).
-    pub writing_in_place: bool,
     /// The most bytes a candidate file may have.
     pub max_file_size: SizeLimit,
     /// Which texts to keep besides planning them ([`TreePlan::kept`]).
@@ -335,7 +301,6 @@ pub(crate) fn plan_tree(
     table: &PolicyTable,
     options: TreeOptions,
 ) -> Result<TreePlan, TreeError> {
-    let writing_in_place = options.writing_in_place;
     let walked = dir::walk(root, |c| match plan_file(c, table, options) {
         (None, None) => None,
         (result, kept) => Some((result, kept, c.clone())),
@@ -362,36 +327,25 @@ pub(crate) fn plan_tree(
             }
             FileResult::Skip { position, message } => FileOutcome::Skipped { position, message },
             FileResult::Planned { mut plan, old } => {
-                let (update, refused) = match plan.new_text.take() {
-                    None => (None, None),
-                    Some(new_text) => match (&candidate.write_to, writing_in_place) {
-                        (Ok(p), _) => (
-                            Some(FileUpdate {
-                                rel: rel.clone(),
-                                path: candidate.path.clone(),
-                                write_to: p.clone(),
-                                old_text: old,
-                                new_text,
-                                created: false,
-                            }),
-                            None,
-                        ),
-                        (Err(_), false) => (
-                            Some(FileUpdate {
-                                rel: rel.clone(),
-                                path: candidate.path.clone(),
-                                write_to: candidate.path.clone(),
-                                old_text: old,
-                                new_text,
-                                created: false,
-                            }),
-                            None,
-                        ),
-                        (Err(why), true) => {
-                            plan.planned.changes.clear();
-                            (None, Some(why.clone()))
-                        }
-                    },
+                // A file that resolves outside the root is written nowhere: neither in place
+                // nor, with its outside content, under an output directory; a dry run says the
+                // same as the run would.
+                let (update, refused) = match (plan.new_text.take(), &candidate.write_to) {
+                    (None, _) => (None, None),
+                    (Some(new_text), Ok(_)) => (
+                        Some(FileUpdate {
+                            rel: rel.clone(),
+                            path: candidate.path.clone(),
+                            old_text: old,
+                            new_text,
+                            created: false,
+                        }),
+                        None,
+                    ),
+                    (Some(_), Err(why)) => {
+                        plan.planned.changes.clear();
+                        (None, Some(why.clone()))
+                    }
                 };
                 FileOutcome::Planned {
                     planned: plan.planned,
@@ -464,19 +418,20 @@ pub(crate) enum Destination {
 }
 
 impl Destination {
-    /// Where `update` is written.
+    /// Where `update` is written, as named (its door resolves it).
     #[must_use]
     pub(crate) fn target(&self, update: &FileUpdate) -> PathBuf {
         match self {
-            Destination::InPlace => update.write_to.clone(),
+            Destination::InPlace => update.path.clone(),
             Destination::Under(dir) => dir.join(&update.rel),
         }
     }
 }
 
-/// Write every update, plus `extra` files (the report, emitted policies),
-/// as one all-or-nothing commit (see `sink::dir`) whose journal is kept in
-/// `journal_dir` (default: the first file's directory).
+/// Write every update through `door` (the tree's for an in-place run, the
+/// output directory's otherwise), plus `extra` files (the report, emitted
+/// policies), as one all-or-nothing commit (see `sink::dir`) whose journal
+/// is kept in `journal_dir` (default: the first file's directory).
 ///
 /// # Errors
 /// [`sink::dir::CommitError`]: nothing was written, except when putting
@@ -484,10 +439,11 @@ impl Destination {
 pub(crate) fn write_updates<'a>(
     updates: impl IntoIterator<Item = &'a FileUpdate>,
     destination: &Destination,
+    door: &sink::door::Door,
     extra: &[sink::dir::FileWrite<'_>],
     journal_dir: Option<&Path>,
     before_rename: sink::dir::BeforeRename<'_>,
-) -> Result<Vec<PathBuf>, sink::dir::CommitError> {
+) -> Result<(), sink::dir::CommitError> {
     let updates: Vec<&FileUpdate> = updates.into_iter().collect();
     let targets: Vec<PathBuf> = updates.iter().map(|u| destination.target(u)).collect();
     let writes: Vec<sink::dir::FileWrite<'_>> = updates
@@ -497,15 +453,10 @@ pub(crate) fn write_updates<'a>(
             target,
             bytes: u.new_text.as_bytes(),
             permissions_from: Some(&u.path),
+            door: Some(door),
         })
         .chain(extra.iter().copied())
         .collect();
     sink::dir::write_all_then(&writes, journal_dir, before_rename)?;
-    // A file reached twice (itself and a symlink to it) was written once.
-    let mut seen = std::collections::HashSet::new();
-    Ok(writes
-        .iter()
-        .filter(|w| seen.insert(w.target))
-        .map(|w| w.target.to_path_buf())
-        .collect())
+    Ok(())
 }

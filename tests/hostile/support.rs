@@ -4,6 +4,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+/// A trial running `test`, which fails by panicking.
+pub fn trial(name: &str, test: fn()) -> libtest_mimic::Trial {
+    libtest_mimic::Trial::test(name, move || {
+        test();
+        Ok(())
+    })
+}
+
 /// The binary under test.
 pub fn bin_path() -> PathBuf {
     std::env::var_os("IMAGE_UPDATE_BIN").map_or_else(

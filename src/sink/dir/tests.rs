@@ -32,6 +32,7 @@ fn writes<'a>(paths: &'a [PathBuf], texts: &'a [String]) -> Vec<FileWrite<'a>> {
             target: p,
             bytes: t.as_bytes(),
             permissions_from: None,
+            door: None,
         })
         .collect()
 }
@@ -76,6 +77,7 @@ fn keeps_permissions_and_leaves_no_temporary_files() {
             target: &file,
             bytes: b"new",
             permissions_from: None,
+            door: None,
         }],
         None,
     )
@@ -235,6 +237,7 @@ fn owner_and_group_are_kept_when_the_process_may() {
             target: &file,
             bytes: b"new",
             permissions_from: None,
+            door: None,
         }],
         None,
     )
