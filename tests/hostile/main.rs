@@ -9,10 +9,12 @@
 //! One module per surface; each adds its trials to the list.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+mod escape;
 #[allow(dead_code)] // each surface uses some of the helpers
 mod support;
 
 fn main() {
-    let trials = Vec::new();
+    let mut trials = Vec::new();
+    trials.extend(escape::trials());
     image_update_testkit::run(trials)
 }
