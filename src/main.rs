@@ -47,10 +47,12 @@ fn configure_allocator(krm: bool) {
 fn main() -> ExitCode {
     configure_allocator(cli::runs_krm_function());
     // Library diagnostics (registry retries, skipped credential helpers,
-    // unusable cache files) go to stderr; `IMAGE_UPDATE_LOG=debug` shows more.
+    // unusable cache files) go to stderr, their values escaped as every line
+    // there; `IMAGE_UPDATE_LOG=debug` shows more.
     let filter = tracing_subscriber::EnvFilter::try_from_env("IMAGE_UPDATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
+        .fmt_fields(cli::log_fields())
         .with_env_filter(filter)
         .with_ansi(cli::log_color())
         .with_writer(cli::stderr)

@@ -38,6 +38,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("argocd", 1),
     ("outcome", 1),
     ("render", 2),
+    ("render::escape", 0),
     ("render::report", 2),
     ("render::message", 2),
     ("operation", 3),

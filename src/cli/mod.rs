@@ -225,6 +225,13 @@ pub(crate) fn error_code(error: &Error) -> u8 {
     1
 }
 
+/// How the log subscriber `main` sets up shows an event's fields: escaped
+/// as every line on stderr ([`crate::render::terminal::log_fields`]).
+#[must_use]
+pub fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    crate::render::terminal::log_fields()
+}
+
 /// Standard error, for the log subscriber `main` sets up.
 #[must_use]
 pub fn stderr() -> std::io::Stderr {

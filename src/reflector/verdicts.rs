@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use super::gate::{GateError, SupplyChain, signers};
 use super::selection::Selection;
+use crate::render::escape::{Shown, escape};
 
 /// The gate's verdict on one candidate: what [`super::gate::pass`] would
 /// say about it.
@@ -271,7 +272,8 @@ impl<'a> JsonVerdicts<'a> {
 ///   3. 1.4.1  signed by key cosign.pub (sha256:…); old enough: released … (…); matches latest  <- chosen
 /// ```
 ///
-/// `chosen` is the gate's choice, or why there is none.
+/// `chosen` is the gate's choice, or why there is none. Values (tags,
+/// identities, reasons) are escaped ([`crate::render::escape`]).
 #[must_use]
 pub(crate) fn render_text(
     chain: &SupplyChain,
@@ -285,14 +287,14 @@ pub(crate) fn render_text(
             out,
             "  signers ({}): {}",
             requires.require.unwrap_or("any"),
-            requires.signers.join(", ")
+            Shown(&requires.signers.join(", "))
         );
     }
     if let (Some(min), Some(source)) = (&requires.min_age, requires.age_source) {
         let _ = writeln!(out, "  minimum age: {min} ({source} time)");
     }
     if let Some(alias) = &requires.alias {
-        let _ = writeln!(out, "  alias: {alias}");
+        let _ = writeln!(out, "  alias: {}", Shown(alias));
     }
     out.push_str("verdicts (best first):\n");
     let width = verdicts.len().to_string().len();
@@ -340,8 +342,8 @@ pub(crate) fn render_text(
             out,
             "  {:>width$}. {:<tag_width$}  {}",
             i + 1,
-            v.tag,
-            parts.join("; ")
+            escape(&v.tag),
+            Shown(&parts.join("; "))
         );
         if chosen.as_deref() == Ok(v.tag.as_str()) {
             out.push_str("  <- chosen");
@@ -349,7 +351,7 @@ pub(crate) fn render_text(
         out.push('\n');
     }
     if let Err(why) = chosen {
-        let _ = writeln!(out, "chosen: none: {why}");
+        let _ = writeln!(out, "chosen: none: {}", Shown(&why));
     }
     out
 }

@@ -13,10 +13,21 @@
 //! [`Outcome`] ([`outputs`], [`log`], [`step_summary`]) or from the
 //! [`Error`] that stopped the run ([`failure_commands`],
 //! [`failure_step_summary`]).
+//!
+//! Values from the input are escaped ([`super::escape`]) in every line of
+//! the log, in a command's message and `file` property (then escaped as
+//! the runner's toolkit escapes them, [`escape_data`], [`escape_property`])
+//! and in the step summary's Markdown, so that no value starts a line, a
+//! workflow command or markup of its own. (A file whose name holds a
+//! control character is named escaped, so its annotation is not linked to
+//! it.) `GITHUB_OUTPUT` values are data, kept exact: a multi-line one goes
+//! in a heredoc whose delimiter it does not contain ([`output_entry`]), and
+//! the JSON ones are JSON.
 
 use std::fmt::Write as _;
 use std::path::{Component, Path};
 
+use super::escape::{Shown, escape, line_start};
 use super::{Summary, Unit, change_text, fetched_line};
 use crate::diagnostic::{Diagnostic, Location, Severity, one_line};
 use crate::error::{Error, Part};
@@ -92,15 +103,22 @@ pub(crate) fn request_log(proposed: &Proposed, workspace: &Path) -> String {
             let _ = writeln!(
                 out,
                 "{} #{number} {}: {}",
-                proposed.noun, proposed.action, proposed.url
+                Shown(&proposed.noun),
+                Shown(&proposed.action),
+                Shown(&proposed.url)
             );
         }
         None => {
-            let _ = writeln!(out, "no {} is open from {}", proposed.noun, proposed.branch);
+            let _ = writeln!(
+                out,
+                "no {} is open from {}",
+                Shown(&proposed.noun),
+                Shown(&proposed.branch)
+            );
         }
     }
     for warning in &proposed.warnings {
-        out.push_str(&command("warning", None, workspace, warning));
+        out.push_str(&command("warning", None, workspace, warning, None));
     }
     out
 }
@@ -121,7 +139,7 @@ pub(crate) fn request_summary(proposed: &Proposed) -> String {
             let _ = write!(
                 md,
                 " [#{number}]({}) {} (branch {branch}",
-                proposed.url.replace(['(', ')', ' '], ""),
+                escape(&proposed.url).replace(['(', ')', ' '], ""),
                 markdown_text(&proposed.action)
             );
             if !proposed.commit.is_empty() {
@@ -231,7 +249,8 @@ fn random_delimiter() -> Result<String, Error> {
     Ok(out)
 }
 
-/// The one-line summary (output `summary`, the log's last line).
+/// The one-line summary (output `summary`, the log's last line), its
+/// values escaped.
 #[must_use]
 pub(crate) fn summary_line(outcome: &Outcome) -> String {
     let summary = Summary::of(outcome);
@@ -245,7 +264,7 @@ pub(crate) fn summary_line(outcome: &Outcome) -> String {
     }
     let mut line = if !outcome.has_changes() {
         match &outcome.suspended {
-            Some(what) => format!("no changes: {what} is suspended"),
+            Some(what) => format!("no changes: {} is suspended", Shown(what)),
             None => "no changes".to_owned(),
         }
     } else {
@@ -270,30 +289,20 @@ pub(crate) fn log(outcome: &Outcome, workspace: &Path) -> String {
         .iter()
         .filter(|d| d.severity == Severity::Note)
     {
-        out.push_str(&command(
-            "notice",
-            d.location.as_ref(),
-            workspace,
-            &with_hint(d),
-        ));
+        out.push_str(&diagnostic_command("notice", d, workspace));
     }
     for c in &outcome.changes {
         let _ = writeln!(
             out,
             "{}:{}:{}: {}",
-            relative(workspace, &c.display),
+            line_start(&relative(workspace, &c.display)),
             c.position.line,
             c.position.column,
-            change_text(c, &c.new_value)
+            change_text(c, &escape(&c.new_value))
         );
     }
     for d in outcome.warnings() {
-        out.push_str(&command(
-            "warning",
-            d.location.as_ref(),
-            workspace,
-            &with_hint(d),
-        ));
+        out.push_str(&diagnostic_command("warning", d, workspace));
     }
     out.push_str(&summary_line(outcome));
     out.push('\n');
@@ -326,7 +335,7 @@ pub(crate) fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
     if !warnings.is_empty() {
         md.push_str("### Warnings\n\n");
         for d in warnings {
-            let message = markdown_text(&with_hint(d));
+            let message = markdown_message(&d.full_message(), d.hint.as_deref());
             match &d.location {
                 Some(at) => {
                     let _ = writeln!(
@@ -345,16 +354,19 @@ pub(crate) fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
     md
 }
 
-/// The lines that tell about an error that stopped the run, each with its
-/// location when it has one.
-fn failure_lines(error: &Error) -> Vec<(Option<&Location>, String)> {
+/// One thing to tell about an error that stopped the run: its location
+/// when it has one, its message, its hint.
+type FailureLine<'a> = (Option<&'a Location>, String, Option<&'a str>);
+
+/// The lines that tell about an error that stopped the run.
+fn failure_lines(error: &Error) -> Vec<FailureLine<'_>> {
     error
         .parts()
         .into_iter()
         .map(|part| match part {
-            Part::Summary(summary) => (None, summary.to_owned()),
-            Part::Located(d) => (d.location.as_ref(), with_hint(d)),
-            Part::Failure(e) => (None, one_line(e)),
+            Part::Summary(summary) => (None, summary.to_owned(), None),
+            Part::Located(d) => (d.location.as_ref(), d.full_message(), d.hint.as_deref()),
+            Part::Failure(e) => (None, one_line(e), None),
         })
         .collect()
 }
@@ -364,7 +376,7 @@ fn failure_lines(error: &Error) -> Vec<(Option<&Location>, String)> {
 pub(crate) fn failure_commands(error: &Error, workspace: &Path) -> String {
     failure_lines(error)
         .iter()
-        .map(|(at, message)| command("error", *at, workspace, message))
+        .map(|(at, message, hint)| command("error", *at, workspace, message, *hint))
         .collect()
 }
 
@@ -372,41 +384,55 @@ pub(crate) fn failure_commands(error: &Error, workspace: &Path) -> String {
 #[must_use]
 pub(crate) fn failure_step_summary(error: &Error, workspace: &Path) -> String {
     let mut md = String::from("## image-update\n\nThe run failed; nothing was written.\n\n");
-    for (at, message) in failure_lines(error) {
-        let line = match at {
-            Some(at) => format!("{}: {message}", relative_location(workspace, at)),
-            None => message,
-        };
-        let _ = writeln!(md, "- {}", markdown_text(&line));
+    for (at, message, hint) in failure_lines(error) {
+        md.push_str("- ");
+        if let Some(at) = at {
+            let _ = write!(md, "{}: ", markdown_text(&relative_location(workspace, at)));
+        }
+        md.push_str(&markdown_message(&message, hint));
+        md.push('\n');
     }
     md.push('\n');
     md
 }
 
-/// The diagnostic's message with its causes, and its hint on a line of its
-/// own.
-fn with_hint(d: &Diagnostic) -> String {
-    match &d.hint {
-        Some(hint) => format!("{}\nhint: {hint}", d.full_message()),
-        None => d.full_message(),
+/// A diagnostic's annotation: its message with its causes, and its hint.
+fn diagnostic_command(kind: &str, d: &Diagnostic, workspace: &Path) -> String {
+    command(
+        kind,
+        d.location.as_ref(),
+        workspace,
+        &d.full_message(),
+        d.hint.as_deref(),
+    )
+}
+
+/// A message and its hint in Markdown, the hint after a line break.
+fn markdown_message(message: &str, hint: Option<&str>) -> String {
+    let mut md = markdown_text(message);
+    if let Some(hint) = hint {
+        let _ = write!(md, "<br>hint: {}", markdown_text(hint));
     }
+    md
 }
 
 /// A workflow command line: `::KIND file=F,line=L,col=C::MESSAGE`, with the
-/// file relative to the workspace and everything escaped as the runner
-/// requires.
+/// file relative to the workspace, the file and the message (and the hint,
+/// on a line of its own) escaped ([`super::escape`]), and everything
+/// escaped as the runner requires.
 #[must_use]
 pub(crate) fn command(
     kind: &str,
     location: Option<&Location>,
     workspace: &Path,
     message: &str,
+    hint: Option<&str>,
 ) -> String {
     let mut properties = Vec::new();
     if let Some(at) = location.filter(|at| !at.path.is_empty()) {
         properties.push(format!(
             "file={}",
-            escape_property(&relative(workspace, &at.path))
+            escape_property(&escape(&relative(workspace, &at.path)))
         ));
         if let Some(p) = at.position {
             properties.push(format!("line={}", p.line));
@@ -414,10 +440,14 @@ pub(crate) fn command(
         }
     }
     let separator = if properties.is_empty() { "" } else { " " };
+    let mut data = escape(message).into_owned();
+    if let Some(hint) = hint {
+        let _ = write!(data, "\nhint: {}", Shown(hint));
+    }
     format!(
         "::{kind}{separator}{}::{}\n",
         properties.join(","),
-        escape_data(message)
+        escape_data(&data)
     )
 }
 
@@ -465,27 +495,26 @@ fn relative_location(workspace: &Path, at: &Location) -> String {
     at.to_string()
 }
 
-/// Text for Markdown: the characters that would start markup are escaped,
-/// line breaks become `<br>`.
+/// Text for Markdown: escaped ([`super::escape`]: one line, no controls),
+/// then the characters that would start markup escaped.
 fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '&' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            '\n' => out.push_str("<br>"),
-            '\r' => {}
-            _ => out.push(ch),
+    for ch in escape(text).chars() {
+        if matches!(
+            ch,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '&'
+        ) {
+            out.push('\\');
         }
+        out.push(ch);
     }
     out
 }
 
-/// A Markdown code span that survives in a table cell (`|` escaped).
+/// A Markdown code span that survives in a table cell (`|` escaped), its
+/// text escaped ([`super::escape`]).
 fn code(text: &str) -> String {
-    let text = text.replace(['\n', '\r'], " ");
+    let text = escape(text);
     let span = if text.contains('`') {
         format!("`` {text} ``")
     } else {
@@ -514,12 +543,25 @@ mod tests {
             Some(crate::text::Position { line: 3, column: 9 }),
         );
         assert_eq!(
-            command("warning", Some(&at), Path::new("/ws"), "two\nlines"),
-            "::warning file=apps/a%2Cb%3Ac.yaml,line=3,col=9::two%0Alines\n"
+            command("warning", Some(&at), Path::new("/ws"), "50%", Some("two")),
+            "::warning file=apps/a%2Cb%3Ac.yaml,line=3,col=9::50%25%0Ahint: two\n"
         );
         assert_eq!(
-            command("error", None, Path::new("/ws"), "x"),
+            command("error", None, Path::new("/ws"), "x", None),
             "::error::x\n"
+        );
+        // A value from the input cannot end the command or start another.
+        let forged = Location::new("/ws/a\n::error title=F::x\u{1b}.yaml", None);
+        assert_eq!(
+            command(
+                "warning",
+                Some(&forged),
+                Path::new("/ws"),
+                "web\n::error title=F::forged\r\u{202e}",
+                Some("h\n::notice::n")
+            ),
+            "::warning file=a\\n%3A%3Aerror title=F%3A%3Ax\\x1b.yaml::\
+             web\\n::error title=F::forged\\r\\u{202e}%0Ahint: h\\n::notice::n\n"
         );
     }
 
@@ -555,6 +597,11 @@ mod tests {
     fn markdown_cells_cannot_break_the_table() {
         assert_eq!(code("a|b"), "`a\\|b`");
         assert_eq!(code("a`b"), "`` a`b ``");
-        assert_eq!(markdown_text("*x* <y>\nz"), "\\*x\\* \\<y\\><br>z");
+        assert_eq!(markdown_text("*x* <y>\nz"), "\\*x\\* \\<y\\>\\\\nz");
+        assert_eq!(
+            markdown_message("a\n## b", Some("c\u{202e}")),
+            "a\\\\n\\#\\# b<br>hint: c\\\\u{202e}"
+        );
+        assert_eq!(code("a\nb\u{1b}"), "`a\\nb\\x1b`");
     }
 }

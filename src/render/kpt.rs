@@ -26,11 +26,16 @@
 //! unknown. Results are written in block style (kpt writes the style a
 //! function emits back to disk), or as JSON inside a flow-style (JSON) list,
 //! which keeps that list valid JSON.
+//!
+//! kpt prints each `message` for a person: the values in it are escaped
+//! ([`super::escape`]; a commit message keeps its line breaks), while
+//! `field`, `resourceRef`, `file` and `tags` keep them exact.
 
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
+use super::escape::{Shown, escape};
 use super::{Summary, Unit, change_text};
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, Part};
@@ -151,14 +156,17 @@ pub(crate) fn results(outcome: &Outcome) -> Vec<KptResult> {
     if let Some(what) = &outcome.suspended {
         return vec![KptResult::new(
             Severity::Info,
-            format!("{what} is suspended: nothing updated"),
+            format!("{} is suspended: nothing updated", Shown(what)),
         )];
     }
     let counts = Summary::of(outcome);
     let mut summary = format!("{}; {}", counts.changed(Unit::Resources), counts.warned());
     if let Some(message) = &outcome.commit_message {
-        summary.push_str("\n\ncommit message:\n");
-        summary.push_str(message);
+        summary.push_str("\n\ncommit message:");
+        for line in message.split('\n') {
+            summary.push('\n');
+            summary.push_str(&escape(line));
+        }
     }
     let pending_is_error = outcome.mode == Mode::Check && outcome.has_changes();
     let change_severity = if pending_is_error {
@@ -182,7 +190,7 @@ pub(crate) fn results(outcome: &Outcome) -> Vec<KptResult> {
     };
     for change in &outcome.changes {
         out.push(KptResult {
-            message: change_text(change, &change.new_value),
+            message: change_text(change, &escape(&change.new_value)),
             severity: change_severity,
             resource: Some(change.object.clone()),
             field: Some(FieldRef {
@@ -196,7 +204,7 @@ pub(crate) fn results(outcome: &Outcome) -> Vec<KptResult> {
     }
     for warning in outcome.warnings() {
         out.push(KptResult {
-            message: warning.full_message(),
+            message: escape(&warning.full_message()).into_owned(),
             severity: Severity::Warning,
             resource: warning.object.clone(),
             field: warning.field.as_ref().map(|path| FieldRef {
@@ -221,10 +229,11 @@ pub(crate) fn messages(diagnostics: &[Diagnostic]) -> Vec<String> {
 }
 
 fn located(d: &Diagnostic) -> String {
-    match &d.location {
+    let message = match &d.location {
         Some(at) if !at.path.is_empty() => format!("{at}: {}", d.full_message()),
         _ => d.full_message(),
-    }
+    };
+    escape(&message).into_owned()
 }
 
 /// The messages of the error results of a run that stopped.
@@ -234,9 +243,9 @@ pub(crate) fn error_messages(error: &Error) -> Vec<String> {
         .parts()
         .into_iter()
         .map(|part| match part {
-            Part::Summary(summary) => summary.to_owned(),
+            Part::Summary(summary) => escape(summary).into_owned(),
             Part::Located(d) => located(d),
-            Part::Failure(e) => crate::diagnostic::one_line(e),
+            Part::Failure(e) => escape(&crate::diagnostic::one_line(e)).into_owned(),
         })
         .collect()
 }

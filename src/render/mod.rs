@@ -12,10 +12,15 @@
 //!
 //! What every audience shares lives here: the counts of a run
 //! ([`Summary`]), the text of one change ([`change_text`]) and of one
-//! fetched policy ([`fetched_line`]). The operation records each change and
+//! fetched policy ([`fetched_line`]), and the one escaping of the values
+//! from the input that a terminal, a log or a web page shows ([`escape`]):
+//! every line a person reads goes through it, so that a name holding a line
+//! break, an ANSI sequence or a bidirectional override is shown, not
+//! obeyed. The operation records each change and
 //! each warning once, in the outcome; nothing here adds to or drops from
 //! them, so every audience is told the same things.
 
+pub(crate) mod escape;
 pub(crate) mod github;
 pub(crate) mod kpt;
 pub(crate) mod message;
@@ -27,6 +32,7 @@ pub(crate) mod terminal;
 
 use std::collections::BTreeSet;
 
+use self::escape::{Shown, escape};
 use crate::outcome::{Change, Outcome};
 use crate::reflector::Resolved;
 
@@ -103,14 +109,19 @@ impl Summary {
 }
 
 /// One change as every audience words it: `OLD -> NEW (SETTER)`, the old
-/// value `""` when empty, the new one as `new` shows it (coloured, say).
+/// value `""` when empty, the new one as `new` shows it (escaped, then
+/// coloured, say); the old value and the setter escaped.
 #[must_use]
 pub(crate) fn change_text(c: &Change, new: &str) -> String {
-    format!("{} -> {new} ({})", c.shown_old_value(), c.setter)
+    format!(
+        "{} -> {new} ({})",
+        Shown(c.shown_old_value()),
+        Shown(&c.setter)
+    )
 }
 
 /// One fetched policy: `fetched ns:name: 57 tags listed, 12 eligible,
-/// chose IMAGE`.
+/// chose IMAGE`, every value in it escaped.
 #[must_use]
 pub(crate) fn fetched_line(r: &Resolved) -> String {
     let s = &r.selection;
@@ -124,7 +135,9 @@ pub(crate) fn fetched_line(r: &Resolved) -> String {
     if let Some(g) = &r.gate {
         gate_tail(&mut text, g);
     }
-    text
+    // Every part but the fixed words is a value (names, a registry's tags,
+    // a signature's identities and reasons).
+    escape(&text).into_owned()
 }
 
 /// What the supply-chain gate found, after the fetched line: `, the tag of

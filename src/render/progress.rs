@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 
 use image_update_registry::{Event, Observer};
 
+use super::escape::Shown;
+
 /// Nothing is shown before fetching has gone on this long.
 pub(crate) const QUIET_START: Duration = Duration::from_secs(1);
 /// Shortest time between two redraws of the live line.
@@ -338,8 +340,8 @@ impl<W: Write> State<W> {
             line.push_str(&format!(
                 ", {n} retr{} waiting ({}, {}, {}s)",
                 if n == 1 { "y" } else { "ies" },
-                latest.registry,
-                latest.reason,
+                Shown(&latest.registry),
+                Shown(&latest.reason),
                 left.as_secs() + u64::from(left.subsec_nanos() > 0),
             ));
         }

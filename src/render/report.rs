@@ -54,7 +54,6 @@
 //!   why (`skipped`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
@@ -338,8 +337,9 @@ impl Report {
         report
     }
 
-    /// Render as JSON (pretty, newline-terminated; characters YAML does not allow raw escaped, so
-    /// that every reader of reports reads it back) or YAML.
+    /// Render as JSON (pretty, newline-terminated; the characters YAML does not allow raw and
+    /// those a terminal would act on escaped, [`super::escape::json`], so that every reader of
+    /// reports reads it back and a terminal shows it safely) or YAML.
     ///
     /// # Errors
     /// Only if serialisation fails, which plain data does not.
@@ -347,7 +347,7 @@ impl Report {
         match format {
             Format::Json => serde_json::to_string_pretty(self)
                 .map(|s| {
-                    let mut s = escape_unprintable(s);
+                    let mut s = super::escape::json(s);
                     s.push('\n');
                     s
                 })
@@ -355,27 +355,6 @@ impl Report {
             Format::Yaml => serde_saphyr::to_string(self).map_err(|e| e.to_string()),
         }
     }
-}
-
-/// JSON text with the characters YAML forbids unescaped (DEL, the C1 controls but NEL, U+FFFE and
-/// U+FFFF) written as `\uXXXX`: serde_json writes them raw, which is valid JSON, but reports are
-/// read back with the YAML reader (JSON is YAML), which refuses them. They can only stand inside
-/// strings (JSON's syntax is ASCII), so replacing them anywhere is an escape inside a string.
-fn escape_unprintable(json: String) -> String {
-    let unprintable =
-        |c: char| matches!(c, '\u{7f}'..='\u{84}' | '\u{86}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}');
-    if !json.contains(unprintable) {
-        return json;
-    }
-    let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        if unprintable(c) {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -386,7 +365,7 @@ mod tests {
     /// saved reports refused the file.
     #[test]
     fn characters_yaml_refuses_raw_are_escaped_in_json() {
-        let value = "a\u{ffff}b\u{7f}c\u{85}d\u{9f}e\u{fffe}é";
+        let value = "a\u{ffff}b\u{7f}c\u{85}d\u{9f}e\u{fffe}é\u{202e}\u{1b}";
         let report = Report {
             warnings: vec![ReportWarning {
                 file: None,
@@ -399,7 +378,7 @@ mod tests {
         };
         let json = report.render(Format::Json).unwrap();
         assert!(
-            json.contains(r#""a\uffffb\u007fc"#) && json.contains("\u{85}d\\u009fe\\ufffeé\""),
+            json.contains(r#""a\uffffb\u007fc\u0085d\u009fe\ufffeé\u202e\u001b""#),
             "{json}"
         );
         let back: Report =

@@ -7,12 +7,16 @@
 //! * an error: located problems as diagnostics, anything else as `error:
 //!   message` and one `  caused by: ...` line per cause ([`error`]);
 //! * the summary: `updated 3 fields in 2 files (1 warning)` ([`Lines::summary`]);
-//! * the Job's progress ([`job_event`]).
+//! * the Job's progress ([`job_event`]);
+//! * the fields of a log line ([`log_fields`]).
 //!
 //! Colour is a [`Paint`]: ANSI codes or none, decided by the front end.
+//! Every value from the input is escaped first ([`super::escape`]): a
+//! line here is one line, and its only escape sequences are the colours.
 
 use std::fmt::Write as _;
 
+use super::escape::{Shown, escape, line_start};
 use super::{Summary, Unit, change_text, fetched_line};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::error::{Error, Part};
@@ -68,11 +72,16 @@ impl Paint {
 pub(crate) fn diagnostic(d: &Diagnostic, paint: Paint) -> String {
     let mut out = String::new();
     if let Some(location) = &d.location {
-        let _ = write!(out, "{location}: ");
+        let _ = write!(out, "{}: ", line_start(&location.to_string()));
     }
-    let _ = writeln!(out, "{}: {}", paint.severity(d.severity), d.full_message());
+    let _ = writeln!(
+        out,
+        "{}: {}",
+        paint.severity(d.severity),
+        escape(&d.full_message())
+    );
     if let Some(hint) = &d.hint {
-        let _ = writeln!(out, "  {}: {hint}", paint.aside("hint"));
+        let _ = writeln!(out, "  {}: {}", paint.aside("hint"), Shown(hint));
     }
     out
 }
@@ -87,18 +96,18 @@ pub(crate) fn error(error: &Error, paint: Paint) -> String {
     for part in error.parts() {
         match part {
             Part::Summary(summary) => {
-                let _ = writeln!(out, "{label}: {summary}");
+                let _ = writeln!(out, "{label}: {}", Shown(summary));
             }
             Part::Located(d) => out.push_str(&diagnostic(d, paint)),
             Part::Failure(e) => {
                 let mut last = e.to_string();
-                let _ = writeln!(out, "{label}: {last}");
+                let _ = writeln!(out, "{label}: {}", Shown(&last));
                 let mut next = std::error::Error::source(e);
                 while let Some(cause) = next {
                     let text = cause.to_string();
                     // A message that already quotes its cause adds no line.
                     if !last.ends_with(&text) {
-                        let _ = writeln!(out, "  caused by: {text}");
+                        let _ = writeln!(out, "  caused by: {}", Shown(&text));
                     }
                     last = text;
                     next = cause.source();
@@ -115,10 +124,10 @@ pub(crate) fn error(error: &Error, paint: Paint) -> String {
 pub(crate) fn change_line(c: &Change, paint: Paint) -> String {
     format!(
         "{}:{}:{}: {}\n",
-        c.display,
+        line_start(&c.display),
         c.position.line,
         c.position.column,
-        change_text(c, &paint.added(&c.new_value))
+        change_text(c, &paint.added(&escape(&c.new_value)))
     )
 }
 
@@ -155,7 +164,12 @@ impl Lines {
         }
         if self.verbose {
             for s in &outcome.stats.skipped {
-                let _ = writeln!(out, "{}: skipped: {}", outcome.display(&s.rel), s.reason);
+                let _ = writeln!(
+                    out,
+                    "{}: skipped: {}",
+                    line_start(&outcome.display(&s.rel)),
+                    Shown(&s.reason)
+                );
             }
         }
         if !self.quiet || self.check {
@@ -206,7 +220,9 @@ impl Lines {
     }
 }
 
-/// The unified diff of one changed file, its paths `a/PATH` and `b/PATH`.
+/// The unified diff of one changed file, its paths `a/PATH` and `b/PATH`
+/// (quoted as git quotes them when they hold a control character, a
+/// bidirectional control, `"` or `\`: [`git_quoted`]).
 #[must_use]
 pub(crate) fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
     let old = update.old_text.as_deref().unwrap_or("");
@@ -217,9 +233,9 @@ pub(crate) fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
             &if update.created {
                 "/dev/null".to_owned()
             } else {
-                format!("a/{path}")
+                git_quoted(&format!("a/{path}"))
             },
-            &format!("b/{path}"),
+            &git_quoted(&format!("b/{path}")),
         )
         .to_string();
     if !paint.0 {
@@ -245,30 +261,81 @@ pub(crate) fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
     out
 }
 
-/// The line (or lines) the Job prints on stderr for `event`.
+/// A path in a diff's header as git writes it: as it is, or, when it holds
+/// a character [`super::escape`] escapes, `"` or `\`, between double
+/// quotes, with C's escapes (`\n`, `\t`, `\r`, `\"`, `\\`, ...), the UTF-8
+/// bytes in octal (`\033`, `\342\200\256`) for the other characters
+/// [`super::escape`] escapes, and every other character as it is (git's
+/// `core.quotePath=false`); `git apply` reads it back. Written here:
+/// gix-quote's `ansi_c::quote` quotes every non-ASCII byte (git's default),
+/// so any path not in English, and would bring in gix-error for these few
+/// lines.
+#[must_use]
+pub(crate) fn git_quoted(path: &str) -> String {
+    if !path.contains(|c: char| super::escape::escaped(c) || c == '"' || c == '\\') {
+        return path.to_owned();
+    }
+    let mut out = String::with_capacity(path.len() + 8);
+    out.push('"');
+    for c in path.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if super::escape::escaped(c) => {
+                let mut bytes = [0; 4];
+                for b in c.encode_utf8(&mut bytes).bytes() {
+                    let _ = write!(out, "\\{b:03o}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The line (or lines) the Job prints on stderr for `event`, every value
+/// in it escaped.
 #[cfg(feature = "job")]
 #[must_use]
 pub(crate) fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
     use crate::job::Event;
     match event {
-        Event::Running { reason } => format!("running: {reason}\n"),
+        Event::Running { reason } => format!("running: {}\n", Shown(reason)),
         Event::Skipped => "nothing changed since the last run: skipped\n".to_owned(),
-        Event::Cloned { url, revision, .. } => format!("cloned {url} at {revision}\n"),
+        Event::Cloned { url, revision, .. } => {
+            format!("cloned {} at {}\n", Shown(url), Shown(revision))
+        }
         Event::Updated(_) => String::new(),
         Event::Warning(d) => diagnostic(d, paint),
-        Event::Suspended { what } => format!("{what} is suspended: nothing to do\n"),
+        Event::Suspended { what } => format!("{} is suspended: nothing to do\n", Shown(what)),
         Event::NothingToChange => "no marked field needs a change: nothing to do\n".to_owned(),
         Event::TreeUnchanged => "the update left the tree as it was: nothing to do\n".to_owned(),
         Event::Pushed {
             commit,
             branch,
             attempts,
-        } => format!("pushed {commit} to {branch} ({attempts} attempt(s))\n"),
-        Event::RaceLeftNothing { tip } => {
-            format!("after a lost race, the new tip {tip} needs no change: nothing to do\n")
-        }
+        } => format!(
+            "pushed {} to {} ({attempts} attempt(s))\n",
+            Shown(commit),
+            Shown(branch)
+        ),
+        Event::RaceLeftNothing { tip } => format!(
+            "after a lost race, the new tip {} needs no change: nothing to do\n",
+            Shown(tip)
+        ),
         Event::HeadUpToDate { branch } => {
-            format!("{branch} already holds this change: nothing pushed\n")
+            format!(
+                "{} already holds this change: nothing pushed\n",
+                Shown(branch)
+            )
         }
         Event::PullRequest {
             noun,
@@ -277,18 +344,42 @@ pub(crate) fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
             action,
         } => {
             let sign = if *noun == "merge request" { '!' } else { '#' };
-            format!("{noun} {sign}{number} {action}: {url}\n")
+            format!(
+                "{} {sign}{number} {}: {}\n",
+                Shown(noun),
+                Shown(action),
+                Shown(url)
+            )
         }
         Event::PullRequestWarning { message } => format!(
-            "image-update: {}: {message}\n",
-            paint.severity(Severity::Warning)
+            "image-update: {}: {}\n",
+            paint.severity(Severity::Warning),
+            Shown(message)
         ),
         Event::StateNotWritten { path, error } => format!(
-            "image-update: {}: cannot write the state file {}: {error}\n",
+            "image-update: {}: cannot write the state file {}: {}\n",
             paint.severity(Severity::Warning),
-            path.display()
+            Shown(&path.display().to_string()),
+            Shown(&error.to_string())
         ),
     }
+}
+
+/// How a log line (the events the library records with `tracing`: registry
+/// retries, unusable cache files, a lock waited for) shows its fields: the
+/// message, then `name=value` for any other, every value escaped, as every
+/// other line on stderr.
+pub(crate) fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    use tracing_subscriber::field::MakeExt as _;
+    tracing_subscriber::fmt::format::debug_fn(|out, field, value| {
+        let text = format!("{value:?}");
+        if field.name() == "message" {
+            write!(out, "{}", Shown(&text))
+        } else {
+            write!(out, "{}={}", field.name(), Shown(&text))
+        }
+    })
+    .delimited(" ")
 }
 
 /// The line the Job prints when a signal ended it.
@@ -309,6 +400,172 @@ pub(crate) fn error_line(error: &(dyn std::error::Error + 'static), paint: Paint
     format!(
         "{}: {}\n",
         paint.severity(Severity::Error),
-        crate::diagnostic::one_line(error)
+        Shown(&crate::diagnostic::one_line(error))
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Location;
+    use crate::object::ObjectId;
+    use crate::text::Position;
+
+    /// A line break and a workflow command, a screen-clearing sequence, NUL and a right-to-left
+    /// override.
+    const PAYLOAD: &str = "\n::error title=F::x\u{1b}[2J\0\u{202e}";
+    const SHOWN: &str = r"\n::error title=F::x\x1b[2J\0\u{202e}";
+
+    fn change(display: &str, value: &str) -> Change {
+        Change {
+            file: display.to_owned(),
+            display: display.to_owned(),
+            object: ObjectId {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: format!("c{PAYLOAD}"),
+                namespace: String::new(),
+            },
+            object_index: 0,
+            index: None,
+            field_path: "data.image".into(),
+            old_value: format!("nginx:1.0{PAYLOAD}"),
+            new_value: value.to_owned(),
+            setter: format!("ns:p{PAYLOAD}"),
+            position: Position { line: 3, column: 9 },
+        }
+    }
+
+    #[test]
+    fn lines_show_values_from_the_input_escaped() {
+        let c = change(
+            &format!("::a{PAYLOAD}.yaml"),
+            &format!("nginx:1.1{PAYLOAD}"),
+        );
+        assert_eq!(
+            change_line(&c, Paint(true)),
+            format!(
+                "./::a{SHOWN}.yaml:3:9: nginx:1.0{SHOWN} -> \x1b[32mnginx:1.1{SHOWN}\x1b[0m \
+                 (ns:p{SHOWN})\n"
+            )
+        );
+        let d = Diagnostic::warning(format!("no policy ns:p{PAYLOAD}"))
+            .at(Location::new(
+                format!(" ::w{PAYLOAD}.yaml"),
+                Some(Position { line: 1, column: 2 }),
+            ))
+            .with_hint(format!("supply{PAYLOAD}"));
+        assert_eq!(
+            diagnostic(&d, Paint(false)),
+            format!(
+                "./ ::w{SHOWN}.yaml:1:2: warning: no policy ns:p{SHOWN}\n  hint: supply{SHOWN}\n"
+            )
+        );
+        let e = Error::Usage(format!("--policy {PAYLOAD}"));
+        assert_eq!(
+            error(&e, Paint(false)),
+            format!("error: --policy {SHOWN}\n")
+        );
+        let e = Error::failed(
+            format!("reading a{PAYLOAD}"),
+            std::io::Error::other(format!("b{PAYLOAD}")),
+        );
+        assert_eq!(
+            error(&e, Paint(false)),
+            format!("error: reading a{SHOWN}\n  caused by: b{SHOWN}\n")
+        );
+        let e = Error::invalid_with(format!("in{PAYLOAD}"), vec![d]);
+        assert!(
+            error(&e, Paint(false)).starts_with(&format!("error: in{SHOWN}\n./ ::w{SHOWN}.yaml"))
+        );
+    }
+
+    #[test]
+    fn diff_headers_quote_paths_as_git_does() {
+        assert_eq!(git_quoted("a/apps/web.yaml"), "a/apps/web.yaml");
+        assert_eq!(git_quoted("a/ümlaut ok.yaml"), "a/ümlaut ok.yaml");
+        assert_eq!(
+            git_quoted("a/x\n::error::y\u{1b}[2J\t\"q\"\\\u{202e}.yaml"),
+            r#""a/x\n::error::y\033[2J\t\"q\"\\\342\200\256.yaml""#
+        );
+    }
+
+    #[cfg(feature = "job")]
+    #[test]
+    fn job_progress_shows_values_escaped() {
+        use crate::job::Event;
+        let lines = [
+            Event::Cloned {
+                url: &format!("https://h/r{PAYLOAD}"),
+                revision: &format!("main{PAYLOAD}@sha1:1"),
+                work_tree: std::path::Path::new("/tmp/w"),
+            },
+            Event::Suspended {
+                what: &format!("ImageUpdateAutomation a/b{PAYLOAD}"),
+            },
+            Event::PullRequest {
+                noun: "pull request",
+                url: &format!("https://h/p{PAYLOAD}"),
+                number: 7,
+                action: "created",
+            },
+            Event::PullRequestWarning {
+                message: &format!("label{PAYLOAD}"),
+            },
+            Event::HeadUpToDate {
+                branch: &format!("b{PAYLOAD}"),
+            },
+        ]
+        .iter()
+        .map(|e| job_event(e, Paint(false)))
+        .collect::<String>();
+        assert_eq!(
+            lines,
+            format!(
+                "cloned https://h/r{SHOWN} at main{SHOWN}@sha1:1\n\
+                 ImageUpdateAutomation a/b{SHOWN} is suspended: nothing to do\n\
+                 pull request #7 created: https://h/p{SHOWN}\n\
+                 image-update: warning: label{SHOWN}\n\
+                 b{SHOWN} already holds this change: nothing pushed\n"
+            )
+        );
+        let e = std::io::Error::other(format!("push refused{PAYLOAD}"));
+        assert_eq!(
+            error_line(&e, Paint(false)),
+            format!("error: push refused{SHOWN}\n")
+        );
+    }
+
+    #[test]
+    fn log_lines_show_their_fields_escaped() {
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Buffer(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .fmt_fields(log_fields())
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .without_time()
+            .with_target(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(attempt = 2, error = %format!("e{PAYLOAD}"), "cannot read {}", PAYLOAD);
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains(&format!("cannot read {SHOWN}")), "{text}");
+        assert!(text.contains(&format!("error=e{SHOWN}")), "{text}");
+        assert!(text.contains("attempt=2"), "{text}");
+    }
 }

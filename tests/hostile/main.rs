@@ -9,6 +9,7 @@
 //! One module per surface; each adds its trials to the list.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+mod escape;
 #[allow(dead_code)] // each surface uses some of the helpers
 mod support;
 mod writes;
@@ -16,5 +17,6 @@ mod writes;
 fn main() {
     let mut trials = Vec::new();
     trials.extend(writes::trials());
+    trials.extend(escape::trials());
     image_update_testkit::run(trials)
 }

@@ -35,6 +35,7 @@ use serde::Serialize;
 
 use super::select::{Candidate, Drops, PatternCount, Selection, thousands};
 use super::spec::PolicySpec;
+use crate::render::escape::Shown;
 
 #[derive(Serialize)]
 struct JsonReport<'a> {
@@ -88,8 +89,9 @@ impl<'a> From<&'a Drops> for JsonDrops<'a> {
     }
 }
 
-/// The JSON report (pretty-printed, newline-terminated); schema in the
-/// module docs.
+/// The JSON report (pretty-printed, newline-terminated; the characters a
+/// terminal would act on as JSON escapes, [`crate::render::escape::json`]);
+/// schema in the module docs.
 ///
 /// # Errors
 /// Only if serialisation itself fails, which plain strings and numbers do
@@ -129,7 +131,7 @@ pub(crate) fn render_json_with(
         digest_reflection: spec.digest_reflection().to_string(),
         supply_chain,
     };
-    let mut out = serde_json::to_string_pretty(&report)?;
+    let mut out = crate::render::escape::json(serde_json::to_string_pretty(&report)?);
     out.push('\n');
     Ok(out)
 }
@@ -153,6 +155,8 @@ pub(crate) fn render_json_with(
 ///
 /// A candidate whose ranking key differs from its tag shows it as
 /// `tag (key 1700000000)`; newest-build candidates show `created <time>`.
+/// Values (the registry's tags, patterns) are escaped
+/// ([`crate::render::escape`]): each line is one line.
 pub fn render_text(
     image: &str,
     spec: &PolicySpec,
@@ -160,11 +164,11 @@ pub fn render_text(
     digest: Option<&str>,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "image:  {image}");
-    let _ = writeln!(out, "policy: {}", spec.strategy());
-    let _ = writeln!(out, "tag:    {}", selection.tag);
+    let _ = writeln!(out, "image:  {}", Shown(image));
+    let _ = writeln!(out, "policy: {}", Shown(&spec.strategy().to_string()));
+    let _ = writeln!(out, "tag:    {}", Shown(&selection.tag));
     if let Some(digest) = digest {
-        let _ = writeln!(out, "digest: {digest}");
+        let _ = writeln!(out, "digest: {}", Shown(digest));
     }
     let _ = writeln!(
         out,
@@ -174,9 +178,9 @@ pub fn render_text(
     );
     let width = selection.candidates.len().to_string().len();
     for (i, c) in selection.candidates.iter().enumerate() {
-        let _ = write!(out, "  {:>width$}. {}", i + 1, c.tag);
+        let _ = write!(out, "  {:>width$}. {}", i + 1, Shown(&c.tag));
         if c.key != c.tag {
-            let _ = write!(out, " (key {})", c.key);
+            let _ = write!(out, " (key {})", Shown(&c.key));
         }
         if let Some(t) = c.created {
             let _ = write!(out, "  created {t}");
@@ -201,7 +205,7 @@ pub fn render_text(
     } else {
         out.push_str("dropped:\n");
         for part in parts {
-            let _ = writeln!(out, "  {part}");
+            let _ = writeln!(out, "  {}", Shown(&part));
         }
     }
     out
@@ -255,6 +259,35 @@ mod tests {
              \x20 1 not semver\n\
              \x20 1 outside range\n"
         );
+    }
+
+    /// A registry's tags are not checked against the tag grammar: one holding a line break and
+    /// an escape sequence is shown escaped, on its own line, and exact in JSON.
+    #[test]
+    fn tags_from_a_registry_are_shown_escaped() {
+        let spec = PolicySpec::new(PolicyConfig::new(Strategy::Alphabetical {
+            order: Order::Asc,
+        }))
+        .unwrap();
+        let tag = "z\n::error::x\u{1b}[2J\u{202e}";
+        let sel = spec.select(&tags(&["a", tag]), 2).unwrap();
+        let text = render_text("ghcr.io/acme/app", &spec, &sel, None);
+        assert!(
+            text.contains("tag:    z\\n::error::x\\x1b[2J\\u{202e}\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  1. z\\n::error::x\\x1b[2J\\u{202e}\n"),
+            "{text}"
+        );
+        assert!(!text.lines().any(|l| l.starts_with("::")), "{text}");
+        let json = render_json("ghcr.io/acme/app", &spec, &sel, None).unwrap();
+        assert!(
+            json.contains(r#""tag": "z\n::error::x\u001b[2J\u202e""#),
+            "{json}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["tag"], tag);
     }
 
     #[test]
