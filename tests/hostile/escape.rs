@@ -410,12 +410,12 @@ spec:
         "web/kustomization.yaml",
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
     );
-    // A warning naming the Application.
-    let out = run_checked(root, &["update", "--dry-run", "."], 0, "update")?;
+    // The error refusing the name quotes it.
+    let out = run_checked(root, &["update", "--dry-run", "."], 1, "update")?;
     expect_shown(
         "stderr",
         &stderr(&out),
-        &[r"of Application argocd/shop\n::error title=FORGED::forged\x1b[2J\0\u{202e}end is left"],
+        &[r#"metadata.name "shop\n::error title=FORGED::forged\u{1b}[2J\0\u{202e}end" is not a valid Kubernetes name"#],
     )?;
     // A policy for it given on the command line: the key is refused, quoted.
     let policy = format!("argocd:shop{PAYLOAD}/web=ghcr.io/acme/web:1.1.0");
