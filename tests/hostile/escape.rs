@@ -415,7 +415,9 @@ spec:
     expect_shown(
         "stderr",
         &stderr(&out),
-        &[r#"metadata.name "shop\n::error title=FORGED::forged\u{1b}[2J\0\u{202e}end" is not a valid Kubernetes name"#],
+        &[
+            r#"metadata.name "shop\n::error title=FORGED::forged\u{1b}[2J\0\u{202e}end" is not a valid Kubernetes name"#,
+        ],
     )?;
     // A policy for it given on the command line: the key is refused, quoted.
     let policy = format!("argocd:shop{PAYLOAD}/web=ghcr.io/acme/web:1.1.0");

@@ -288,6 +288,8 @@ impl RegistryClient {
             .with_query("n", &host.page_size.to_string());
         let mut seen = HashSet::new();
         let mut tags = Vec::new();
+        // Tags left out for their syntax.
+        let mut invalid = 0usize;
         let mut pages: u32 = 0;
         let limit = |what: &'static str, key: &'static str, limit: u64| Error::ListLimit {
             context: Box::new(ctx.clone()),
@@ -328,7 +330,12 @@ impl RegistryClient {
                     url: resp.url.to_string(),
                     message: format!("malformed tag list: {e}"),
                 })?;
-            tags.extend(page.tags.unwrap_or_default());
+            // A tag is written into the tree: one outside the distribution spec's grammar (a
+            // line break, a quote, a path) from a broken or hostile registry is never a candidate.
+            let listed = page.tags.unwrap_or_default();
+            let (count, before) = (listed.len(), tags.len());
+            tags.extend(listed.into_iter().filter(|t| reference::valid_tag(t)));
+            invalid += count - (tags.len() - before);
             pages += 1;
             self.observe(|o| {
                 o.event(&Event::PageFetched {
@@ -350,6 +357,13 @@ impl RegistryClient {
                 }
                 None => break,
             }
+        }
+        if invalid > 0 {
+            tracing::warn!(
+                "{repo}: the registry listed {invalid} tag{} that {} not valid tags; left out",
+                if invalid == 1 { "" } else { "s" },
+                if invalid == 1 { "is" } else { "are" },
+            );
         }
         tracing::debug!("{}: {} tags from registry", repo, tags.len());
         Ok(tags)

@@ -714,6 +714,32 @@ fn fake_link_pagination_relative_absolute_with_ports() {
     assert_eq!(server.count(|r| r.path().ends_with("/tags/list")), 4);
 }
 
+/// A tag is written into the tree: a registry listing text that is no tag (a line break that
+/// would add YAML, a quote, a path, a name too long) has it left out, not chosen.
+fn fake_invalid_tags_are_left_out() {
+    let long = "a".repeat(129);
+    let listed = [
+        "1.0.0",
+        "1.1\n  evil: true",
+        "\"quoted\"",
+        "../x",
+        "",
+        "-a",
+        "ok_1",
+        long.as_str(),
+        "2.0.0\u{202e}",
+    ];
+    let body = tags_json(&listed);
+    let server = FakeServer::start(move |req| match req.path() {
+        "/v2/" => Reply::json(200, "{}"),
+        "/v2/org/r/tags/list" => Reply::json(200, body.clone()),
+        _ => Reply::status(404),
+    });
+    let c = client(fast_settings());
+    let tags = c.list_tags(&repo(&server.authority(), "org/r")).unwrap();
+    assert_eq!(tags, vec!["1.0.0", "ok_1"]);
+}
+
 fn fake_pagination_loop_is_an_error() {
     let server = FakeServer::start(|req| match req.path() {
         "/v2/" => Reply::json(200, "{}"),
@@ -2382,6 +2408,11 @@ fn main() {
             "fake_link_pagination_relative_absolute_with_ports",
             &[],
             fake_link_pagination_relative_absolute_with_ports,
+        ),
+        trial(
+            "fake_invalid_tags_are_left_out",
+            &[],
+            fake_invalid_tags_are_left_out,
         ),
         trial(
             "fake_pagination_loop_is_an_error",

@@ -261,7 +261,8 @@ mod tests {
         );
     }
 
-    /// A registry's tags are not checked against the tag grammar: one holding a line break and
+    /// The registry client leaves out tags outside the tag grammar; one that reaches the
+    /// selection anyway (a tags file is checked too, so only a test can) holding a line break and
     /// an escape sequence is shown escaped, on its own line, and exact in JSON.
     #[test]
     fn tags_from_a_registry_are_shown_escaped() {

@@ -29,15 +29,9 @@ pub struct TagsFileError {
     pub reason: String,
 }
 
-/// Whether `tag` is a valid OCI distribution tag.
+/// Whether `tag` is a valid OCI distribution tag (the registry client's one grammar).
 pub fn is_valid_tag(tag: &str) -> bool {
-    let b = tag.as_bytes();
-    !b.is_empty()
-        && b.len() <= 128
-        && (b[0].is_ascii_alphanumeric() || b[0] == b'_')
-        && b[1..]
-            .iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+    image_update_registry::reference::valid_tag(tag)
 }
 
 /// Parses a tags file (see the module docs for the format).
