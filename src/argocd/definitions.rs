@@ -26,6 +26,12 @@ use crate::reflector::definitions::{
 };
 use crate::yaml;
 
+/// The prefixes of the variables an `env:` pull secret may not name: image-update's own
+/// (`IMAGE_UPDATE_GIT_TOKEN`, `IMAGE_UPDATE_REGISTRY_*`...), the GitHub Action's inputs (its
+/// `token`), the runner's (`GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`).
+const RESERVED_ENV_PREFIXES: [&str; 5] =
+    ["IMAGE_UPDATE_", "INPUT_", "GITHUB_", "ACTIONS_", "RUNNER_"];
+
 /// Where a run's environment variables come from (the process, or a test's map).
 pub(crate) trait Environment {
     fn var(&self, name: &str) -> Option<String>;
@@ -138,6 +144,17 @@ fn credential(
             basic(s, &pair, &format!("{origin} field {field:?}"))
         }
         PullSecret::Env(variable) => {
+            // The annotation comes from the repository; its image names the registry the value is
+            // sent to. The credentials image-update and the runner hold for other purposes are
+            // never that value.
+            if let Some(prefix) = RESERVED_ENV_PREFIXES
+                .iter()
+                .find(|p| variable.starts_with(**p))
+            {
+                return Err(format!(
+                    "pull secret env:{variable}: variables named {prefix}* hold image-update's or the CI runner's own settings and credentials, so a repository cannot name them; give the registry credentials in a variable of another name"
+                ));
+            }
             let pair = env.var(variable).ok_or_else(|| {
                 format!(
                     "pull secret env:{variable}: the environment variable {variable} is not set"
@@ -307,5 +324,37 @@ mod tests {
                 .any(|m| m.contains("ext:/usr/local/bin/creds runs a program"))
         );
         assert!(messages.iter().all(|m| m.starts_with("apps/shop.yaml:")));
+    }
+
+    #[test]
+    fn env_pull_secrets_cannot_name_the_tools_own_credentials() {
+        for variable in [
+            "IMAGE_UPDATE_GIT_TOKEN",
+            "IMAGE_UPDATE_REGISTRY_GHCR_IO",
+            "INPUT_TOKEN",
+            "GITHUB_TOKEN",
+            "ACTIONS_RUNTIME_TOKEN",
+        ] {
+            let text = APP.replace("env:DB_CREDS", &format!("env:{variable}"));
+            let files = [InputFile {
+                origin: "apps/shop.yaml".into(),
+                tree_path: Some("apps/shop.yaml".into()),
+                text: &text,
+            }];
+            let catalog = collect(&files, &CollectOptions::default()).unwrap();
+            let env = Env([(variable_static(variable), "user:token")].into());
+            let errors = definitions(&catalog, &documents(), &env).unwrap_err();
+            let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            assert!(
+                messages
+                    .iter()
+                    .any(|m| m.contains(&format!("env:{variable}: variables named"))),
+                "{messages:?}"
+            );
+        }
+    }
+
+    fn variable_static(name: &str) -> &'static str {
+        Box::leak(name.to_owned().into_boxed_str())
     }
 }
