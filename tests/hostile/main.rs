@@ -11,8 +11,10 @@
 
 #[allow(dead_code)] // each surface uses some of the helpers
 mod support;
+mod templates;
 
 fn main() {
-    let trials = Vec::new();
+    let mut trials = Vec::new();
+    trials.extend(templates::trials());
     image_update_testkit::run(trials)
 }
