@@ -28,6 +28,7 @@ pub fn limits() -> Limits {
         max_output: 1 << 20,
         max_template_depth: 50,
         max_value_len: 1 << 16,
+        max_built: 1 << 20,
         max_steps: 1_000_000,
     }
 }

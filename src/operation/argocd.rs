@@ -423,6 +423,9 @@ fn apps_of(file: &FilePlan) -> String {
 /// order, one after the other; the changes of `$imagepolicy` markers (`marker_report`) follow as
 /// Flux's message when there are some.
 ///
+/// An Application whose template fails gets Argo CD's fallback message, as in Argo CD, and a
+/// warning in `warnings` that says why (a template error, or a limit of the engine).
+///
 /// # Errors
 /// The Flux message of the markers' changes fails (the Argo template falls back as Argo's does).
 pub(super) fn commit_message(
@@ -430,6 +433,7 @@ pub(super) fn commit_message(
     message: &MessageConfig,
     outcome: &Outcome,
     marker_report: &Report,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Result<Option<String>, Error> {
     if outcome.argocd.is_empty() || message.template.as_deref().is_some_and(|t| !t.is_empty()) {
         return Ok(None);
@@ -443,7 +447,17 @@ pub(super) fn commit_message(
     let mut parts: Vec<String> = outcome
         .argocd
         .iter()
-        .map(|app| render_commit_message(&template, &app.commit).message)
+        .map(|app| {
+            let rendered = render_commit_message(&template, &app.commit);
+            if let Some(e) = rendered.error {
+                warnings.push(Diagnostic::warning(format!(
+                    "the Argo CD commit message template fails for Application {}, so its \
+                     message is Argo CD Image Updater's fallback: {e}",
+                    app.app
+                )));
+            }
+            rendered.message
+        })
         .collect();
     if !marker_report.file_changes.is_empty() {
         parts.push(message.render(marker_report)?);

@@ -289,12 +289,14 @@ pub(crate) fn run_then(
             changes: marker_changes,
             ..Outcome::default()
         });
-        outcome.commit_message = Some(
-            match argocd::commit_message(config, message, &outcome, &marker_report)? {
-                Some(m) => m,
-                None => message.render(report)?,
-            },
-        );
+        let mut warnings = Vec::new();
+        let argo =
+            argocd::commit_message(config, message, &outcome, &marker_report, &mut warnings)?;
+        outcome.diagnostics.extend(warnings);
+        outcome.commit_message = Some(match argo {
+            Some(m) => m,
+            None => message.render(report)?,
+        });
     }
     let rendered = render_outputs(config, report.as_ref(), &gathered.definitions, &outcome)?;
     let journal_dir = prepared.as_ref().map(|p| p.dir.as_path());

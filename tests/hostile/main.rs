@@ -12,11 +12,13 @@
 mod escape;
 #[allow(dead_code)] // each surface uses some of the helpers
 mod support;
+mod templates;
 mod writes;
 
 fn main() {
     let mut trials = Vec::new();
     trials.extend(writes::trials());
     trials.extend(escape::trials());
+    trials.extend(templates::trials());
     image_update_testkit::run(trials)
 }

@@ -13,7 +13,12 @@ use crate::parse::{
 use crate::value::{Kind, Type, Value, lookup_field_exported};
 
 /// Resource limits for one execution. Go has none of these; they keep arbitrary template text from
-/// running away. Exceeding one is an [`ExecErrorKind::Limit`] error.
+/// running away. Exceeding one is an [`ExecErrorKind::Limit`] error that names the limit and its
+/// value, at the line and column of the action that passed it.
+///
+/// Together they bound the memory of a render: besides the data and the template, it holds the
+/// output (`max_output`) and what functions built (`max_built`), and a function checks both its
+/// result's size (`max_value_len`) and the budget left before it allocates.
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// Largest output, in bytes (default 16 MiB).
@@ -23,8 +28,15 @@ pub struct Limits {
     /// Largest string or list a function may build, in bytes or elements (default 4 MiB); bounds
     /// `repeat`, `indent`, `printf`, `append`...
     pub max_value_len: usize,
-    /// Most evaluation steps (actions, commands, loop iterations, plus the bytes and elements functions
-    /// touch) one execution may take (default 50 million).
+    /// Most bytes all function calls of one execution may build, together (default 64 MiB): every
+    /// string, list and map a function returns (or `deepCopy` copies) is charged, whether it is
+    /// kept or not, so a loop that builds many values each under `max_value_len` stops too. List
+    /// and map elements count as a value slot each (32 bytes on 64-bit targets; a map entry is
+    /// two), and each list or map, and each string made as part of one, 64 bytes more.
+    pub max_built: u64,
+    /// Most evaluation steps (actions, commands, loop iterations, plus the work of functions
+    /// that is not building: comparing pairs, moving map entries) one execution may take
+    /// (default 50 million).
     pub max_steps: u64,
 }
 
@@ -34,6 +46,7 @@ impl Default for Limits {
             max_output: 16 << 20,
             max_template_depth: 100,
             max_value_len: 4 << 20,
+            max_built: 64 << 20,
             max_steps: 50_000_000,
         }
     }
@@ -110,10 +123,7 @@ impl Template {
             depth: 0,
             limits: limits.clone(),
             steps: 0,
-            ctx: CallCtx {
-                max_value_len: limits.max_value_len,
-                cost: 0,
-            },
+            ctx: CallCtx::new(limits),
         };
         let Some(tree) = self.trees.get(&self.name).cloned() else {
             return Err(ExecError {
@@ -246,7 +256,7 @@ impl<'a> State<'a> {
         if self.steps + self.ctx.cost > self.limits.max_steps {
             return Err(self.err_kind(
                 format!(
-                    "execution exceeds this engine's limit of {} steps",
+                    "execution exceeds this engine's limit of {} steps (max_steps)",
                     self.limits.max_steps
                 ),
                 ExecErrorKind::Limit,
@@ -256,17 +266,26 @@ impl<'a> State<'a> {
     }
 
     fn write(&mut self, b: &[u8]) -> R<()> {
-        if self.out.len() + b.len() > self.limits.max_output {
-            return Err(self.err_kind(
-                format!(
-                    "output exceeds this engine's limit of {} bytes",
-                    self.limits.max_output
-                ),
-                ExecErrorKind::Limit,
-            ));
+        if b.len() > self.output_room() {
+            return Err(self.output_error());
         }
         self.out.extend_from_slice(b);
         Ok(())
+    }
+
+    /// Bytes the output may still take.
+    fn output_room(&self) -> usize {
+        self.limits.max_output.saturating_sub(self.out.len())
+    }
+
+    fn output_error(&self) -> Flow {
+        self.err_kind(
+            format!(
+                "output exceeds this engine's limit of {} bytes (max_output)",
+                self.limits.max_output
+            ),
+            ExecErrorKind::Limit,
+        )
     }
 
     fn set_var(&mut self, name: &str, value: Value) -> R<()> {
@@ -945,7 +964,9 @@ impl<'a> State<'a> {
         }
         let text = match v {
             Value::Invalid => "<no value>".to_owned(),
-            v => gofmt::sprint(std::slice::from_ref(v)),
+            // Printed no further than the output may still go.
+            v => gofmt::sprint_within(std::slice::from_ref(v), self.output_room())
+                .map_err(|_| self.output_error())?,
         };
         self.write(text.as_bytes())
     }

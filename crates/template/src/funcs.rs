@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::capped::Capped;
 use crate::gofmt;
 use crate::value::{Kind, Type, Value};
 
@@ -20,25 +21,166 @@ pub enum Param {
     T(Type),
 }
 
-/// What a function call may use besides its arguments: the limits, and a work counter.
+/// What a list or map element costs the render budget ([`crate::Limits::max_built`]): the memory
+/// of one value slot (a map entry is two).
+pub const ELEMENT_BYTES: u64 = std::mem::size_of::<Value>() as u64;
+
+/// What a new list, map, or string made as part of one, costs the budget besides its contents:
+/// its reference counts, its slice or map, and the allocator's bookkeeping of its allocations,
+/// roughly (a value that is all small parts, a list of lists of two, takes this much per part).
+pub const HEADER_BYTES: u64 = 64;
+
+/// What a function call may use besides its arguments: the limits, the render budget, and a work
+/// counter.
+///
+/// Every function that builds a string, list or map asks first: with the exact size when it can
+/// tell it cheaply ([`CallCtx::reserve_bytes`], [`CallCtx::reserve_elements`]), else it builds into
+/// a [`Capped`] string of [`CallCtx::room`] bytes, which refuses to grow past it. What is built is
+/// charged to the budget, so neither one value nor a loop of them can take more memory than the
+/// limits.
 pub struct CallCtx {
-    /// Largest string or list a function may build.
+    /// Largest string or list a function may build, in bytes or elements.
     pub max_value_len: usize,
-    /// Work done by functions, in elements or bytes touched.
+    /// Most bytes all functions may build in one execution.
+    pub max_built: u64,
+    /// Bytes built so far (list and map elements at [`ELEMENT_BYTES`] each, and
+    /// [`HEADER_BYTES`] for each list, map, or string of a list).
+    pub built: u64,
+    /// Work done by functions besides building (comparisons, moves), in steps.
     pub cost: u64,
+    /// Most work one execution may do ([`crate::Limits::max_steps`]).
+    pub max_work: u64,
 }
 
 impl CallCtx {
-    /// Refuse a result larger than the limit.
-    pub fn check_len(&mut self, n: usize) -> Result<(), CallError> {
-        self.cost = self.cost.saturating_add(n as u64);
-        if n > self.max_value_len {
+    /// A context with nothing built yet.
+    pub fn new(limits: &crate::Limits) -> CallCtx {
+        CallCtx {
+            max_value_len: limits.max_value_len,
+            max_built: limits.max_built,
+            built: 0,
+            cost: 0,
+            max_work: limits.max_steps,
+        }
+    }
+
+    /// Ask to do `n` units of work at once (comparing every pair of a list): refused when it
+    /// would pass the step limit, before it starts.
+    pub fn work(&mut self, n: u64) -> Result<(), CallError> {
+        self.cost = self.cost.saturating_add(n);
+        if self.cost > self.max_work {
             return Err(CallError::Limit(format!(
-                "result of {n} bytes or elements exceeds this engine's limit of {}",
-                self.max_value_len
+                "{n} steps of work exceed this engine's limit of {} steps (max_steps)",
+                self.max_work
             )));
         }
         Ok(())
+    }
+
+    /// Ask to build a string of `n` bytes: refused past the value limit or the budget left, else
+    /// charged.
+    pub fn reserve_bytes(&mut self, n: usize) -> Result<(), CallError> {
+        if n > self.max_value_len {
+            return Err(self.value_error(&format!("{n} bytes")));
+        }
+        self.charge(n as u64, &format!("{n} more bytes"))
+    }
+
+    /// Ask to build a list of `n` elements (or a map of `n` values, keys and values counted):
+    /// refused past the value limit or the budget left, else charged.
+    pub fn reserve_elements(&mut self, n: usize) -> Result<(), CallError> {
+        if n > self.max_value_len {
+            return Err(self.value_error(&format!("{n} elements")));
+        }
+        self.reserve_parts(1, n, 0, 0)
+    }
+
+    /// Ask to build a list of `n` new strings of `bytes` bytes in all.
+    pub fn reserve_strings(&mut self, n: usize, bytes: usize) -> Result<(), CallError> {
+        if n > self.max_value_len {
+            return Err(self.value_error(&format!("{n} elements")));
+        }
+        self.reserve_parts(1, n, n, bytes)
+    }
+
+    /// Ask to build `lists` lists or maps of `elements` elements in all, and `strings` strings
+    /// of `bytes` bytes in all (parts of a larger value, each checked against the value limit by
+    /// what it is part of): refused past the budget left, else charged.
+    pub fn reserve_parts(
+        &mut self,
+        lists: usize,
+        elements: usize,
+        strings: usize,
+        bytes: usize,
+    ) -> Result<(), CallError> {
+        let total = (elements as u64)
+            .saturating_mul(ELEMENT_BYTES)
+            .saturating_add(
+                (lists as u64)
+                    .saturating_add(strings as u64)
+                    .saturating_mul(HEADER_BYTES),
+            )
+            .saturating_add(bytes as u64);
+        let what = if elements == 0 {
+            format!("{total} more bytes")
+        } else {
+            format!("{elements} more elements ({total} bytes)")
+        };
+        self.charge(total, &what)
+    }
+
+    /// The longest string a function may build now: the value limit, or the budget left if less.
+    pub fn room(&self) -> usize {
+        let left = self.max_built.saturating_sub(self.built);
+        self.max_value_len
+            .min(usize::try_from(left).unwrap_or(usize::MAX))
+    }
+
+    /// The error for a string that grew past [`CallCtx::room`].
+    pub fn too_long(&self, room: usize) -> CallError {
+        if room >= self.max_value_len {
+            self.value_error(&format!("more than {room} bytes"))
+        } else {
+            self.budget_error(&format!("more than {room} more bytes"))
+        }
+    }
+
+    /// Take a string built within [`CallCtx::room`] (into a [`Capped`] of that cap) as a value.
+    pub fn take(&mut self, text: Capped) -> Result<Value, CallError> {
+        let room = text.cap();
+        match text.finish() {
+            Some(s) => {
+                self.reserve_bytes(s.len())?;
+                Ok(Value::string(s))
+            }
+            None => Err(self.too_long(room)),
+        }
+    }
+
+    fn charge(&mut self, bytes: u64, what: &str) -> Result<(), CallError> {
+        match self.built.checked_add(bytes) {
+            Some(total) if total <= self.max_built => {
+                self.built = total;
+                Ok(())
+            }
+            _ => Err(self.budget_error(what)),
+        }
+    }
+
+    fn value_error(&self, what: &str) -> CallError {
+        CallError::Limit(format!(
+            "result of {what} exceeds this engine's limit of {} bytes or elements for one value \
+             (max_value_len)",
+            self.max_value_len
+        ))
+    }
+
+    fn budget_error(&self, what: &str) -> CallError {
+        CallError::Limit(format!(
+            "building {what} exceeds this engine's limit of {} bytes built by one execution \
+             (max_built; {} built so far)",
+            self.max_built, self.built
+        ))
     }
 }
 
@@ -122,11 +264,17 @@ impl Registry {
         funcs.insert("call", def(vec![r(), r()], true, builtin_call));
         funcs.insert(
             "print",
-            def(vec![any()], true, |c, a| str_result(c, gofmt::sprint(&a))),
+            def(vec![any()], true, |c, a| {
+                let room = c.room();
+                printed(c, room, gofmt::sprint_within(&a, room))
+            }),
         );
         funcs.insert(
             "println",
-            def(vec![any()], true, |c, a| str_result(c, gofmt::sprintln(&a))),
+            def(vec![any()], true, |c, a| {
+                let room = c.room();
+                printed(c, room, gofmt::sprintln_within(&a, room))
+            }),
         );
         funcs.insert(
             "printf",
@@ -134,21 +282,15 @@ impl Registry {
         );
         funcs.insert(
             "html",
-            def(vec![any()], true, |c, a| {
-                str_result(c, html_escape(&eval_args(&a)))
-            }),
+            def(vec![any()], true, |c, a| escaped(c, &a, html_escape)),
         );
         funcs.insert(
             "js",
-            def(vec![any()], true, |c, a| {
-                str_result(c, js_escape(&eval_args(&a)))
-            }),
+            def(vec![any()], true, |c, a| escaped(c, &a, js_escape)),
         );
         funcs.insert(
             "urlquery",
-            def(vec![any()], true, |c, a| {
-                str_result(c, query_escape(&eval_args(&a)))
-            }),
+            def(vec![any()], true, |c, a| escaped(c, &a, query_escape)),
         );
         funcs.insert("eq", def(vec![r(), r()], true, builtin_eq));
         funcs.insert(
@@ -200,22 +342,56 @@ impl Default for Registry {
     }
 }
 
+/// A string no longer than (a small multiple of) an argument, charged once built: it cannot
+/// multiply memory, and a loop of such calls still meets the budget.
 pub(crate) fn str_result(c: &mut CallCtx, s: String) -> Result<Value, CallError> {
-    c.check_len(s.len())?;
+    c.reserve_bytes(s.len())?;
     Ok(Value::Str(Rc::from(s)))
 }
 
-/// Go's `evalArgs` for `html`, `js` and `urlquery`: one string argument as is, anything else printed.
-fn eval_args(args: &[Value]) -> String {
-    if let [Value::Str(s)] = args {
-        return s.to_string();
+/// A part of an argument as a new string: its length is asked for before it is copied.
+pub(crate) fn str_slice(c: &mut CallCtx, s: &str) -> Result<Value, CallError> {
+    c.reserve_bytes(s.len())?;
+    Ok(Value::str(s))
+}
+
+/// Text printed within `room` bytes, as a value.
+fn printed(
+    c: &mut CallCtx,
+    room: usize,
+    text: Result<String, gofmt::TooLong>,
+) -> Result<Value, CallError> {
+    match text {
+        Ok(text) => {
+            c.reserve_bytes(text.len())?;
+            Ok(Value::string(text))
+        }
+        Err(gofmt::TooLong) => Err(c.too_long(room)),
     }
-    gofmt::sprint(args)
+}
+
+/// `html`, `js` and `urlquery`: Go's `evalArgs` (one string argument as is, anything else
+/// printed), escaped, within the room left.
+fn escaped(
+    c: &mut CallCtx,
+    args: &[Value],
+    escape: fn(&mut Capped, &str),
+) -> Result<Value, CallError> {
+    let room = c.room();
+    let mut out = Capped::new(room);
+    if let [Value::Str(s)] = args {
+        escape(&mut out, s);
+    } else {
+        let text = gofmt::sprint_within(args, room).map_err(|_| c.too_long(room))?;
+        escape(&mut out, &text);
+    }
+    c.take(out)
 }
 
 fn builtin_printf(c: &mut CallCtx, a: Vec<Value>) -> Result<Value, CallError> {
-    let format = a[0].as_str().unwrap_or_default().to_owned();
-    str_result(c, gofmt::sprintf(&format, &a[1..]))
+    let format = a[0].as_str().unwrap_or_default();
+    let room = c.room();
+    printed(c, room, gofmt::sprintf_within(format, &a[1..], room))
 }
 
 fn builtin_len(_: &mut CallCtx, a: Vec<Value>) -> Result<Value, CallError> {
@@ -470,10 +646,12 @@ pub fn le(arg1: &Value, arg2: &Value) -> Result<bool, String> {
     eq(arg1, std::slice::from_ref(arg2))
 }
 
-/// `template.HTMLEscapeString`.
-pub fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+/// `template.HTMLEscapeString`, appended to `out`.
+pub fn html_escape(out: &mut Capped, s: &str) {
     for c in s.chars() {
+        if out.over() {
+            return;
+        }
         match c {
             '\0' => out.push('\u{FFFD}'),
             '"' => out.push_str("&#34;"),
@@ -484,13 +662,14 @@ pub fn html_escape(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
-/// `template.JSEscapeString`.
-pub fn js_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+/// `template.JSEscapeString`, appended to `out`.
+pub fn js_escape(out: &mut Capped, s: &str) {
     for c in s.chars() {
+        if out.over() {
+            return;
+        }
         match c {
             '\\' => out.push_str("\\\\"),
             '\'' => out.push_str("\\'"),
@@ -505,13 +684,14 @@ pub fn js_escape(s: &str) -> String {
             c => out.push_str(&format!("\\u{:04X}", c as u32)),
         }
     }
-    out
 }
 
-/// `url.QueryEscape`.
-pub fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+/// `url.QueryEscape`, appended to `out`.
+pub fn query_escape(out: &mut Capped, s: &str) {
     for b in s.bytes() {
+        if out.over() {
+            return;
+        }
         match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
                 out.push(b as char)
@@ -520,5 +700,4 @@ pub fn query_escape(s: &str) -> String {
             b => out.push_str(&format!("%{b:02X}")),
         }
     }
-    out
 }

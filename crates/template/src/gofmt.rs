@@ -7,11 +7,19 @@
 
 use std::fmt::Write as _;
 
+use crate::capped::Capped;
 use crate::unicode::is_print;
 use crate::value::{Kind, Type, Underlying, Value};
 
 /// Deepest nesting printed before giving up (a map that contains itself would never end).
 const MAX_PRINT_DEPTH: usize = 100;
+
+/// Most bytes of a value printed in an error message; past it the text ends in `...`.
+const MESSAGE_CAP: usize = 64 << 10;
+
+/// Printed text that would pass the cap it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLong;
 
 #[derive(Clone, Copy, Default)]
 struct Flags {
@@ -27,29 +35,21 @@ struct Flags {
 }
 
 struct Printer {
-    buf: String,
+    buf: Capped,
     f: Flags,
     erroring: bool,
 }
 
-/// `fmt.Sprint`.
-pub fn sprint(args: &[Value]) -> String {
-    let mut p = Printer::new();
-    let mut prev_string = false;
-    for (i, a) in args.iter().enumerate() {
-        let is_string = a.kind() == Kind::String;
-        if i > 0 && !is_string && !prev_string {
-            p.buf.push(' ');
-        }
-        p.print_arg(a, 'v');
-        prev_string = is_string;
-    }
-    p.buf
+/// `fmt.Sprint`, refused past `cap` bytes.
+pub fn sprint_within(args: &[Value], cap: usize) -> Result<String, TooLong> {
+    let mut p = Printer::new(cap);
+    p.sprint(args);
+    p.buf.finish().ok_or(TooLong)
 }
 
-/// `fmt.Sprintln`.
-pub fn sprintln(args: &[Value]) -> String {
-    let mut p = Printer::new();
+/// `fmt.Sprintln`, refused past `cap` bytes.
+pub fn sprintln_within(args: &[Value], cap: usize) -> Result<String, TooLong> {
+    let mut p = Printer::new(cap);
     for (i, a) in args.iter().enumerate() {
         if i > 0 {
             p.buf.push(' ');
@@ -57,21 +57,39 @@ pub fn sprintln(args: &[Value]) -> String {
         p.print_arg(a, 'v');
     }
     p.buf.push('\n');
-    p.buf
+    p.buf.finish().ok_or(TooLong)
 }
 
-/// `fmt.Sprintf("%v", v)`.
-pub fn sprint_value(v: &Value) -> String {
-    let mut p = Printer::new();
-    p.print_arg(v, 'v');
-    p.buf
-}
-
-/// `fmt.Sprintf`.
-pub fn sprintf(format: &str, args: &[Value]) -> String {
-    let mut p = Printer::new();
+/// `fmt.Sprintf`, refused past `cap` bytes.
+pub fn sprintf_within(format: &str, args: &[Value], cap: usize) -> Result<String, TooLong> {
+    let mut p = Printer::new(cap);
     p.do_printf(format, args);
-    p.buf
+    p.buf.finish().ok_or(TooLong)
+}
+
+/// `fmt.Sprint(v)` appended to `out` (which refuses to pass its cap).
+pub fn print_value_into(out: &mut Capped, v: &Value) {
+    let mut p = Printer {
+        buf: std::mem::replace(out, Capped::new(0)),
+        f: Flags::default(),
+        erroring: false,
+    };
+    p.print_arg(v, 'v');
+    *out = p.buf;
+}
+
+/// `fmt.Sprintf("%v", v)` for an error message or a name: cut (ending in `...`) past 64 KiB.
+pub fn sprint_value(v: &Value) -> String {
+    let mut p = Printer::new(MESSAGE_CAP);
+    p.print_arg(v, 'v');
+    p.buf.finish_cut()
+}
+
+/// `fmt.Sprintf` for an error message: cut (ending in `...`) past 64 KiB.
+pub fn sprintf(format: &str, args: &[Value]) -> String {
+    let mut p = Printer::new(MESSAGE_CAP);
+    p.do_printf(format, args);
+    p.buf.finish_cut()
 }
 
 fn is_nil_arg(v: &Value) -> bool {
@@ -79,11 +97,26 @@ fn is_nil_arg(v: &Value) -> bool {
 }
 
 impl Printer {
-    fn new() -> Printer {
+    fn new(cap: usize) -> Printer {
         Printer {
-            buf: String::new(),
+            buf: Capped::new(cap),
             f: Flags::default(),
             erroring: false,
+        }
+    }
+
+    fn sprint(&mut self, args: &[Value]) {
+        let mut prev_string = false;
+        for (i, a) in args.iter().enumerate() {
+            if self.buf.over() {
+                return;
+            }
+            let is_string = a.kind() == Kind::String;
+            if i > 0 && !is_string && !prev_string {
+                self.buf.push(' ');
+            }
+            self.print_arg(a, 'v');
+            prev_string = is_string;
         }
     }
 
@@ -139,6 +172,11 @@ impl Printer {
     }
 
     fn print_value(&mut self, v: &Value, verb: char, depth: usize) {
+        // Once over the cap nothing more is kept: stop walking (a value that shares or contains
+        // itself may have exponentially many paths).
+        if self.buf.over() {
+            return;
+        }
         if depth > MAX_PRINT_DEPTH {
             self.buf.push_str("...");
             return;
@@ -207,8 +245,11 @@ impl Printer {
                 } else {
                     self.buf.push_str("map[");
                 }
-                let entries = m.entries.borrow().clone();
+                let entries = m.entries.borrow();
                 for (i, (k, val)) in entries.iter().enumerate() {
+                    if self.buf.over() {
+                        break;
+                    }
                     if i > 0 {
                         self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
@@ -228,6 +269,9 @@ impl Printer {
                     Underlying::Map(..) | Underlying::Interface => Vec::new(),
                 };
                 for (i, field) in s.fields.iter().enumerate() {
+                    if self.buf.over() {
+                        break;
+                    }
                     if i > 0 {
                         self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
@@ -261,6 +305,9 @@ impl Printer {
                 if self.f.sharp_v {
                     let _ = write!(self.buf, "{}{{", s.ty);
                     for (i, item) in s.items.iter().enumerate() {
+                        if self.buf.over() {
+                            break;
+                        }
                         if i > 0 {
                             self.buf.push_str(", ");
                         }
@@ -270,6 +317,9 @@ impl Printer {
                 } else {
                     self.buf.push('[');
                     for (i, item) in s.items.iter().enumerate() {
+                        if self.buf.over() {
+                            break;
+                        }
                         if i > 0 {
                             self.buf.push(' ');
                         }
@@ -563,10 +613,13 @@ impl Printer {
             return;
         }
         let wid = self.f.wid.unwrap_or(0);
+        if !self.buf.fits(width.max(wid)) {
+            return;
+        }
         if wid > width && !self.f.minus {
             self.write_padding(wid - width);
         }
-        let mut out = String::new();
+        let mut out = String::with_capacity(width);
         if self.f.sharp {
             out.push('0');
             out.push(digits[16] as char);
@@ -596,20 +649,30 @@ impl Printer {
             },
             None => s,
         };
+        // A quoted string is at least its text and two quotes.
+        if !self.buf.fits(s.len().saturating_add(2)) {
+            return;
+        }
         if self.f.sharp && can_backquote(s) {
             let q = format!("`{s}`");
             self.pad_str(&q);
             return;
         }
-        let q = quote_with(s, '"', self.f.plus);
-        self.pad_str(&q);
+        if self.f.wid.is_none_or(|w| w == 0) {
+            quote_into(&mut self.buf, s, '"', self.f.plus);
+            return;
+        }
+        let mut q = Capped::new(self.buf.cap().saturating_sub(self.buf.len()));
+        quote_into(&mut q, s, '"', self.f.plus);
+        match q.finish() {
+            Some(q) => self.pad_str(&q),
+            None => self.buf.refuse(),
+        }
     }
 
     fn write_padding(&mut self, n: usize) {
         let c = if self.f.zero { '0' } else { ' ' };
-        for _ in 0..n {
-            self.buf.push(c);
-        }
+        self.buf.push_n(c, n);
     }
 
     fn pad_str(&mut self, s: &str) {
@@ -636,6 +699,9 @@ impl Printer {
         let mut reordered = false;
         let mut i = 0usize;
         'format_loop: while i < end {
+            if self.buf.over() {
+                return;
+            }
             let mut good_arg_num = true;
             let lasti = i;
             while i < end && fb[i] != b'%' {
@@ -896,20 +962,33 @@ pub fn can_backquote(s: &str) -> bool {
         .all(|c| c != '`' && c != '\u{FEFF}' && (c == '\t' || !(c < ' ' || c == '\u{7F}')))
 }
 
-/// `strconv.Quote` (or `QuoteToASCII` when `ascii`) with the given quote character.
-pub fn quote_with(s: &str, q: char, ascii: bool) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+/// `strconv.Quote` (or `QuoteToASCII` when `ascii`) with the given quote character, appended to
+/// `out` (which stops at its cap).
+pub fn quote_into(out: &mut Capped, s: &str, q: char, ascii: bool) {
     out.push(q);
-    for c in s.chars() {
-        append_escaped(&mut out, c, q, ascii);
+    let mut one = String::new();
+    // Runs of printable ASCII other than the quote and `\` are copied as they are.
+    let plain = |c: char| (' '..='~').contains(&c) && c != q && c != '\\';
+    let mut rest = s;
+    while !rest.is_empty() && !out.over() {
+        let run = rest.find(|c| !plain(c)).unwrap_or(rest.len());
+        out.push_str(&rest[..run]);
+        rest = &rest[run..];
+        if let Some(c) = rest.chars().next() {
+            one.clear();
+            append_escaped(&mut one, c, q, ascii);
+            out.push_str(&one);
+            rest = &rest[c.len_utf8()..];
+        }
     }
     out.push(q);
-    out
 }
 
 /// `strconv.Quote`.
 pub fn quote(s: &str) -> String {
-    quote_with(s, '"', false)
+    let mut out = Capped::new(usize::MAX);
+    quote_into(&mut out, s, '"', false);
+    out.finish_cut()
 }
 
 /// `strconv.QuoteRune` / `QuoteRuneToASCII`.
@@ -1153,10 +1232,14 @@ mod tests {
         assert!(tiny[2..].starts_with(&"0".repeat(323)));
         assert!(tiny[..1_076].ends_with("5"), "{}", &tiny[1_000..1_100]);
         assert!(tiny[1_076..].bytes().all(|b| b == b'0'));
-        let u = sprintf("%.70000U", &[Value::int(0x41)]);
+        let u = sprintf_within("%.70000U", &[Value::int(0x41)], usize::MAX).unwrap();
         assert_eq!(u.len(), 70_002);
         assert!(u.starts_with("U+000") && u.ends_with("041"));
-        let g = sprintf("%.69036g", &[Value::Float(1e-10)]);
+        // In an error message the same text is cut.
+        let cut = sprintf("%.70000U", &[Value::int(0x41)]);
+        assert_eq!(cut.len(), 64 * 1024 + 3);
+        assert!(cut.ends_with("..."));
+        let g = sprintf_within("%.69036g", &[Value::Float(1e-10)], usize::MAX).unwrap();
         assert!(g.starts_with("1.00000000000000003643219731549774"), "{g}");
         assert!(g.ends_with("e-10"));
     }

@@ -3,17 +3,40 @@
 
 use std::fmt::Write as _;
 
+use crate::capped::Capped;
+use crate::funcs::{CallCtx, CallError};
 use crate::gofmt::format_float;
 use crate::value::{Kind, Type, Underlying, Value};
 
-/// Encode like `json.Marshal` (`indent` None) or `json.MarshalIndent(v, "", indent)`.
-pub fn encode(v: &Value, indent: Option<&str>, escape_html: bool) -> Result<String, String> {
-    let mut out = String::new();
-    write_value(&mut out, v, indent, 0, escape_html, 0)?;
-    Ok(out)
+/// Why a value was not encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EncodeError {
+    /// Go's error (`json: unsupported type: complex128`).
+    Json(String),
+    /// The text would pass the cap it was given.
+    TooLong,
 }
 
-fn newline(out: &mut String, indent: Option<&str>, level: usize) {
+impl From<String> for EncodeError {
+    fn from(s: String) -> EncodeError {
+        EncodeError::Json(s)
+    }
+}
+
+/// Encode like `json.Marshal` (`indent` None) or `json.MarshalIndent(v, "", indent)`, refused past
+/// `cap` bytes (a value that shares its parts may print exponentially many).
+pub fn encode(
+    v: &Value,
+    indent: Option<&str>,
+    escape_html: bool,
+    cap: usize,
+) -> Result<String, EncodeError> {
+    let mut out = Capped::new(cap);
+    write_value(&mut out, v, indent, 0, escape_html, 0)?;
+    out.finish().ok_or(EncodeError::TooLong)
+}
+
+fn newline(out: &mut Capped, indent: Option<&str>, level: usize) {
     if let Some(ind) = indent {
         out.push('\n');
         for _ in 0..level {
@@ -23,15 +46,20 @@ fn newline(out: &mut String, indent: Option<&str>, level: usize) {
 }
 
 fn write_value(
-    out: &mut String,
+    out: &mut Capped,
     v: &Value,
     indent: Option<&str>,
     level: usize,
     html: bool,
     depth: usize,
-) -> Result<(), String> {
+) -> Result<(), EncodeError> {
+    if out.over() {
+        return Err(EncodeError::TooLong);
+    }
     if depth > 200 {
-        return Err("json: unsupported value: encountered a cycle".to_owned());
+        return Err("json: unsupported value: encountered a cycle"
+            .to_owned()
+            .into());
     }
     match v {
         Value::Invalid | Value::Nil(_) => out.push_str("null"),
@@ -41,10 +69,9 @@ fn write_value(
         }
         Value::Float(f) => {
             if !f.is_finite() {
-                return Err(format!(
-                    "json: unsupported value: {}",
-                    format_float(*f, 'g', -1)
-                ));
+                return Err(
+                    format!("json: unsupported value: {}", format_float(*f, 'g', -1)).into(),
+                );
             }
             let a = f.abs();
             if a != 0.0 && !(1e-6..1e21).contains(&a) {
@@ -59,7 +86,7 @@ fn write_value(
                 out.push_str(&format_float(*f, 'f', -1));
             }
         }
-        Value::Complex(..) => return Err("json: unsupported type: complex128".to_owned()),
+        Value::Complex(..) => return Err("json: unsupported type: complex128".to_owned().into()),
         Value::Str(s) => write_string(out, s, html),
         Value::Slice(s) => {
             if let Type::Slice(e) = &s.ty
@@ -105,23 +132,30 @@ fn write_value(
                 key_kind,
                 Some(Kind::String | Kind::Int | Kind::Int64 | Kind::Int32 | Kind::Uint8)
             ) {
-                return Err(format!("json: unsupported type: {}", m.ty));
+                return Err(format!("json: unsupported type: {}", m.ty).into());
             }
-            let mut entries: Vec<(String, Value)> = m
-                .entries
-                .borrow()
-                .iter()
-                .map(|(k, v)| {
-                    let key = match k {
-                        Value::Str(s) => s.to_string(),
-                        Value::Int(i, _) => i.to_string(),
-                        _ => String::new(),
-                    };
-                    (key, v.clone())
-                })
-                .collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            write_object(out, &entries, indent, level, html, depth)?;
+            let entries = m.entries.borrow();
+            let key = |k: &Value| match k {
+                Value::Str(s) => s.to_string(),
+                Value::Int(i, _) => i.to_string(),
+                _ => String::new(),
+            };
+            // JSON sorts keys by their text. String keys are in that order already (kept in Go's
+            // fmtsort order, by bytes), and are not copied: a map that contains itself would copy
+            // its entries at every level. Integer keys come only from data.
+            let mut order: Vec<usize> = (0..entries.len()).collect();
+            if key_kind != Some(Kind::String) {
+                order.sort_by_cached_key(|i| key(&entries[*i].0).into_bytes());
+            }
+            write_object(
+                out,
+                order.iter().map(|i| (key(&entries[*i].0), &entries[*i].1)),
+                entries.is_empty(),
+                indent,
+                level,
+                html,
+                depth,
+            )?;
         }
         Value::Struct(s) => {
             // A `json.Marshaler` (name.Digest) writes itself; its output is a JSON string here.
@@ -144,7 +178,15 @@ fn write_value(
             }
             let mut entries: Vec<(String, Value)> = Vec::new();
             collect_fields(v, &mut entries);
-            write_object(out, &entries, indent, level, html, depth)?;
+            write_object(
+                out,
+                entries.iter().map(|(k, v)| (k.clone(), v)),
+                entries.is_empty(),
+                indent,
+                level,
+                html,
+                depth,
+            )?;
         }
     }
     Ok(())
@@ -189,25 +231,26 @@ fn is_empty_json(v: &Value) -> bool {
     }
 }
 
-fn write_object(
-    out: &mut String,
-    entries: &[(String, Value)],
+fn write_object<'v>(
+    out: &mut Capped,
+    entries: impl Iterator<Item = (String, &'v Value)>,
+    empty: bool,
     indent: Option<&str>,
     level: usize,
     html: bool,
     depth: usize,
-) -> Result<(), String> {
-    if entries.is_empty() {
+) -> Result<(), EncodeError> {
+    if empty {
         out.push_str("{}");
         return Ok(());
     }
     out.push('{');
-    for (i, (k, v)) in entries.iter().enumerate() {
+    for (i, (k, v)) in entries.enumerate() {
         if i > 0 {
             out.push(',');
         }
         newline(out, indent, level + 1);
-        write_string(out, k, html);
+        write_string(out, &k, html);
         out.push(':');
         if indent.is_some() {
             out.push(' ');
@@ -219,9 +262,12 @@ fn write_object(
     Ok(())
 }
 
-fn write_string(out: &mut String, s: &str, html: bool) {
+fn write_string(out: &mut Capped, s: &str, html: bool) {
     out.push('"');
     for c in s.chars() {
+        if out.over() {
+            return;
+        }
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -243,10 +289,51 @@ fn write_string(out: &mut String, s: &str, html: bool) {
 }
 
 /// Decode like `json.Unmarshal` into `interface{}`: objects become `map[string]interface {}`, arrays
-/// `[]interface {}`, numbers `float64`.
-pub fn decode(s: &str) -> Result<Value, String> {
-    let v: serde_json::Value = serde_json::from_str(s).map_err(|e| e.to_string())?;
+/// `[]interface {}`, numbers `float64`. What the result holds is counted and asked for before the
+/// values are made.
+pub fn decode(c: &mut CallCtx, s: &str) -> Result<Value, CallError> {
+    let v: serde_json::Value =
+        serde_json::from_str(s).map_err(|e| CallError::Msg(e.to_string()))?;
+    let mut n = Parts::default();
+    n.count(&v);
+    c.reserve_parts(n.lists, n.elements, n.strings, n.bytes)?;
     Ok(from_json(&v))
+}
+
+/// What a decoded value is made of.
+#[derive(Default)]
+struct Parts {
+    lists: usize,
+    elements: usize,
+    strings: usize,
+    bytes: usize,
+}
+
+impl Parts {
+    /// Add the lists and maps, their elements (a map entry is two), and the strings of `v`.
+    fn count(&mut self, v: &serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => {
+                self.strings = self.strings.saturating_add(1);
+                self.bytes = self.bytes.saturating_add(s.len());
+            }
+            serde_json::Value::Array(a) => {
+                self.lists = self.lists.saturating_add(1);
+                self.elements = self.elements.saturating_add(a.len());
+                a.iter().for_each(|x| self.count(x));
+            }
+            serde_json::Value::Object(o) => {
+                self.lists = self.lists.saturating_add(1);
+                self.elements = self.elements.saturating_add(o.len().saturating_mul(2));
+                for (k, x) in o {
+                    self.strings = self.strings.saturating_add(1);
+                    self.bytes = self.bytes.saturating_add(k.len());
+                    self.count(x);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn from_json(v: &serde_json::Value) -> Value {

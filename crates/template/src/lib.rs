@@ -54,9 +54,18 @@
 //! # Resource limits
 //!
 //! See [`Limits`]: output size (16 MiB), `{{template}}` nesting (100), size of any string or list a
-//! function builds (4 MiB; bounds `repeat`, `indent`, `printf`, `until`...), evaluation steps (50
-//! million), and nesting of control structures and parentheses at parse time (200). Rendering any text
-//! never panics and always ends.
+//! function builds (4 MiB; bounds `repeat`, `indent`, `printf`, `until`...), what all function
+//! calls of one execution build together (64 MiB, list and map elements counted at the size of a
+//! value slot), evaluation steps (50 million), and nesting of control structures and parentheses
+//! at parse time (200). A function checks the size of its result and the budget left before it
+//! allocates: it computes the size when it can (`repeat`, `join`, `concat`, `until`, `indent`,
+//! `replace`...), or builds into a string that refuses to grow past what is left (printing, JSON,
+//! escaping, `regexReplaceAll`, `wrapWith`); only results no longer than a small multiple of an
+//! argument (case mapping, trimming) are measured once built. A value that shares its parts (a
+//! list of a list twice, sixty times over) is printed, encoded and compared without walking its
+//! exponentially many paths. So the memory of a render is the data and the template plus at most
+//! the output, the budget and a transient copy a few times the size of one value, whatever the
+//! text. Rendering any text never panics and always ends.
 //!
 //! # Known differences from Go
 //!
@@ -90,6 +99,7 @@
 //! - Limits above; Go's own limit of 100,000 nested `{{template}}` calls is 100 here.
 
 pub mod argocd;
+mod capped;
 mod error;
 mod exec;
 pub mod flux;
@@ -163,7 +173,10 @@ mod tests {
         };
         let err = run(r#"{{ repeat 2000 "x" }}"#, &limits).unwrap_err();
         assert!(
-            err.contains("error calling repeat: result of 2000 bytes or elements exceeds"),
+            err.contains(
+                "error calling repeat: result of 2000 bytes exceeds this engine's limit of 1000 \
+                 bytes or elements for one value (max_value_len)"
+            ),
             "{err}"
         );
         let err = run(r#"{{ indent 2000 "x" }}"#, &limits).unwrap_err();

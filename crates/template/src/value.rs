@@ -625,17 +625,30 @@ impl Value {
         }
     }
 
-    /// Go's `reflect.DeepEqual` for the values templates build (values nested deeper than 100 levels,
-    /// which only a map containing itself reaches, compare unequal).
+    /// Go's `reflect.DeepEqual` for the values templates build. As in Go, a slice or map is equal
+    /// to itself, and a pair of slices or maps met again is taken as equal (Go's `visited`), so
+    /// values that share their parts compare in time linear in their distinct parts, not in
+    /// their (maybe exponentially many) paths. Values nested deeper than 100 levels compare
+    /// unequal.
     pub fn deep_equal(&self, other: &Value) -> bool {
-        self.deep_equal_at(other, 0)
+        self.deep_equal_at(other, 0, &mut std::collections::HashSet::new())
     }
 
-    fn deep_equal_at(&self, other: &Value, depth: usize) -> bool {
+    fn deep_equal_at(
+        &self,
+        other: &Value,
+        depth: usize,
+        seen: &mut std::collections::HashSet<(usize, usize)>,
+    ) -> bool {
         if depth > 100 {
             return false;
         }
         let d = depth + 1;
+        // Go's DeepEqual: the same slice (of the same length) or map is equal; a pair already
+        // being compared is assumed equal.
+        let visited = |seen: &mut std::collections::HashSet<(usize, usize)>, a: usize, b: usize| {
+            a == b || !seen.insert((a, b))
+        };
         match (self, other) {
             (Value::Invalid, Value::Invalid) => true,
             (Value::Nil(a), Value::Nil(b)) => a.same(b),
@@ -647,10 +660,11 @@ impl Value {
             (Value::Slice(a), Value::Slice(b)) => {
                 a.ty.same(&b.ty)
                     && a.items.len() == b.items.len()
-                    && a.items
-                        .iter()
-                        .zip(&b.items)
-                        .all(|(x, y)| x.deep_equal_at(y, d))
+                    && (visited(seen, Rc::as_ptr(a) as usize, Rc::as_ptr(b) as usize)
+                        || a.items
+                            .iter()
+                            .zip(&b.items)
+                            .all(|(x, y)| x.deep_equal_at(y, d, seen)))
             }
             (Value::Map(a), Value::Map(b)) => {
                 if !a.ty.same(&b.ty) {
@@ -658,10 +672,10 @@ impl Value {
                 }
                 let (ea, eb) = (a.entries.borrow(), b.entries.borrow());
                 ea.len() == eb.len()
-                    && ea
-                        .iter()
-                        .zip(eb.iter())
-                        .all(|(x, y)| x.0.deep_equal_at(&y.0, d) && x.1.deep_equal_at(&y.1, d))
+                    && (visited(seen, Rc::as_ptr(a) as usize, Rc::as_ptr(b) as usize)
+                        || ea.iter().zip(eb.iter()).all(|(x, y)| {
+                            x.0.deep_equal_at(&y.0, d, seen) && x.1.deep_equal_at(&y.1, d, seen)
+                        }))
             }
             (Value::Struct(a), Value::Struct(b)) => {
                 a.ty.name == b.ty.name
@@ -669,7 +683,7 @@ impl Value {
                     && a.fields
                         .iter()
                         .zip(&b.fields)
-                        .all(|(x, y)| x.deep_equal_at(y, d))
+                        .all(|(x, y)| x.deep_equal_at(y, d, seen))
             }
             _ => false,
         }

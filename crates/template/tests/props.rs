@@ -52,6 +52,7 @@ const LIMITS: Limits = Limits {
     max_output: 1 << 20,
     max_template_depth: 100,
     max_value_len: 1 << 20,
+    max_built: 16 << 20,
     max_steps: 2_000_000,
 };
 /// How long one template may render before the watchdog calls it a hang.

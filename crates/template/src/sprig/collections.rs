@@ -4,12 +4,17 @@ use std::collections::HashMap;
 
 use super::{
     NIL_DEREF, Res, a, arg_int, arg_str, b32dec, b32enc, b64dec, deep_copy, dict_get, dict_set,
-    dict_type, empty, i, is_nil, json_fn, list_result, m, msg, path_base, path_clean, path_dir,
-    path_ext, s, slice_of, strings_result, strslice, strval, to_int64, unsupported,
+    dict_type, empty, i, is_nil, json_fn, list_of, m, msg, path_base, path_clean, path_dir,
+    path_ext, s, slice_of, strslice, strslice_items, strval, strval_into, to_int64, unsupported,
 };
+use crate::capped::Capped;
 use crate::funcs::FuncDef;
-use crate::funcs::{CallCtx, Param, def, str_result, t};
+use crate::funcs::{CallCtx, CallError, Param, def, str_result, t};
 use crate::value::{Type, Value};
+
+// Every list and map is counted before it is made (`list_of`, `reserve_elements`): a list's
+// elements are shared values, so its cost is its length, and copies of a list (`append`,
+// `concat`...) pay for every element they copy.
 
 /// Registers this family's functions.
 pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
@@ -18,15 +23,48 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
             f.insert(name, def(params, variadic, imp));
         };
     add("join", vec![s(), a()], false, |c, a| {
-        str_result(c, strslice(&a[1]).join(arg_str(&a[0])))
+        let sep = arg_str(&a[0]);
+        let items: Vec<&Value> = strslice_items(&a[1])
+            .iter()
+            .filter(|x| !is_nil(x))
+            .collect();
+        // The size of the strings' part is known before anything is copied; printed elements
+        // are printed within the room left.
+        let strings = items
+            .iter()
+            .filter_map(|v| v.as_str())
+            .try_fold(0usize, |n, s| n.checked_add(s.len()));
+        let seps = sep.len().checked_mul(items.len().saturating_sub(1));
+        match strings.zip(seps).and_then(|(a, b)| a.checked_add(b)) {
+            Some(size) if size <= c.room() => {}
+            // Refused, with the size it would have had.
+            Some(size) => c.reserve_bytes(size)?,
+            None => return Err(c.too_long(c.room())),
+        }
+        let mut out = Capped::new(c.room());
+        for (k, v) in items.iter().enumerate() {
+            if k > 0 {
+                out.push_str(sep);
+            }
+            strval_into(&mut out, v);
+        }
+        c.take(out)
     });
     add("sortAlpha", vec![a()], false, |c, a| {
         let mut v = match &a[0] {
-            Value::Slice(_) | Value::Nil(Type::Slice(_)) => strslice(&a[0]),
-            other => vec![strval(other)],
+            Value::Slice(_) | Value::Nil(Type::Slice(_)) => strslice(c, &a[0])?,
+            other => {
+                c.reserve_elements(1)?;
+                vec![strval(c, other)?]
+            }
         };
-        v.sort_by(|x, y| x.as_bytes().cmp(y.as_bytes()));
-        strings_result(c, v)
+        v.sort_by(|x, y| {
+            x.as_str()
+                .unwrap_or_default()
+                .as_bytes()
+                .cmp(y.as_str().unwrap_or_default().as_bytes())
+        });
+        Ok(Value::slice(Type::slice_of(Type::String), v))
     });
     add("default", vec![a(), a()], true, |_, a| {
         if a.len() < 2 || empty(&a[1]) {
@@ -51,33 +89,47 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
     });
     fn compact(c: &mut CallCtx, a: Vec<Value>) -> Res {
         let items = slice_of(&a[0], "compact")?;
-        list_result(c, items.into_iter().filter(|v| !empty(v)).collect())
+        let kept = || items.iter().filter(|v| !empty(v)).cloned();
+        list_of(c, kept().count(), kept())
     }
     add("compact", vec![a()], false, compact);
     add("mustCompact", vec![a()], false, compact);
-    add("fromJson", vec![s()], false, |_, a| {
-        Ok(crate::json::decode(arg_str(&a[0])).unwrap_or(Value::Nil(Type::Any)))
+    add(
+        "fromJson",
+        vec![s()],
+        false,
+        |c, a| match crate::json::decode(c, arg_str(&a[0])) {
+            Err(CallError::Msg(_)) => Ok(Value::Nil(Type::Any)),
+            r => r,
+        },
+    );
+    add("mustFromJson", vec![s()], false, |c, a| {
+        crate::json::decode(c, arg_str(&a[0]))
     });
-    add("mustFromJson", vec![s()], false, |_, a| {
-        Ok(crate::json::decode(arg_str(&a[0]))?)
-    });
+    /// `toJson` and `toPrettyJson` give an empty string for a value Go cannot encode.
+    fn or_empty(r: Res) -> Res {
+        match r {
+            Err(CallError::Msg(_)) => Ok(Value::str("")),
+            r => r,
+        }
+    }
     add("toJson", vec![a()], false, |c, a| {
-        str_result(c, json_fn(&a[0], None, true).unwrap_or_default())
+        or_empty(json_fn(c, &a[0], None, true))
     });
     add("toPrettyJson", vec![a()], false, |c, a| {
-        str_result(c, json_fn(&a[0], Some("  "), true).unwrap_or_default())
+        or_empty(json_fn(c, &a[0], Some("  "), true))
     });
     add("toRawJson", vec![a()], false, |c, a| {
-        str_result(c, json_fn(&a[0], None, false)?)
+        json_fn(c, &a[0], None, false)
     });
     add("mustToJson", vec![a()], false, |c, a| {
-        str_result(c, json_fn(&a[0], None, true)?)
+        json_fn(c, &a[0], None, true)
     });
     add("mustToPrettyJson", vec![a()], false, |c, a| {
-        str_result(c, json_fn(&a[0], Some("  "), true)?)
+        json_fn(c, &a[0], Some("  "), true)
     });
     add("mustToRawJson", vec![a()], false, |c, a| {
-        str_result(c, json_fn(&a[0], None, false)?)
+        json_fn(c, &a[0], None, false)
     });
     add("ternary", vec![a(), a(), t(Type::Bool)], false, |_, a| {
         Ok(if a[2].truth() {
@@ -86,8 +138,10 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
             a[1].clone()
         })
     });
-    add("deepCopy", vec![a()], false, |_, a| deep_copy(&a[0], 0));
-    add("mustDeepCopy", vec![a()], false, |_, a| deep_copy(&a[0], 0));
+    add("deepCopy", vec![a()], false, |c, a| deep_copy(c, &a[0], 0));
+    add("mustDeepCopy", vec![a()], false, |c, a| {
+        deep_copy(c, &a[0], 0)
+    });
     add("typeOf", vec![a()], false, |_, a| {
         Ok(Value::string(
             a[0].clone().unwrap_nil_interface().type_name(),
@@ -120,60 +174,64 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         );
         Ok(Value::Bool(x.deep_equal(&y)))
     });
-    add("base", vec![s()], false, |_, a| {
-        Ok(Value::string(path_base(arg_str(&a[0]))))
-    });
-    add("dir", vec![s()], false, |_, a| {
-        Ok(Value::string(path_dir(arg_str(&a[0]))))
-    });
-    add("clean", vec![s()], false, |_, a| {
-        Ok(Value::string(path_clean(arg_str(&a[0]))))
-    });
-    add("ext", vec![s()], false, |_, a| {
-        Ok(Value::string(path_ext(arg_str(&a[0]))))
-    });
-    add("isAbs", vec![s()], false, |_, a| {
-        Ok(Value::Bool(arg_str(&a[0]).starts_with('/')))
-    });
-    add("osBase", vec![s()], false, |_, a| {
-        Ok(Value::string(path_base(arg_str(&a[0]))))
-    });
-    add("osDir", vec![s()], false, |_, a| {
-        Ok(Value::string(path_dir(arg_str(&a[0]))))
-    });
-    add("osClean", vec![s()], false, |_, a| {
-        Ok(Value::string(path_clean(arg_str(&a[0]))))
-    });
-    add("osExt", vec![s()], false, |_, a| {
-        Ok(Value::string(path_ext(arg_str(&a[0]))))
-    });
-    add("osIsAbs", vec![s()], false, |_, a| {
-        Ok(Value::Bool(arg_str(&a[0]).starts_with('/')))
-    });
+    // Go's `path` functions; the `os` forms are the same on Unix.
+    for name in ["base", "osBase"] {
+        add(name, vec![s()], false, |c, a| {
+            str_result(c, path_base(arg_str(&a[0])))
+        });
+    }
+    for name in ["dir", "osDir"] {
+        add(name, vec![s()], false, |c, a| {
+            str_result(c, path_dir(arg_str(&a[0])))
+        });
+    }
+    for name in ["clean", "osClean"] {
+        add(name, vec![s()], false, |c, a| {
+            str_result(c, path_clean(arg_str(&a[0])))
+        });
+    }
+    for name in ["ext", "osExt"] {
+        add(name, vec![s()], false, |c, a| {
+            str_result(c, path_ext(arg_str(&a[0])))
+        });
+    }
+    for name in ["isAbs", "osIsAbs"] {
+        add(name, vec![s()], false, |_, a| {
+            Ok(Value::Bool(arg_str(&a[0]).starts_with('/')))
+        });
+    }
     add("b64enc", vec![s()], false, |c, a| {
         use base64::Engine as _;
-        str_result(
-            c,
-            base64::engine::general_purpose::STANDARD.encode(arg_str(&a[0]).as_bytes()),
-        )
+        let b = arg_str(&a[0]).as_bytes();
+        c.reserve_bytes(b.len().div_ceil(3).saturating_mul(4))?;
+        Ok(Value::string(
+            base64::engine::general_purpose::STANDARD.encode(b),
+        ))
     });
     add("b64dec", vec![s()], false, |c, a| {
         str_result(c, b64dec(arg_str(&a[0])))
     });
     add("b32enc", vec![s()], false, |c, a| {
-        str_result(c, b32enc(arg_str(&a[0])))
+        let st = arg_str(&a[0]);
+        c.reserve_bytes(st.len().div_ceil(5).saturating_mul(8))?;
+        Ok(Value::string(b32enc(st)))
     });
     add("b32dec", vec![s()], false, |c, a| {
         str_result(c, b32dec(arg_str(&a[0])))
     });
-    add("list", vec![a()], true, list_result);
-    add("tuple", vec![a()], true, list_result);
+    /// `list`: the arguments are the elements (no copy).
+    fn list(c: &mut CallCtx, a: Vec<Value>) -> Res {
+        c.reserve_elements(a.len())?;
+        Ok(Value::list(a))
+    }
+    add("list", vec![a()], true, list);
+    add("tuple", vec![a()], true, list);
     add("dict", vec![a()], true, |c, a| {
-        c.check_len(a.len())?;
-        let mut entries: Vec<(Value, Value)> = Vec::new();
+        c.reserve_elements(a.len().saturating_add(1) / 2 * 2)?;
+        let mut entries: Vec<(Value, Value)> = Vec::with_capacity(a.len().div_ceil(2));
         let mut k = 0;
         while k < a.len() {
-            let key = Value::string(strval(&a[k]));
+            let key = strval(c, &a[k])?;
             let val = a.get(k + 1).cloned().unwrap_or_else(|| Value::str(""));
             entries.retain(|(e, _)| e.as_str() != key.as_str());
             entries.push((key, val));
@@ -184,8 +242,8 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
     add("get", vec![m(), s()], false, |_, a| {
         Ok(dict_get(&a[0], arg_str(&a[1])).unwrap_or_else(|| Value::str("")))
     });
-    add("set", vec![m(), s(), a()], false, |_, a| {
-        dict_set(&a[0], arg_str(&a[1]), a[2].clone())?;
+    add("set", vec![m(), s(), a()], false, |c, a| {
+        dict_set(c, &a[0], arg_str(&a[1]), a[2].clone())?;
         Ok(a[0].clone())
     });
     add("unset", vec![m(), s()], false, |_, a| {
@@ -201,53 +259,71 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
     });
     add("pluck", vec![s(), m()], true, |c, a| {
         let key = arg_str(&a[0]);
-        let items: Vec<Value> = a[1..].iter().filter_map(|d| dict_get(d, key)).collect();
-        list_result(c, items)
+        let found = || a[1..].iter().filter_map(|d| dict_get(d, key));
+        list_of(c, found().count(), found())
     });
     add("keys", vec![m()], true, |c, a| {
-        let keys: Vec<String> = a
+        // map[string]interface{} keys are strings: shared, not copied.
+        let n = a
             .iter()
-            .flat_map(|d| d.map_entries().into_iter().map(|(k, _)| strval(&k)))
-            .collect();
-        strings_result(c, keys)
+            .map(|d| d.go_len().unwrap_or(0))
+            .try_fold(0usize, usize::checked_add)
+            .unwrap_or(usize::MAX);
+        c.reserve_elements(n)?;
+        let mut keys = Vec::with_capacity(n);
+        for d in &a {
+            if let Value::Map(map) = d {
+                keys.extend(map.entries.borrow().iter().map(|(k, _)| k.clone()));
+            }
+        }
+        Ok(Value::slice(Type::slice_of(Type::String), keys))
     });
     add("values", vec![m()], false, |c, a| {
-        list_result(c, a[0].map_entries().into_iter().map(|(_, v)| v).collect())
+        let Value::Map(map) = &a[0] else {
+            return list_of(c, 0, std::iter::empty());
+        };
+        let entries = map.entries.borrow();
+        list_of(c, entries.len(), entries.iter().map(|(_, v)| v.clone()))
     });
-    add("pick", vec![m(), s()], true, |_, a| {
+    /// `pick` (`keep`) and `omit`: the entries whose key is (or is not) named.
+    fn pick_or_omit(c: &mut CallCtx, a: &[Value], keep: bool) -> Res {
         let keys: Vec<&str> = a[1..].iter().map(arg_str).collect();
-        let entries = a[0]
-            .map_entries()
-            .into_iter()
-            .filter(|(k, _)| keys.contains(&k.as_str().unwrap_or_default()))
-            .collect();
+        let Value::Map(map) = &a[0] else {
+            return Ok(Value::map(dict_type(), Vec::new()));
+        };
+        let from = map.entries.borrow();
+        let chosen = || {
+            from.iter()
+                .filter(|(k, _)| keys.contains(&k.as_str().unwrap_or_default()) == keep)
+        };
+        let n = chosen().count();
+        c.reserve_elements(n.saturating_mul(2))?;
+        let mut entries = Vec::with_capacity(n);
+        entries.extend(chosen().cloned());
         Ok(Value::map(dict_type(), entries))
+    }
+    add("pick", vec![m(), s()], true, |c, a| {
+        pick_or_omit(c, &a, true)
     });
-    add("omit", vec![m(), s()], true, |_, a| {
-        let keys: Vec<&str> = a[1..].iter().map(arg_str).collect();
-        let entries = a[0]
-            .map_entries()
-            .into_iter()
-            .filter(|(k, _)| !keys.contains(&k.as_str().unwrap_or_default()))
-            .collect();
-        Ok(Value::map(dict_type(), entries))
+    add("omit", vec![m(), s()], true, |c, a| {
+        pick_or_omit(c, &a, false)
     });
     for name in ["merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite"] {
         add(name, vec![m(), m()], true, unsupported);
     }
     fn push(c: &mut CallCtx, a: Vec<Value>) -> Res {
-        let mut items = slice_of(&a[0], "push")?;
-        items.push(a[1].clone());
-        list_result(c, items)
+        let items = slice_of(&a[0], "push")?;
+        let all = items.iter().chain(std::iter::once(&a[1])).cloned();
+        list_of(c, items.len().saturating_add(1), all)
     }
     add("append", vec![a(), a()], false, push);
     add("push", vec![a(), a()], false, push);
     add("mustAppend", vec![a(), a()], false, push);
     add("mustPush", vec![a(), a()], false, push);
     fn prepend(c: &mut CallCtx, a: Vec<Value>) -> Res {
-        let mut items = slice_of(&a[0], "prepend")?;
-        items.insert(0, a[1].clone());
-        list_result(c, items)
+        let items = slice_of(&a[0], "prepend")?;
+        let all = std::iter::once(&a[1]).chain(items).cloned();
+        list_of(c, items.len().saturating_add(1), all)
     }
     add("prepend", vec![a(), a()], false, prepend);
     add("mustPrepend", vec![a(), a()], false, prepend);
@@ -268,7 +344,7 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         if items.is_empty() {
             return Ok(Value::Nil(Type::slice_of(Type::Any)));
         }
-        list_result(c, items[1..].to_vec())
+        list_of(c, items.len() - 1, items[1..].iter().cloned())
     }
     add("rest", vec![a()], false, rest);
     add("mustRest", vec![a()], false, rest);
@@ -277,40 +353,41 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         if items.is_empty() {
             return Ok(Value::Nil(Type::slice_of(Type::Any)));
         }
-        list_result(c, items[..items.len() - 1].to_vec())
+        list_of(c, items.len() - 1, items[..items.len() - 1].iter().cloned())
     }
     add("initial", vec![a()], false, initial);
     add("mustInitial", vec![a()], false, initial);
     fn reverse(c: &mut CallCtx, a: Vec<Value>) -> Res {
-        let mut items = slice_of(&a[0], "find reverse")?;
-        items.reverse();
-        list_result(c, items)
+        let items = slice_of(&a[0], "find reverse")?;
+        list_of(c, items.len(), items.iter().rev().cloned())
     }
     add("reverse", vec![a()], false, reverse);
     add("mustReverse", vec![a()], false, reverse);
     fn uniq(c: &mut CallCtx, a: Vec<Value>) -> Res {
         let items = slice_of(&a[0], "find uniq")?;
-        c.check_len(items.len().saturating_mul(items.len()) / 16)?;
+        // Comparing every pair is work: asked for before it starts.
+        c.work((items.len() as u64).saturating_mul(items.len() as u64) / 16)?;
+        c.reserve_elements(items.len())?;
         let mut out: Vec<Value> = Vec::new();
         for it in items {
-            if !out.iter().any(|o| o.deep_equal(&it)) {
-                out.push(it);
+            if !out.iter().any(|o| o.deep_equal(it)) {
+                out.push(it.clone());
             }
         }
-        list_result(c, out)
+        Ok(Value::list(out))
     }
     add("uniq", vec![a()], false, uniq);
     add("mustUniq", vec![a()], false, uniq);
     fn without(c: &mut CallCtx, a: Vec<Value>) -> Res {
         let items = slice_of(&a[0], "find without")?;
         let omit = &a[1..];
-        list_result(
-            c,
+        let kept = || {
             items
-                .into_iter()
+                .iter()
                 .filter(|it| !omit.iter().any(|o| o.deep_equal(it)))
-                .collect(),
-        )
+                .cloned()
+        };
+        list_of(c, kept().count(), kept())
     }
     add("without", vec![a(), a()], true, without);
     add("mustWithout", vec![a(), a()], true, without);
@@ -323,12 +400,10 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
     }
     add("has", vec![a(), a()], false, has);
     add("mustHas", vec![a(), a()], false, has);
-    fn sprig_slice(_: &mut CallCtx, a: Vec<Value>) -> Res {
+    fn sprig_slice(c: &mut CallCtx, a: Vec<Value>) -> Res {
         let ty = a[0].ty();
         let items = match &a[0] {
-            Value::Slice(_) | Value::Nil(Type::Slice(_)) => {
-                a[0].slice_items().unwrap_or(&[]).to_vec()
-            }
+            Value::Slice(_) | Value::Nil(Type::Slice(_)) => a[0].slice_items().unwrap_or(&[]),
             v if is_nil(v) => return msg(NIL_DEREF),
             v => {
                 return msg(format!(
@@ -345,27 +420,33 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         if start < 0 || end < start || end as usize > items.len() {
             return msg("reflect: slice index out of range");
         }
+        let part = &items[start as usize..end as usize];
+        c.reserve_elements(part.len())?;
         Ok(Value::slice(
             ty.unwrap_or(Type::slice_of(Type::Any)),
-            items[start as usize..end as usize].to_vec(),
+            part.to_vec(),
         ))
     }
     add("slice", vec![a(), a()], true, sprig_slice);
     add("mustSlice", vec![a(), a()], true, sprig_slice);
     add("concat", vec![a()], true, |c, a| {
-        let mut out: Vec<Value> = Vec::new();
+        let mut n = 0usize;
         for l in &a {
             match l {
-                Value::Slice(s) => out.extend(s.items.iter().cloned()),
+                Value::Slice(s) => n = n.saturating_add(s.items.len()),
                 Value::Nil(Type::Slice(_)) => {}
                 v if is_nil(v) => return msg(NIL_DEREF),
                 v => return msg(format!("Cannot concat type {} as list", v.kind().name())),
             }
         }
-        if out.is_empty() {
+        if n == 0 {
             return Ok(Value::Nil(Type::slice_of(Type::Any)));
         }
-        list_result(c, out)
+        let all = a
+            .iter()
+            .flat_map(|l| l.slice_items().unwrap_or(&[]))
+            .cloned();
+        list_of(c, n, all)
     });
     add("dig", vec![a()], true, |_, a| {
         if a.len() < 3 {
@@ -401,11 +482,14 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         if size <= 0 {
             return msg("runtime error: integer divide by zero");
         }
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        let n = items.len().div_ceil(size);
+        c.reserve_elements(n)?;
+        c.reserve_parts(n, items.len(), 0, 0)?;
         let chunks: Vec<Value> = items
-            .chunks(size as usize)
+            .chunks(size)
             .map(|ch| Value::list(ch.to_vec()))
             .collect();
-        c.check_len(chunks.len())?;
         Ok(Value::slice(
             Type::slice_of(Type::slice_of(Type::Any)),
             chunks,

@@ -14,7 +14,8 @@ mod strings;
 
 use std::collections::HashMap;
 
-use crate::funcs::{CallCtx, CallError, FuncDef, Param, def, str_result, t};
+use crate::capped::{Capped, lossy_len};
+use crate::funcs::{CallCtx, CallError, FuncDef, Param, def, t};
 use crate::gofmt;
 use crate::unicode as u;
 use crate::value::{Kind, Type, Value};
@@ -256,12 +257,23 @@ fn is_nil(v: &Value) -> bool {
 
 const NIL_DEREF: &str = "runtime error: invalid memory address or nil pointer dereference";
 
-/// Sprig's `strval`.
-pub fn strval(v: &Value) -> String {
+/// Sprig's `strval` appended to `out`.
+fn strval_into(out: &mut Capped, v: &Value) {
     match v {
-        Value::Str(s) => s.to_string(),
-        v => gofmt::sprint_value(v),
+        Value::Str(s) => out.push_str(s),
+        v => gofmt::print_value_into(out, v),
     }
+}
+
+/// Sprig's `strval` as a string value: a string is itself (shared, not copied), anything else is
+/// printed within the room left.
+fn strval(c: &mut CallCtx, v: &Value) -> Res {
+    if let Value::Str(_) = v {
+        return Ok(v.clone());
+    }
+    let mut out = Capped::new(c.room());
+    gofmt::print_value_into(&mut out, v);
+    c.take(out)
 }
 
 /// Sprig's `empty`.
@@ -345,73 +357,116 @@ fn go_parse_float(s: &str) -> Option<f64> {
     crate::parse::parse_float(s)
 }
 
-/// Sprig's `strslice` (`toStrings`, `join`, `sortAlpha`).
-fn strslice(v: &Value) -> Vec<String> {
+/// What Sprig's `strslice` reads: a slice's elements, or a value on its own.
+fn strslice_items(v: &Value) -> &[Value] {
     match v {
-        Value::Slice(s) => s.items.iter().filter(|x| !is_nil(x)).map(strval).collect(),
-        Value::Nil(t) if t.kind() == Kind::Slice => Vec::new(),
-        v if is_nil(v) => Vec::new(),
-        v => vec![strval(v)],
+        Value::Slice(s) => &s.items,
+        Value::Nil(t) if t.kind() == Kind::Slice => &[],
+        v if is_nil(v) => &[],
+        v => std::slice::from_ref(v),
     }
 }
 
-fn slice_of(v: &Value, what: &str) -> Result<Vec<Value>, CallError> {
+/// Sprig's `strslice` (`toStrings`, `sortAlpha`): every non-nil element as a string value
+/// (strings shared, others printed), charged before the list is made.
+fn strslice(c: &mut CallCtx, v: &Value) -> Result<Vec<Value>, CallError> {
+    let items = strslice_items(v);
+    let n = items.iter().filter(|x| !is_nil(x)).count();
+    c.reserve_elements(n)?;
+    let mut out = Vec::with_capacity(n);
+    for x in items.iter().filter(|x| !is_nil(x)) {
+        out.push(strval(c, x)?);
+    }
+    Ok(out)
+}
+
+/// The elements of a list argument, borrowed.
+fn slice_of<'v>(v: &'v Value, what: &str) -> Result<&'v [Value], CallError> {
     match v {
-        Value::Slice(s) => Ok(s.items.clone()),
-        Value::Nil(t) if t.kind() == Kind::Slice => Ok(Vec::new()),
+        Value::Slice(s) => Ok(&s.items),
+        Value::Nil(t) if t.kind() == Kind::Slice => Ok(&[]),
         v if is_nil(v) => msg(NIL_DEREF),
         v => msg(format!("Cannot {what} on type {}", v.kind().name())),
     }
 }
 
-fn list_result(c: &mut CallCtx, items: Vec<Value>) -> Res {
-    c.check_len(items.len())?;
-    Ok(Value::list(items))
+/// A `[]interface {}` of the elements `items` yields, `n` of them, asked for before it is made.
+fn list_of(c: &mut CallCtx, n: usize, items: impl Iterator<Item = Value>) -> Res {
+    c.reserve_elements(n)?;
+    let mut out = Vec::with_capacity(n);
+    out.extend(items.take(n));
+    Ok(Value::list(out))
 }
 
-fn strings_result(c: &mut CallCtx, items: Vec<String>) -> Res {
-    c.check_len(items.iter().map(String::len).sum::<usize>() + items.len())?;
-    Ok(Value::strings(items))
+/// A `[]string` of the parts `parts` yields: counted and measured first, then charged, then made.
+fn strings_of<'s, I: Iterator<Item = &'s str>>(c: &mut CallCtx, parts: impl Fn() -> I) -> Res {
+    let (n, bytes) = parts().fold((0usize, 0usize), |(n, b), p| {
+        (n.saturating_add(1), b.saturating_add(p.len()))
+    });
+    c.reserve_strings(n, bytes)?;
+    let mut out = Vec::with_capacity(n);
+    out.extend(parts().map(Value::str));
+    Ok(Value::slice(Type::slice_of(Type::String), out))
 }
 
-fn map_ss(c: &mut CallCtx, parts: Vec<&str>) -> Res {
-    c.check_len(parts.len())?;
-    let entries = parts
-        .into_iter()
+/// `split`/`splitn`: a `map[string]string` from `_0`, `_1`... to the parts, counted and charged
+/// first.
+fn map_ss<'s, I: Iterator<Item = &'s str>>(c: &mut CallCtx, parts: impl Fn() -> I) -> Res {
+    let (n, bytes) = parts()
         .enumerate()
-        .map(|(i, p)| (Value::string(format!("_{i}")), Value::str(p)))
-        .collect();
+        .fold((0usize, 0usize), |(n, b), (i, p)| {
+            let key = 1 + i.checked_ilog10().unwrap_or(0) as usize + 1;
+            (
+                n.saturating_add(1),
+                b.saturating_add(p.len()).saturating_add(key),
+            )
+        });
+    c.reserve_strings(n.saturating_mul(2), bytes)?;
+    let mut entries = Vec::with_capacity(n);
+    entries.extend(
+        parts()
+            .enumerate()
+            .map(|(i, p)| (Value::string(format!("_{i}")), Value::str(p))),
+    );
     Ok(Value::map(
         Type::map_of(Type::String, Type::String),
         entries,
     ))
 }
 
-/// `strings.Split`.
-fn go_split<'s>(s: &'s str, sep: &str, n: i64) -> Vec<&'s str> {
+/// `strings.SplitN`'s parts, one by one (`n` < 0: all of them).
+fn go_split<'s>(s: &'s str, sep: &'s str, n: i64) -> Box<dyn Iterator<Item = &'s str> + 's> {
     if n == 0 {
-        return Vec::new();
+        return Box::new(std::iter::empty());
     }
     if sep.is_empty() {
-        let mut out: Vec<&str> = Vec::new();
-        let mut idx: Vec<usize> = s.char_indices().map(|(i, _)| i).collect();
-        idx.push(s.len());
-        let count = idx.len() - 1;
-        let limit = if n < 0 || n as usize > count {
-            count
-        } else {
-            n as usize
+        // Go's `explode`: one rune each, the last part the rest.
+        let count = s.chars().count();
+        let limit = match usize::try_from(n) {
+            Ok(n) if n <= count => n,
+            _ => count,
         };
-        for k in 0..limit {
-            let end = if k == limit - 1 { s.len() } else { idx[k + 1] };
-            out.push(&s[idx[k]..end]);
-        }
-        return out;
+        let mut rest = s;
+        let mut k = 0;
+        return Box::new(std::iter::from_fn(move || {
+            if k >= limit {
+                return None;
+            }
+            k += 1;
+            let end = if k == limit {
+                rest.len()
+            } else {
+                rest.chars().next().map_or(rest.len(), char::len_utf8)
+            };
+            let (part, tail) = rest.split_at(end);
+            rest = tail;
+            Some(part)
+        }));
     }
-    if n < 0 {
-        return s.split(sep).collect();
+    match usize::try_from(n) {
+        Ok(n) => Box::new(s.splitn(n, sep)),
+        Err(_) => Box::new(s.split(sep)),
     }
-    s.splitn(n as usize, sep).collect()
 }
 
 fn go_title(s: &str) -> String {
@@ -439,6 +494,12 @@ fn bytes_lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Bytes (cut from a string) as a string value, their length asked for before they are copied.
+fn lossy_value(c: &mut CallCtx, b: &[u8]) -> Res {
+    c.reserve_bytes(lossy_len(b))?;
+    Ok(Value::string(bytes_lossy(b)))
+}
+
 fn runtime_slice_err(a: usize, b: Option<usize>, len: usize, tail: bool) -> CallError {
     match (b, tail) {
         (Some(b), false) if b > len => CallError::Msg(format!(
@@ -453,7 +514,8 @@ fn runtime_slice_err(a: usize, b: Option<usize>, len: usize, tail: bool) -> Call
     }
 }
 
-fn substr(start: i64, end: i64, s: &str) -> Result<String, CallError> {
+/// Sprig's `substr`: the bytes it cuts (Go slices bytes).
+fn substr(start: i64, end: i64, s: &str) -> Result<&[u8], CallError> {
     let b = s.as_bytes();
     let len = b.len();
     if start < 0 {
@@ -466,20 +528,20 @@ fn substr(start: i64, end: i64, s: &str) -> Result<String, CallError> {
         if e > len {
             return Err(runtime_slice_err(0, Some(e), len, false));
         }
-        return Ok(bytes_lossy(&b[..e]));
+        return Ok(&b[..e]);
     }
     let st = start as usize;
     if end < 0 || end as usize > len {
         if st > len {
             return Err(runtime_slice_err(st, None, len, true));
         }
-        return Ok(bytes_lossy(&b[st..]));
+        return Ok(&b[st..]);
     }
     let e = end as usize;
     if st > e {
         return Err(runtime_slice_err(st, Some(e), len, false));
     }
-    Ok(bytes_lossy(&b[st..e]))
+    Ok(&b[st..e])
 }
 
 fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<String> {
@@ -517,16 +579,38 @@ fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<String> {
     ))
 }
 
-fn wrap_custom(s: &str, wrap_length: i64, new_line: &str, wrap_long: bool) -> String {
+/// goutils' `WrapCustom`: the bytes (Go cuts bytes), or `None` past `cap` (each break adds
+/// `new_line`, so the result may be many times the text).
+fn wrap_custom(
+    s: &str,
+    wrap_length: i64,
+    new_line: &str,
+    wrap_long: bool,
+    cap: usize,
+) -> Option<Vec<u8>> {
     if s.is_empty() {
-        return String::new();
+        return Some(Vec::new());
     }
     let new_line = if new_line.is_empty() { "\n" } else { new_line };
-    let wl = wrap_length.max(1) as usize;
+    let wl = usize::try_from(wrap_length.max(1)).unwrap_or(usize::MAX);
     let b = s.as_bytes();
     let len = b.len();
     let mut offset = 0usize;
     let mut out: Vec<u8> = Vec::new();
+    // Each line and its break are checked against the cap before they are copied.
+    let line = |out: &mut Vec<u8>, text: &[u8], brk: bool| -> Option<()> {
+        let add = text
+            .len()
+            .checked_add(if brk { new_line.len() } else { 0 })?;
+        if out.len().checked_add(add)? > cap {
+            return None;
+        }
+        out.extend_from_slice(text);
+        if brk {
+            out.extend_from_slice(new_line.as_bytes());
+        }
+        Some(())
+    };
     while len - offset > wl {
         if b[offset] == b' ' {
             offset += 1;
@@ -536,32 +620,29 @@ fn wrap_custom(s: &str, wrap_length: i64, new_line: &str, wrap_long: bool) -> St
         let space = b[offset..end].iter().rposition(|c| *c == b' ');
         if let Some(sp) = space {
             let at = sp + offset;
-            out.extend_from_slice(&b[offset..at]);
-            out.extend_from_slice(new_line.as_bytes());
+            line(&mut out, &b[offset..at], true)?;
             offset = at + 1;
         } else if wrap_long {
             let end = wl + offset;
-            out.extend_from_slice(&b[offset..end]);
-            out.extend_from_slice(new_line.as_bytes());
+            line(&mut out, &b[offset..end], true)?;
             offset += wl;
         } else {
             let end = wl + offset;
             match b[end..].iter().position(|c| *c == b' ') {
                 None => {
-                    out.extend_from_slice(&b[offset..]);
+                    line(&mut out, &b[offset..], false)?;
                     offset = len;
                 }
                 Some(idx) => {
                     let at = idx + end;
-                    out.extend_from_slice(&b[offset..at]);
-                    out.extend_from_slice(new_line.as_bytes());
+                    line(&mut out, &b[offset..at], true)?;
                     offset = at + 1;
                 }
             }
         }
     }
-    out.extend_from_slice(&b[offset..]);
-    bytes_lossy(&out)
+    line(&mut out, &b[offset..], false)?;
+    Some(out)
 }
 
 /// Bytes read as runes one by one, the way goutils' byte loops do (non-ASCII bytes become Latin-1).
@@ -977,58 +1058,63 @@ fn must_compile(pattern: &str) -> Result<regex::Regex, CallError> {
     })
 }
 
-fn find_all(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
-    if n == 0 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
+/// Go's `FindAll` matches: an empty match right after the previous match is skipped.
+fn go_matches<'s>(re: &'s regex::Regex, s: &'s str) -> impl Iterator<Item = regex::Match<'s>> {
     let mut prev_end: Option<usize> = None;
-    for m in re.find_iter(s) {
-        // Go skips an empty match right after the previous match.
-        if m.start() == m.end() && prev_end == Some(m.start()) {
-            continue;
+    re.find_iter(s).filter(move |m| {
+        let skip = m.start() == m.end() && prev_end == Some(m.start());
+        if !skip {
+            prev_end = Some(m.end());
         }
-        out.push(m.as_str().to_owned());
-        prev_end = Some(m.end());
-        if n > 0 && out.len() as i64 >= n {
-            break;
-        }
-    }
-    out
+        !skip
+    })
 }
 
-fn regex_split(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
+/// `FindAllString(s, n)`: at most `n` matches (all when `n` < 0).
+fn find_all<'s>(re: &'s regex::Regex, s: &'s str, n: i64) -> impl Iterator<Item = &'s str> {
+    let limit = if n < 0 {
+        usize::MAX
+    } else {
+        usize::try_from(n).unwrap_or(usize::MAX)
+    };
+    go_matches(re, s).map(|m| m.as_str()).take(limit)
+}
+
+/// `Regexp.Split(s, n)`: the parts, one by one.
+fn regex_split<'s>(
+    re: &'s regex::Regex,
+    s: &'s str,
+    n: i64,
+) -> Box<dyn Iterator<Item = &'s str> + 's> {
     if n == 0 {
-        return Vec::new();
+        return Box::new(std::iter::empty());
     }
     if !re.as_str().is_empty() && s.is_empty() {
-        return vec![String::new()];
+        return Box::new(std::iter::once(""));
     }
-    let mut matches: Vec<(usize, usize)> = Vec::new();
-    let mut prev_end: Option<usize> = None;
-    for m in re.find_iter(s) {
-        if m.start() == m.end() && prev_end == Some(m.start()) {
-            continue;
+    let mut matches = go_matches(re, s);
+    let (mut beg, mut end, mut pushed, mut done) = (0usize, 0usize, 0i64, false);
+    Box::new(std::iter::from_fn(move || {
+        while !done {
+            if !(n > 0 && pushed == n - 1)
+                && let Some(m) = matches.next()
+            {
+                end = m.start();
+                let part = &s[beg..end];
+                beg = m.end();
+                if m.end() != 0 {
+                    pushed += 1;
+                    return Some(part);
+                }
+                continue;
+            }
+            done = true;
+            if end != s.len() {
+                return Some(&s[beg..]);
+            }
         }
-        matches.push((m.start(), m.end()));
-        prev_end = Some(m.end());
-    }
-    let mut out: Vec<String> = Vec::new();
-    let (mut beg, mut end) = (0usize, 0usize);
-    for (ms, me) in matches {
-        if n > 0 && out.len() as i64 == n - 1 {
-            break;
-        }
-        end = ms;
-        if me != 0 {
-            out.push(s[beg..end].to_owned());
-        }
-        beg = me;
-    }
-    if end != s.len() {
-        out.push(s[beg..].to_owned());
-    }
-    out
+        None
+    }))
 }
 
 // --- paths ---------------------------------------------------------------------------------------
@@ -1181,7 +1267,9 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn deep_copy(v: &Value, depth: usize) -> Result<Value, CallError> {
+/// Sprig's `deepCopy`: every list and map copied, each asked for before it is made (a value that
+/// shares its parts copies them once per path, which can be exponentially many).
+fn deep_copy(c: &mut CallCtx, v: &Value, depth: usize) -> Res {
     if depth > 100 {
         return Err(CallError::Limit(
             "value nested deeper than this engine's limit of 100 levels".to_owned(),
@@ -1189,14 +1277,19 @@ fn deep_copy(v: &Value, depth: usize) -> Result<Value, CallError> {
     }
     Ok(match v {
         Value::Slice(s) => {
-            let items: Result<Vec<Value>, CallError> =
-                s.items.iter().map(|x| deep_copy(x, depth + 1)).collect();
-            Value::slice(s.ty.clone(), items?)
+            c.reserve_elements(s.items.len())?;
+            let mut items = Vec::with_capacity(s.items.len());
+            for x in &s.items {
+                items.push(deep_copy(c, x, depth + 1)?);
+            }
+            Value::slice(s.ty.clone(), items)
         }
         Value::Map(m) => {
-            let mut entries = Vec::new();
-            for (k, x) in m.entries.borrow().iter() {
-                entries.push((k.clone(), deep_copy(x, depth + 1)?));
+            let from = m.entries.borrow();
+            c.reserve_elements(from.len().saturating_mul(2))?;
+            let mut entries = Vec::with_capacity(from.len());
+            for (k, x) in from.iter() {
+                entries.push((k.clone(), deep_copy(c, x, depth + 1)?));
             }
             Value::map(m.ty.clone(), entries)
         }
@@ -1208,7 +1301,7 @@ fn dict_get(d: &Value, key: &str) -> Option<Value> {
     d.map_get(&Value::str(key))
 }
 
-fn dict_set(d: &Value, key: &str, value: Value) -> Result<(), CallError> {
+fn dict_set(c: &mut CallCtx, d: &Value, key: &str, value: Value) -> Result<(), CallError> {
     let Value::Map(m) = d else {
         return msg("assignment to entry in nil map");
     };
@@ -1216,7 +1309,12 @@ fn dict_set(d: &Value, key: &str, value: Value) -> Result<(), CallError> {
     let k = Value::str(key);
     match entries.binary_search_by(|(e, _)| crate::value::compare_keys(e, &k)) {
         Ok(i) => entries[i].1 = value,
-        Err(i) => entries.insert(i, (k, value)),
+        Err(i) => {
+            // A new entry (and its key): charged, and the entries it moves count as work.
+            c.reserve_parts(0, 2, 1, key.len())?;
+            c.cost = c.cost.saturating_add((entries.len() - i) as u64);
+            entries.insert(i, (k, value));
+        }
     }
     Ok(())
 }
@@ -1225,56 +1323,40 @@ fn unsupported(_: &mut CallCtx, _: Vec<Value>) -> Res {
     Err(CallError::Unsupported)
 }
 
+/// Sprig's `untilStep`: the count is computed first (Go would loop past an overflow; here the
+/// list ends there).
 fn until_step(c: &mut CallCtx, start: i64, stop: i64, step: i64) -> Res {
-    let mut v = Vec::new();
-    if stop < start {
-        if step >= 0 {
-            return Ok(Value::slice(Type::slice_of(Type::Int), v));
-        }
-        let n = ((start - stop) as u64).div_ceil(step.unsigned_abs());
-        c.check_len(n as usize)?;
-        let mut i = start;
-        while i > stop {
-            v.push(Value::int(i));
-            i += step;
-        }
-        return Ok(Value::slice(Type::slice_of(Type::Int), v));
-    }
-    if step <= 0 {
-        return Ok(Value::slice(Type::slice_of(Type::Int), v));
-    }
-    let n = ((stop - start) as u64).div_ceil(step as u64);
-    c.check_len(n as usize)?;
+    let n = if stop < start && step < 0 {
+        start.abs_diff(stop).div_ceil(step.unsigned_abs())
+    } else if stop > start && step > 0 {
+        stop.abs_diff(start).div_ceil(step.unsigned_abs())
+    } else {
+        0
+    };
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    c.reserve_elements(n)?;
+    let mut v = Vec::with_capacity(n);
     let mut i = start;
-    while i < stop {
+    for _ in 0..n {
         v.push(Value::int(i));
-        i += step;
+        i = i.wrapping_add(step);
     }
     Ok(Value::slice(Type::slice_of(Type::Int), v))
 }
 
 fn seq(c: &mut CallCtx, p: &[i64]) -> Res {
-    let ints = |v: Value| -> Vec<String> {
-        v.slice_items()
-            .unwrap_or(&[])
-            .iter()
-            .map(|x| to_int64(x).to_string())
-            .collect()
-    };
-    let s = match p.len() {
-        0 => String::new(),
-        1 => {
-            let (start, end) = (1, p[0]);
-            let inc = if end < start { -1 } else { 1 };
-            ints(until_step(c, start, end + inc, inc)?).join(" ")
+    // Go's int arithmetic wraps.
+    let list = match *p {
+        [] => return Ok(Value::str("")),
+        [end] => {
+            let inc = if end < 1 { -1 } else { 1 };
+            until_step(c, 1, end.wrapping_add(inc), inc)?
         }
-        2 => {
-            let (start, end) = (p[0], p[1]);
+        [start, end] => {
             let step = if end < start { -1 } else { 1 };
-            ints(until_step(c, start, end + step, step)?).join(" ")
+            until_step(c, start, end.wrapping_add(step), step)?
         }
-        3 => {
-            let (start, step, end) = (p[0], p[1], p[2]);
+        [start, step, end] => {
             let mut inc = 1;
             if end < start {
                 inc = -1;
@@ -1282,15 +1364,31 @@ fn seq(c: &mut CallCtx, p: &[i64]) -> Res {
                     return Ok(Value::str(""));
                 }
             }
-            ints(until_step(c, start, end + inc, step)?).join(" ")
+            until_step(c, start, end.wrapping_add(inc), step)?
         }
-        _ => String::new(),
+        _ => return Ok(Value::str("")),
     };
-    str_result(c, s)
+    let mut out = Capped::new(c.room());
+    for (i, x) in list.slice_items().unwrap_or(&[]).iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(&to_int64(x).to_string());
+    }
+    c.take(out)
 }
 
-fn json_fn(v: &Value, indent: Option<&str>, html: bool) -> Result<String, String> {
-    crate::json::encode(v, indent, html)
+/// The `toJson` family within the room left; Go's encoding errors are [`CallError::Msg`].
+fn json_fn(c: &mut CallCtx, v: &Value, indent: Option<&str>, html: bool) -> Res {
+    let room = c.room();
+    match crate::json::encode(v, indent, html, room) {
+        Ok(text) => {
+            c.reserve_bytes(text.len())?;
+            Ok(Value::string(text))
+        }
+        Err(crate::json::EncodeError::Json(e)) => msg(e),
+        Err(crate::json::EncodeError::TooLong) => Err(c.too_long(room)),
+    }
 }
 
 /// Registers every hermetic Sprig function, family by family.

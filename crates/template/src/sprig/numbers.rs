@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use super::{
-    Res, a, arg_int, arg_str, go_split, i, map_ss, msg, s, seq, strings_result, strslice,
-    to_float64, to_int64, unsupported, until_step,
+    Res, a, arg_int, arg_str, go_split, i, map_ss, msg, s, seq, strings_of, strslice, to_float64,
+    to_int64, unsupported, until_step,
 };
 use crate::funcs::FuncDef;
 use crate::funcs::{CallCtx, Param, def, t};
@@ -51,22 +51,19 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         seq(c, &p)
     });
     add("split", vec![s(), s()], false, |c, a| {
-        let parts = go_split(arg_str(&a[1]), arg_str(&a[0]), -1);
-        map_ss(c, parts)
+        map_ss(c, || go_split(arg_str(&a[1]), arg_str(&a[0]), -1))
     });
     add("splitList", vec![s(), s()], false, |c, a| {
-        let parts: Vec<String> = go_split(arg_str(&a[1]), arg_str(&a[0]), -1)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        strings_result(c, parts)
+        strings_of(c, || go_split(arg_str(&a[1]), arg_str(&a[0]), -1))
     });
     add("splitn", vec![s(), i(), s()], false, |c, a| {
-        let parts = go_split(arg_str(&a[2]), arg_str(&a[0]), arg_int(&a[1]));
-        map_ss(c, parts)
+        map_ss(c, || {
+            go_split(arg_str(&a[2]), arg_str(&a[0]), arg_int(&a[1]))
+        })
     });
     add("toStrings", vec![a()], false, |c, a| {
-        strings_result(c, strslice(&a[0]))
+        let items = strslice(c, &a[0])?;
+        Ok(Value::slice(Type::slice_of(Type::String), items))
     });
     add("until", vec![i()], false, |c, a| {
         let n = arg_int(&a[0]);

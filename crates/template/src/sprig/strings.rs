@@ -3,15 +3,22 @@
 use std::collections::HashMap;
 
 use super::{
-    Res, a, abbreviate_full, adler32, arg_int, arg_str, bytes_lossy, camel_to_lower, camelcase,
-    go_title, go_trim_space, hex, i, initials, is_nil, msg, nospace, s, strval, substr, swapcase,
-    untitle, wrap_custom,
+    Res, a, abbreviate_full, adler32, arg_int, arg_str, camel_to_lower, camelcase, go_title,
+    go_trim_space, hex, i, initials, is_nil, lossy_value, msg, nospace, s, strval, strval_into,
+    substr, swapcase, untitle, wrap_custom,
 };
+use crate::capped::Capped;
 use crate::funcs::FuncDef;
-use crate::funcs::{CallCtx, CallError, Param, def, str_result};
+use crate::funcs::{CallCtx, Param, def, str_result, str_slice};
 use crate::gofmt;
 use crate::unicode as u;
 use crate::value::Value;
+
+// Results no longer than a small multiple of an argument (case mapping, trimming, abbreviation)
+// are charged once built (`str_result`): they cannot multiply memory. Parts of an argument are
+// asked for before they are copied (`str_slice`, `lossy_value`); results that can be many times
+// their arguments (`repeat`, `indent`, `replace`, `wrapWith`, `cat`, `quote`) are sized, or built
+// within the room left, before they take memory.
 
 /// Registers this family's functions.
 pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
@@ -23,7 +30,7 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         let w = arg_int(&a[0]);
         let st = arg_str(&a[1]);
         if w < 4 {
-            return str_result(c, st.to_owned());
+            return str_slice(c, st);
         }
         str_result(c, abbreviate_full(st, 0, w).unwrap_or_default())
     });
@@ -31,7 +38,7 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         let (l, r) = (arg_int(&a[0]), arg_int(&a[1]));
         let st = arg_str(&a[2]);
         if r < 4 || (l > 0 && r < 7) {
-            return str_result(c, st.to_owned());
+            return str_slice(c, st);
         }
         str_result(c, abbreviate_full(st, l, r).unwrap_or_default())
     });
@@ -39,17 +46,16 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         let n = arg_int(&a[0]);
         let b = arg_str(&a[1]).as_bytes();
         let len = b.len() as i64;
-        let out = if n < 0 && len + n > 0 {
-            bytes_lossy(&b[(len + n) as usize..])
+        if n < 0 && len + n > 0 {
+            lossy_value(c, &b[(len + n) as usize..])
         } else if n >= 0 && len > n {
-            bytes_lossy(&b[..n as usize])
+            lossy_value(c, &b[..n as usize])
         } else {
-            arg_str(&a[1]).to_owned()
-        };
-        str_result(c, out)
+            Ok(a[1].clone())
+        }
     });
     add("trim", vec![s()], false, |c, a| {
-        str_result(c, go_trim_space(arg_str(&a[0])).to_owned())
+        str_slice(c, go_trim_space(arg_str(&a[0])))
     });
     add("upper", vec![s()], false, |c, a| {
         str_result(c, arg_str(&a[0]).chars().map(u::to_upper).collect())
@@ -65,7 +71,7 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
     });
     add("substr", vec![i(), i(), s()], false, |c, a| {
         let out = substr(arg_int(&a[0]), arg_int(&a[1]), arg_str(&a[2]))?;
-        str_result(c, out)
+        lossy_value(c, out)
     });
     add("repeat", vec![i(), s()], false, |c, a| {
         let n = arg_int(&a[0]);
@@ -73,27 +79,23 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         if n < 0 {
             return msg("strings: negative Repeat count");
         }
-        c.check_len((n as usize).saturating_mul(st.len()))?;
-        str_result(c, st.repeat(n as usize))
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        c.reserve_bytes(n.saturating_mul(st.len()))?;
+        Ok(Value::string(st.repeat(n)))
     });
     fn trim_all(c: &mut CallCtx, a: Vec<Value>) -> Res {
         let cut: Vec<char> = arg_str(&a[0]).chars().collect();
-        str_result(
-            c,
-            arg_str(&a[1])
-                .trim_matches(|ch| cut.contains(&ch))
-                .to_owned(),
-        )
+        str_slice(c, arg_str(&a[1]).trim_matches(|ch| cut.contains(&ch)))
     }
     add("trimall", vec![s(), s()], false, trim_all);
     add("trimAll", vec![s(), s()], false, trim_all);
     add("trimSuffix", vec![s(), s()], false, |c, a| {
         let (suf, st) = (arg_str(&a[0]), arg_str(&a[1]));
-        str_result(c, st.strip_suffix(suf).unwrap_or(st).to_owned())
+        str_slice(c, st.strip_suffix(suf).unwrap_or(st))
     });
     add("trimPrefix", vec![s(), s()], false, |c, a| {
         let (pre, st) = (arg_str(&a[0]), arg_str(&a[1]));
-        str_result(c, st.strip_prefix(pre).unwrap_or(st).to_owned())
+        str_slice(c, st.strip_prefix(pre).unwrap_or(st))
     });
     add("nospace", vec![s()], false, |c, a| {
         str_result(c, nospace(arg_str(&a[0])))
@@ -114,13 +116,18 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         str_result(c, camelcase(arg_str(&a[0])))
     });
     add("wrap", vec![i(), s()], false, |c, a| {
-        str_result(c, wrap_custom(arg_str(&a[1]), arg_int(&a[0]), "", false))
+        let room = c.room();
+        match wrap_custom(arg_str(&a[1]), arg_int(&a[0]), "", false, room) {
+            Some(b) => lossy_value(c, &b),
+            None => Err(c.too_long(room)),
+        }
     });
     add("wrapWith", vec![i(), s(), s()], false, |c, a| {
-        str_result(
-            c,
-            wrap_custom(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1]), true),
-        )
+        let room = c.room();
+        match wrap_custom(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1]), true, room) {
+            Some(b) => lossy_value(c, &b),
+            None => Err(c.too_long(room)),
+        }
     });
     add("contains", vec![s(), s()], false, |_, a| {
         Ok(Value::Bool(arg_str(&a[1]).contains(arg_str(&a[0]))))
@@ -132,51 +139,95 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         Ok(Value::Bool(arg_str(&a[1]).ends_with(arg_str(&a[0]))))
     });
     add("quote", vec![a()], true, |c, a| {
-        let parts: Vec<String> = a
-            .iter()
-            .filter(|v| !is_nil(v))
-            .map(|v| gofmt::quote(&strval(v)))
-            .collect();
-        str_result(c, parts.join(" "))
+        let mut out = Capped::new(c.room());
+        for (k, v) in a.iter().filter(|v| !is_nil(v)).enumerate() {
+            if k > 0 {
+                out.push(' ');
+            }
+            match v {
+                Value::Str(s) => gofmt::quote_into(&mut out, s, '"', false),
+                v => {
+                    let mut text = Capped::new(out.cap());
+                    strval_into(&mut text, v);
+                    match text.finish() {
+                        Some(text) => gofmt::quote_into(&mut out, &text, '"', false),
+                        None => out.refuse(),
+                    }
+                }
+            }
+        }
+        c.take(out)
     });
     add("squote", vec![a()], true, |c, a| {
-        let parts: Vec<String> = a
-            .iter()
-            .filter(|v| !is_nil(v))
-            .map(|v| format!("'{}'", gofmt::sprint_value(v)))
-            .collect();
-        str_result(c, parts.join(" "))
+        let mut out = Capped::new(c.room());
+        for (k, v) in a.iter().filter(|v| !is_nil(v)).enumerate() {
+            if k > 0 {
+                out.push(' ');
+            }
+            out.push('\'');
+            gofmt::print_value_into(&mut out, v);
+            out.push('\'');
+        }
+        c.take(out)
     });
     add("cat", vec![a()], true, |c, a| {
-        let parts: Vec<String> = a
-            .iter()
-            .filter(|v| !is_nil(v))
-            .map(gofmt::sprint_value)
-            .collect();
-        str_result(c, parts.join(" "))
+        let mut out = Capped::new(c.room());
+        for (k, v) in a.iter().filter(|v| !is_nil(v)).enumerate() {
+            if k > 0 {
+                out.push(' ');
+            }
+            gofmt::print_value_into(&mut out, v);
+        }
+        c.take(out)
     });
-    fn indent(c: &mut CallCtx, n: i64, v: &str) -> Result<String, CallError> {
+    /// Sprig's `indent`, after `lead` (`nindent`'s newline): sized and asked for first.
+    fn indent(c: &mut CallCtx, lead: &str, n: i64, v: &str) -> Res {
         if n < 0 {
             return msg("strings: negative Repeat count");
         }
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
         let lines = v.matches('\n').count() + 1;
-        c.check_len((n as usize).saturating_mul(lines).saturating_add(v.len()))?;
-        let pad = " ".repeat(n as usize);
-        Ok(format!("{pad}{}", v.replace('\n', &format!("\n{pad}"))))
+        let size = n
+            .checked_mul(lines)
+            .and_then(|p| p.checked_add(v.len()))
+            .and_then(|p| p.checked_add(lead.len()))
+            .unwrap_or(usize::MAX);
+        c.reserve_bytes(size)?;
+        let pad = " ".repeat(n);
+        let mut out = String::with_capacity(size);
+        out.push_str(lead);
+        for (k, line) in v.split('\n').enumerate() {
+            if k > 0 {
+                out.push('\n');
+            }
+            out.push_str(&pad);
+            out.push_str(line);
+        }
+        Ok(Value::string(out))
     }
     add("indent", vec![i(), s()], false, |c, a| {
-        let out = indent(c, arg_int(&a[0]), arg_str(&a[1]))?;
-        str_result(c, out)
+        indent(c, "", arg_int(&a[0]), arg_str(&a[1]))
     });
     add("nindent", vec![i(), s()], false, |c, a| {
-        let out = indent(c, arg_int(&a[0]), arg_str(&a[1]))?;
-        str_result(c, format!("\n{out}"))
+        indent(c, "\n", arg_int(&a[0]), arg_str(&a[1]))
     });
     add("replace", vec![s(), s(), s()], false, |c, a| {
         let (old, new, src) = (arg_str(&a[0]), arg_str(&a[1]), arg_str(&a[2]));
+        // strings.Replace with an empty old inserts `new` around every rune.
+        let (count, removed) = if old.is_empty() {
+            (src.chars().count() + 1, 0)
+        } else {
+            let k = src.matches(old).count();
+            (k, k * old.len())
+        };
+        let size = count
+            .checked_mul(new.len())
+            .and_then(|p| p.checked_add(src.len() - removed))
+            .unwrap_or(usize::MAX);
+        c.reserve_bytes(size)?;
         let out = if old.is_empty() {
-            // strings.Replace with an empty old inserts `new` around every rune.
-            let mut o = String::from(new);
+            let mut o = String::with_capacity(size);
+            o.push_str(new);
             for ch in src.chars() {
                 o.push(ch);
                 o.push_str(new);
@@ -185,7 +236,7 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
         } else {
             src.replace(old, new)
         };
-        str_result(c, out)
+        Ok(Value::string(out))
     });
     add("plural", vec![s(), s(), i()], false, |_, a| {
         Ok(if arg_int(&a[2]) == 1 {
@@ -209,7 +260,5 @@ pub(super) fn register(f: &mut HashMap<&'static str, FuncDef>) {
     add("adler32sum", vec![s()], false, |_, a| {
         Ok(Value::string(adler32(arg_str(&a[0])).to_string()))
     });
-    add("toString", vec![a()], false, |c, a| {
-        str_result(c, strval(&a[0]))
-    });
+    add("toString", vec![a()], false, |c, a| strval(c, &a[0]));
 }
