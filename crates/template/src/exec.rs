@@ -780,6 +780,16 @@ impl<'a> State<'a> {
             return Ok(v);
         }
         let argv = self.eval_args(dot, args, final_, params, variadic, num_in)?;
+        // A function may read all of its arguments (`contains`, `regexMatch`, `eq` on long
+        // strings): the steps pay for that too, so a loop of scans of a 4 MiB string ends in
+        // seconds, not hours.
+        let scan = argv.iter().map(scan_steps).fold(0u64, u64::saturating_add);
+        if scan > 0
+            && let Err(CallError::Limit(m)) = self.ctx.work(scan)
+        {
+            self.at(node);
+            return Err(self.err_kind(format!("error calling {name}: {m}"), ExecErrorKind::Limit));
+        }
         match (f.imp)(&mut self.ctx, argv) {
             Ok(v) => Ok(v),
             Err(e) => {
@@ -977,4 +987,18 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
         i -= 1;
     }
     i
+}
+
+/// Bytes of arguments one step of work pays for reading.
+const SCAN_BYTES_PER_STEP: u64 = 64;
+
+/// The steps a function pays for reading `v` (a string's bytes, a list's or map's elements, not
+/// deeper: what is below was paid for when it was built).
+fn scan_steps(v: &Value) -> u64 {
+    match v {
+        Value::Str(s) => s.len() as u64 / SCAN_BYTES_PER_STEP,
+        Value::Slice(l) => l.items.len() as u64 / 8,
+        Value::Map(m) => m.entries.borrow().len() as u64 / 8,
+        _ => 0,
+    }
 }

@@ -373,3 +373,24 @@ fn ordinary_templates_render_the_same_with_a_budget_64_times_smaller() {
     }
     assert!(rendered > 500, "{rendered}");
 }
+
+/// Reading is work too: a loop of scans of a large string (`contains`, `regexMatch`, `eq`,
+/// `hasPrefix`) pays steps for the bytes each call reads, so it stops at the step limit in
+/// moments instead of scanning for hours.
+#[test]
+fn scanning_large_values_costs_steps() {
+    for scan in [
+        r#"contains "y" $s"#,
+        r#"regexMatch "y$" $s"#,
+        r#"eq $s "y""#,
+        r#"hasSuffix "y" $s"#,
+        r#"len $l"#,
+    ] {
+        let text = format!(
+            r#"{{{{$s := repeat 1000000 "x"}}}}{{{{$l := until 1000000}}}}{{{{range until 4000}}}}{{{{range until 4000}}}}{{{{if {scan}}}}}y{{{{end}}}}{{{{end}}}}{{{{end}}}}"#
+        );
+        let t = Template::parse("t", &text).unwrap();
+        let message = limit_of(&t, &Limits::default());
+        assert_has(&message, &["max_steps"]);
+    }
+}
