@@ -781,16 +781,16 @@ impl<'a> State<'a> {
         }
         let argv = self.eval_args(dot, args, final_, params, variadic, num_in)?;
         // A function may read all of its arguments (`contains`, `regexMatch`, `eq` on long
-        // strings): the steps pay for that too, so a loop of scans of a 4 MiB string ends in
-        // seconds, not hours.
+        // strings): the steps pay for that too, once it has run (a call refused for what it would
+        // build says so), so a loop of scans of a 4 MiB string ends in seconds, not hours.
         let scan = argv.iter().map(scan_steps).fold(0u64, u64::saturating_add);
-        if scan > 0
-            && let Err(CallError::Limit(m)) = self.ctx.work(scan)
-        {
-            self.at(node);
-            return Err(self.err_kind(format!("error calling {name}: {m}"), ExecErrorKind::Limit));
-        }
-        match (f.imp)(&mut self.ctx, argv) {
+        let result = (f.imp)(&mut self.ctx, argv).and_then(|v| {
+            if scan > 0 {
+                self.ctx.work(scan)?;
+            }
+            Ok(v)
+        });
+        match result {
             Ok(v) => Ok(v),
             Err(e) => {
                 self.at(node);
