@@ -317,6 +317,31 @@ pub(crate) fn read_yaml(
     Ok((origin, documents))
 }
 
+/// Which file a path names, however it is spelt (relative or absolute, through a symlink, by a
+/// hard link): its device and inode number. Written here from `std`'s metadata, which has both
+/// on Unix (the only platform the crate builds for, see `stdin_file_size`); a crate such as
+/// `same-file` compares two paths by holding both files open, where a set of identities is
+/// needed here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct FileId {
+    device: u64,
+    inode: u64,
+}
+
+/// The identity of the file at `path` (following symlinks); `None` for stdin (`-`) or a path
+/// whose metadata cannot be read.
+#[must_use]
+pub(crate) fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    if path == Path::new("-") {
+        return None;
+    }
+    fs_err::metadata(path).ok().map(|m| FileId {
+        device: m.dev(),
+        inode: m.ino(),
+    })
+}
+
 /// `stdin` for `-`, else the path as given.
 #[must_use]
 pub(crate) fn name(path: &Path) -> String {

@@ -1,6 +1,9 @@
 //! The identity of a Kubernetes object: `apiVersion`, `kind`, name and
 //! namespace. A leaf of the vocabulary: the scanner finds objects, changes
-//! and diagnostics name them, reports and kpt results print them.
+//! and diagnostics name them, reports and kpt results print them. [`same`]:
+//! whether two definitions of one object read from two places are one.
+
+pub(crate) mod same;
 
 /// A DNS-1123 label, as Kubernetes checks a namespace: 1 to 63 characters, lowercase letters,
 /// digits and `-`, starting and ending with a letter or digit.

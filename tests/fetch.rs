@@ -1050,6 +1050,161 @@ fn slow_fetch_shows_progress() {
     assert_eq!(stderr(&out), "", "nothing with -q");
 }
 
+/// A file named on the command line that the tree holds too is read once
+/// (the same file by any path: `--policies` spelt differently, twice, through
+/// a symlink; a KubeSphere ImageUpdater or a Flux automation holding
+/// definitions given as `--automation`); a copy elsewhere that differs is an
+/// error naming both places and the field, and nothing is written.
+fn named_files_in_the_tree_are_read_once() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    push_tags(&reg, "acme/web", &["1.0.0", "1.2.0"]);
+    let images = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: web, namespace: flux-system}}
+spec: {{image: {host}/acme/web, interval: 5m}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: web, namespace: flux-system}}
+spec:
+  imageRepositoryRef: {{name: web}}
+  policy: {{semver: {{range: '>=1.0.0'}}}}
+"
+    );
+    let automation = "apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: apps, namespace: flux-system}
+spec:
+  interval: 10m
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    commit:
+      author: {name: bot, email: bot@example.com}
+  update: {path: ./apps, strategy: Setters}
+";
+    let updater = format!(
+        "apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {{name: web, namespace: flux-system}}
+spec:
+  kind: fluxcd
+  images: [web={host}/acme/web]
+  fluxcd:
+    interval: 5m
+    policy: {{semver: {{range: '>=1.0.0'}}}}
+    sourceRef: {{name: fleet}}
+    git:
+      commit:
+        author: {{email: bot@example.com, name: bot}}
+"
+    );
+    let web = |tag: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: {host}/acme/web:{tag} # {{\"$imagepolicy\": \"flux-system:web\"}}\n"
+        )
+    };
+    let automation_with_images = format!("{automation}---\n{images}");
+    let cases: [(&str, &str, &str, &[&str]); 6] = [
+        (
+            "one --policies",
+            "flux/images.yaml",
+            &images,
+            &["--policies", "repo/flux/images.yaml"],
+        ),
+        (
+            "--policies twice, spelt differently",
+            "flux/images.yaml",
+            &images,
+            &[
+                "--policies",
+                "./repo/flux/images.yaml",
+                "--policies",
+                "repo/flux/../flux/images.yaml",
+            ],
+        ),
+        (
+            "--policies through a symlink",
+            "flux/images.yaml",
+            &images,
+            &["--policies", "link.yaml"],
+        ),
+        (
+            "--policies through a hard link",
+            "flux/images.yaml",
+            &images,
+            &["--policies", "hard.yaml"],
+        ),
+        (
+            "--automation: a KubeSphere ImageUpdater",
+            "flux/updater.yaml",
+            &updater,
+            &["--automation", "repo/flux/updater.yaml"],
+        ),
+        (
+            "--automation and --policies: a Flux automation with definitions",
+            "flux/automation.yaml",
+            &automation_with_images,
+            &[
+                "--automation",
+                "repo/flux/automation.yaml",
+                "--policies",
+                "repo/flux/automation.yaml",
+            ],
+        ),
+    ];
+    for (case, file, text, flags) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        let named = write(&root, file, text);
+        let deploy = write(&root, "apps/web.yaml", &web("1.0.0"));
+        std::os::unix::fs::symlink(&named, dir.path().join("link.yaml")).unwrap();
+        fs_err::hard_link(&named, dir.path().join("hard.yaml")).unwrap();
+        let out = run(cmd(dir.path())
+            .current_dir(dir.path())
+            .args(["update", "repo", "--fetch"])
+            .args(flags));
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        assert_eq!(read(&deploy), web("1.2.0"), "{case}");
+        assert!(
+            !stderr(&out).contains("defined twice"),
+            "{case}: {}",
+            stderr(&out)
+        );
+    }
+
+    // A copy outside the tree that differs: both places and the field, nothing written.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(&root, "flux/images.yaml", &images);
+    let deploy = write(&root, "apps/web.yaml", &web("1.0.0"));
+    let with_copy = |copy: &str| {
+        write(dir.path(), "other.yaml", copy);
+        run(cmd(dir.path()).current_dir(dir.path()).args([
+            "update",
+            "repo",
+            "--fetch",
+            "--policies",
+            "other.yaml",
+        ]))
+    };
+    let out = with_copy(&images.replace("'>=1.0.0'", "'<1.2.0'"));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "repo/flux/images.yaml:11:28: error: ImagePolicy flux-system/web is defined twice, and the definitions differ: /spec/policy/semver/range is \"<1.2.0\" at other.yaml:11:28 but \">=1.0.0\" here"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(read(&deploy), web("1.0.0"));
+    // The same copy: one object.
+    let out = with_copy(&images);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(read(&deploy), web("1.2.0"));
+}
+
 fn main() {
     testkit::run(vec![
         trial("slow_fetch_shows_progress", &[], slow_fetch_shows_progress),
@@ -1089,6 +1244,11 @@ fn main() {
             policy_command_against_the_registry,
         ),
         trial("policy_command_offline", &[], policy_command_offline),
+        trial(
+            "named_files_in_the_tree_are_read_once",
+            &["docker-registry"],
+            named_files_in_the_tree_are_read_once,
+        ),
         trial(
             "function_image_updater_config_fetches_its_images",
             &["docker-registry"],

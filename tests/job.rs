@@ -101,6 +101,11 @@ fn main() {
             git_timeout_ends_a_stalled_clone,
         ),
         registry_trial(&env, "supply_chain_gate_before_the_push", supply_chain_gate),
+        registry_trial(
+            &env,
+            "deployed_cronjob_runs_on_a_flux_repository",
+            deployed_cronjob_runs_on_a_flux_repository,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     drop(env);
@@ -1224,4 +1229,174 @@ fn supply_chain_gate(env: &Env) -> TestResult {
         || message.clone(),
     )?;
     Ok(())
+}
+
+/// `image-update deploy` over a Flux repository's objects (automation, GitRepository,
+/// ImageRepository and ImagePolicy), then the CronJob's container command as Kubernetes runs it:
+/// the ConfigMap's files where `/config` would be, against the repository served over HTTP (its
+/// clone holds the same definitions as the ConfigMap) and a registry with a newer tag. The first
+/// run pushes the update, the second has nothing to do; a ConfigMap whose definition differs
+/// from the clone's is an error naming both, and nothing is pushed.
+fn deployed_cronjob_runs_on_a_flux_repository(env: &Env) -> TestResult {
+    use image_update_testkit::registry::{Auth, ImageSpec, Registry};
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let spec = ImageSpec::new("linux", "amd64", None, "2026-01-01T00:00:00Z");
+    reg.push_image("acme/web", "1.0.0", &spec);
+    reg.push_image("acme/web", "1.2.0", &spec);
+    let name = "job-deployed";
+    let url = format!("http://127.0.0.1:{}/git/{name}.git", env.http_port());
+    let tree = env.root.join("trees").join(name);
+    fs::create_dir_all(tree.join("clusters/prod"))?;
+    fs::create_dir_all(tree.join("apps"))?;
+    fs::write(
+        tree.join("clusters/prod/automation.yaml"),
+        "apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: apps, namespace: flux-system}
+spec:
+  interval: 10m
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    checkout: {ref: {branch: main}}
+    commit:
+      author: {name: Flux Bot, email: bot@example.com}
+      messageTemplate: 'Update images'
+    push: {branch: main}
+  update: {path: ./apps, strategy: Setters}
+",
+    )?;
+    fs::write(
+        tree.join("clusters/prod/gitrepository.yaml"),
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {{name: fleet, namespace: flux-system}}
+spec:
+  interval: 1m
+  url: {url}
+  ref: {{branch: main}}
+  secretRef: {{name: git-auth}}
+"
+        ),
+    )?;
+    let images = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {{name: web, namespace: flux-system}}
+spec: {{image: {host}/acme/web, interval: 5m}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: web, namespace: flux-system}}
+spec:
+  imageRepositoryRef: {{name: web}}
+  policy: {{semver: {{range: '>=1.0.0'}}}}
+"
+    );
+    fs::write(tree.join("clusters/prod/images.yaml"), &images)?;
+    let web = |tag: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: web}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: {host}/acme/web:{tag} # {{\"$imagepolicy\": \"flux-system:web\"}}\n"
+        )
+    };
+    fs::write(tree.join("apps/web.yaml"), web("1.0.0"))?;
+    let fixture = env.fixture_from_tree(name, &tree)?;
+
+    // The manifests, from the repository's files.
+    let generated = Command::new(BIN)
+        .arg("deploy")
+        .args(
+            ["automation.yaml", "gitrepository.yaml", "images.yaml"]
+                .map(|f| tree.join("clusters/prod").join(f)),
+        )
+        .stdin(Stdio::null())
+        .output()?;
+    ensure(generated.status.success(), || {
+        String::from_utf8_lossy(&generated.stderr).into_owned()
+    })?;
+    let objects = image_update::api::yaml::parse_values(&String::from_utf8(generated.stdout)?)?;
+    let of_kind = |kind: &str| objects.iter().find(|o| o["kind"] == kind).cloned();
+    let config_map = of_kind("ConfigMap").ok_or("no ConfigMap")?;
+    let cron = of_kind("CronJob").ok_or("no CronJob")?;
+    let container = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<String> = serde_json::from_value(container["args"].clone())?;
+    ensure(args.iter().any(|a| a == "/config/policies.yaml"), || {
+        format!("{args:?}")
+    })?;
+
+    // `/config` as the Pod sees it, and the container's command with its paths there.
+    let config = env.root.join("job-deployed-config");
+    fs::create_dir_all(&config)?;
+    let data = config_map["data"].as_object().ok_or("no data")?;
+    for (key, text) in data {
+        fs::write(config.join(key), text.as_str().ok_or("not a string")?)?;
+    }
+    let local: Vec<String> = args
+        .iter()
+        .map(|a| match a.strip_prefix("/config/") {
+            Some(key) => config.join(key).to_string_lossy().into_owned(),
+            None if a == "/dev/termination-log" => config
+                .join("termination-log")
+                .to_string_lossy()
+                .into_owned(),
+            None => a.clone(),
+        })
+        .collect();
+    let work = env.root.join("job-work").join(name);
+    fs::create_dir_all(&work)?;
+    let cronjob_run = || -> Result<Ran, libtest_mimic::Failed> {
+        let mut command = Command::new(BIN);
+        for var in [
+            "IMAGE_UPDATE_GIT_TOKEN",
+            "IMAGE_UPDATE_SIGNING_KEY",
+            "DOCKER_CONFIG",
+            "REGISTRY_AUTH_FILE",
+        ] {
+            command.env_remove(var);
+        }
+        // The Secret `git-auth`'s keys, as the CronJob's environment takes them.
+        command
+            .args(&local)
+            .env("HOME", env.root.join("home"))
+            .env("TMPDIR", &work)
+            .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
+            .env("IMAGE_UPDATE_GIT_PASSWORD", HTTP_PASSWORD);
+        Ok(parse(&output(&mut command))?)
+    };
+
+    let before = rev(env, &fixture, "main")?;
+    let ran = cronjob_run()?;
+    expect_result(&ran, 0, "pushed")?;
+    let head = rev(env, &fixture, "main")?;
+    ensure(
+        head != before && ran.status["lastPushCommit"] == head.as_str(),
+        || format!("{:#}", ran.status),
+    )?;
+    let updated = show(env, &fixture, "main:apps/web.yaml")?;
+    ensure(updated == web("1.2.0").trim_end(), || updated.clone())?;
+    empty_dir(&work)?;
+
+    // The next scheduled run: nothing to do, nothing pushed.
+    let ran = cronjob_run()?;
+    expect_result(&ran, 0, "nothingToDo")?;
+    ensure(rev(env, &fixture, "main")? == head, || {
+        "pushed again".to_owned()
+    })?;
+
+    // The ConfigMap's definition differs from the clone's: both places and the field.
+    let policies = config.join("policies.yaml");
+    let text = fs::read_to_string(&policies)?;
+    fs::write(&policies, text.replace(">=1.0.0", ">=2.0.0"))?;
+    let ran = cronjob_run()?;
+    expect_result(&ran, 1, "failed")?;
+    let message = ran.status["error"].to_string();
+    ensure(
+        message.contains("ImagePolicy flux-system/web is defined twice, and the definitions differ: /spec/policy/semver/range is \\\">=2.0.0\\\" at ")
+            && message.contains(&format!("{}:", policies.display()))
+            && message.contains("clusters/prod/images.yaml:"),
+        || format!("{:#}\n{}", ran.status, ran.stderr),
+    )?;
+    ensure(rev(env, &fixture, "main")? == head, || "pushed".to_owned())?;
+    empty_dir(&work)
 }

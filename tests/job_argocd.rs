@@ -44,6 +44,12 @@ fn main() {
         ),
         trial(
             &env,
+            "the_policy_files_application_is_in_the_clone_too",
+            true,
+            the_policy_files_application_is_in_the_clone_too,
+        ),
+        trial(
+            &env,
             "applications_name_two_repositories",
             false,
             applications_name_two_repositories,
@@ -673,4 +679,74 @@ fn image_updater_pull_request(env: &Env, flavor: Flavor) -> TestResult {
     ensure(fake.violations().is_empty(), || {
         format!("{:#?}", fake.violations())
     })
+}
+
+/// The README's form, `job --policies argocd/web.yaml --fetch`, where the repository holds that
+/// same Application (as Argo CD's own repository does): one Application, written back once. A
+/// copy in the repository that differs is an error naming both places, and nothing is pushed.
+fn the_policy_files_application_is_in_the_clone_too(env: &Env) -> TestResult {
+    let registry = Registry::start(Auth::Anonymous);
+    push_web(&registry);
+    let host = registry.authority();
+    let name = "argocd-twice";
+    let (fixture, release) = fleet(env, name, &host)?;
+    let app = application(&env.http_url(&fixture), &host);
+    let seed = env.cli_clone(&fixture, &format!("{name}-app"))?;
+    env.git_out(&seed, &["checkout", "-q", "release"])?;
+    fs::create_dir_all(seed.join("argocd"))?;
+    // The repository's copy, written differently: the same object.
+    let copy = app.replacen(
+        "metadata:\n  name: web\n  namespace: argocd\n",
+        "metadata:\n  namespace: argocd\n  name: web\n",
+        1,
+    );
+    fs::write(
+        seed.join("argocd/web.yaml"),
+        format!("# Argo CD's copy\n{copy}"),
+    )?;
+    env.git_out(&seed, &["add", "argocd/web.yaml"])?;
+    env.git_out(&seed, &["commit", "-q", "-m", "the Application"])?;
+    env.git_out(&seed, &["push", "-q", "origin", "release"])?;
+    let release_with_app = git(env, &fixture, &["rev-parse", "release"])?;
+    ensure(release_with_app != release, || "not pushed".to_owned())?;
+    let policies = env.root.join("trees").join(format!("{name}-web.yaml"));
+    fs::write(&policies, &app)?;
+    let branch = "image-updater/argocd/web-web-1.2.0";
+
+    let (mut command, parent) = job(env, name);
+    let ran = run(command.arg("--policies").arg(&policies).arg("--fetch"))?;
+    ensure(
+        ran.code == Some(0) && ran.status["result"] == "pushed",
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    let changed = git(env, &fixture, &["diff", "--name-only", "release", branch])?;
+    ensure(changed == "deploy/web/.argocd-source-web.yaml", || {
+        format!("changed files: {changed}")
+    })?;
+    expect_override(env, &fixture, branch, &host)?;
+    empty_dir(&parent)?;
+
+    // The policy file's Application differs from the repository's: both places, the field.
+    let pushed = git(env, &fixture, &["rev-parse", branch])?;
+    let differs = app.replace(
+        &format!("web={host}/team/web:~1"),
+        &format!("web={host}/team/web:~2"),
+    );
+    ensure(differs != app, || "no change".to_owned())?;
+    fs::write(&policies, differs)?;
+    let (mut command, parent) = job(env, &format!("{name}-differs"));
+    let ran = run(command.arg("--policies").arg(&policies).arg("--fetch"))?;
+    let error = ran.status["error"].to_string();
+    ensure(
+        ran.code == Some(1)
+            && error.contains("Application argocd/web is defined twice, and the definitions differ: /metadata/annotations/argocd-image-updater.argoproj.io~1image-list is")
+            && error.contains(&policies.display().to_string())
+            && error.contains("argocd/web.yaml:"),
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    ensure(
+        git(env, &fixture, &["rev-parse", branch])? == pushed,
+        || "the write branch moved".to_owned(),
+    )?;
+    empty_dir(&parent)
 }

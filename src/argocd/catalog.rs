@@ -208,6 +208,13 @@ pub fn collect<'a>(
     let mut app_index: std::collections::HashMap<AppId, usize> = std::collections::HashMap::new();
     let mut updaters: Vec<ImageUpdater> = Vec::new();
     let mut spheres: Vec<KubeSphereUpdater> = Vec::new();
+    // Where each configuration object was first read (an object read from two places is one
+    // when both are the same), and the values of the files such objects are compared in.
+    let mut updater_index: std::collections::HashMap<(String, String), (usize, NodeId, Location)> =
+        std::collections::HashMap::new();
+    let mut sphere_index: std::collections::HashMap<(String, String), (usize, NodeId)> =
+        std::collections::HashMap::new();
+    let mut values = Values::default();
     for result in results {
         let (file, found) = match result {
             Ok(read) => read,
@@ -223,13 +230,25 @@ pub fn collect<'a>(
                 Found::App(Ok((mut app, annotations))) => {
                     app.object.file = fi;
                     if let Some(&first) = app_index.get(&app.id) {
-                        errors.push(
-                            Diagnostic::error(format!(
-                                "Application {} is defined twice, also at {}",
-                                app.id, apps[first].location
-                            ))
-                            .at(app.location.clone()),
-                        );
+                        let earlier = &apps[first];
+                        let what = format!("Application {}", app.id);
+                        let copies = [
+                            (earlier.object.file, earlier.object.node, &earlier.location),
+                            (fi, app.object.node, &app.location),
+                        ];
+                        match values.compare(&parsed, &what, copies) {
+                            // One object: the tree's copy is kept, so that its write-back edits
+                            // it in place.
+                            Ok(()) => {
+                                if parsed[earlier.object.file].tree_path.is_none()
+                                    && parsed[fi].tree_path.is_some()
+                                {
+                                    apps[first] = app;
+                                    annotated[first] = annotations;
+                                }
+                            }
+                            Err(e) => errors.push(*e),
+                        }
                     } else {
                         app_index.insert(app.id.clone(), apps.len());
                         apps.push(app);
@@ -237,15 +256,52 @@ pub fn collect<'a>(
                     }
                 }
                 Found::App(Err(e)) => errors.push(e),
-                Found::Updater(result, mut found_warnings) => {
-                    warnings.append(&mut found_warnings);
-                    match result {
-                        Ok(u) => updaters.push(u),
-                        Err(mut e) => errors.append(&mut e),
+                Found::Updater(result, mut found_warnings, node) => match result {
+                    Ok(u) => {
+                        let key = (u.namespace.clone(), u.name.clone());
+                        let here = Location::new(
+                            parsed[fi].origin.clone(),
+                            Some(parsed[fi].tree.node_position(node)),
+                        );
+                        if let Some((ufi, unode, at)) = updater_index.get(&key) {
+                            let what = format!("ImageUpdater {}/{}", u.namespace, u.name);
+                            let copies = [(*ufi, *unode, at), (fi, node, &here)];
+                            if let Err(e) = values.compare(&parsed, &what, copies) {
+                                errors.push(*e);
+                            }
+                        } else {
+                            updater_index.insert(key, (fi, node, here));
+                            warnings.append(&mut found_warnings);
+                            updaters.push(u);
+                        }
+                    }
+                    Err(mut e) => {
+                        warnings.append(&mut found_warnings);
+                        errors.append(&mut e);
+                    }
+                },
+                Found::Sphere(Ok(Some(u)), node) => {
+                    match sphere_index.get(&(u.namespace.clone(), u.name.clone())) {
+                        Some(&(sfi, snode)) => {
+                            let what =
+                                format!("KubeSphere ImageUpdater {}/{}", u.namespace, u.name);
+                            let first = Location::new(
+                                parsed[sfi].origin.clone(),
+                                Some(parsed[sfi].tree.node_position(snode)),
+                            );
+                            let copies = [(sfi, snode, &first), (fi, node, &u.location)];
+                            if let Err(e) = values.compare(&parsed, &what, copies) {
+                                errors.push(*e);
+                            }
+                        }
+                        None => {
+                            sphere_index.insert((u.namespace.clone(), u.name.clone()), (fi, node));
+                            spheres.push(u);
+                        }
                     }
                 }
-                Found::Sphere(Ok(u)) => spheres.extend(u),
-                Found::Sphere(Err(mut e)) => errors.append(&mut e),
+                Found::Sphere(Ok(None), _) => {}
+                Found::Sphere(Err(mut e), _) => errors.append(&mut e),
             }
         }
     }
@@ -505,10 +561,14 @@ enum Found {
     /// An Application (its `object.file` is set when the file's index is known), with its
     /// annotations when it carries an image list.
     App(Result<(Application, Option<Annotated>), Diagnostic>),
-    /// An Argo CD Image Updater CR, with the warnings reading it gave.
-    Updater(Result<ImageUpdater, Vec<Diagnostic>>, Vec<Diagnostic>),
-    /// A KubeSphere `ImageUpdater` (`None`: not `kind: argocd`).
-    Sphere(Result<Option<KubeSphereUpdater>, Vec<Diagnostic>>),
+    /// An Argo CD Image Updater CR, with the warnings reading it gave, and its node.
+    Updater(
+        Result<ImageUpdater, Vec<Diagnostic>>,
+        Vec<Diagnostic>,
+        NodeId,
+    ),
+    /// A KubeSphere `ImageUpdater` (`None`: not `kind: argocd`), and its node.
+    Sphere(Result<Option<KubeSphereUpdater>, Vec<Diagnostic>>, NodeId),
 }
 
 /// Parse one file and read its Argo CD objects, in order; a file that is not YAML is a warning
@@ -558,13 +618,82 @@ fn read_file<'a>(
             } else if group == crd::GROUP && kind == "ImageUpdater" {
                 let mut warnings = Vec::new();
                 let read = crd::read(&file, node, &options.controller_namespace, &mut warnings);
-                found.push(Found::Updater(read, warnings));
+                found.push(Found::Updater(read, warnings, node));
             } else if kubesphere::is_argocd(&file, node) {
-                found.push(Found::Sphere(kubesphere::read(&file, node)));
+                found.push(Found::Sphere(kubesphere::read(&file, node), node));
             }
         }
     }
     Ok((file, found))
+}
+
+/// The values of the files read, for comparing the two definitions of an object read from two
+/// places: each file is parsed (by the YAML reader every policy file goes through, with its
+/// budgets) only when one of its objects is compared, and then once.
+#[derive(Default)]
+struct Values {
+    /// By file index; `None`: the reader refused the file.
+    files: std::collections::HashMap<usize, Option<Vec<crate::yaml::Document>>>,
+}
+
+impl Values {
+    /// The two copies (file index, object node, where the object is) of `what` are one object
+    /// (`crate::object::same`), or the error naming both places and the first field that
+    /// differs. When a file cannot be read as values, the copies cannot be compared: an error
+    /// naming both.
+    fn compare(
+        &mut self,
+        files: &[ParsedFile<'_>],
+        what: &str,
+        copies: [(usize, NodeId, &Location); 2],
+    ) -> Result<(), Box<Diagnostic>> {
+        for (fi, _, _) in copies {
+            self.files.entry(fi).or_insert_with(|| {
+                files
+                    .get(fi)
+                    .and_then(|f| crate::yaml::parse_documents(f.tree.text()).ok())
+            });
+        }
+        let [(fa, na, at_a), (fb, nb, at_b)] = copies;
+        let (Some(a), Some(b)) = (self.object(files, fa, na), self.object(files, fb, nb)) else {
+            return Err(Box::new(
+                Diagnostic::error(format!("{what} is defined twice, also at {at_a}"))
+                    .at(at_b.clone()),
+            ));
+        };
+        match crate::object::same::difference(a.value, b.value) {
+            None => Ok(()),
+            Some(d) => {
+                let at = |fi: usize, o: &crate::yaml::Object<'_>| {
+                    Location::new(files[fi].origin.clone(), o.position(&d.pointer))
+                };
+                Err(Box::new(crate::object::same::conflict(
+                    what,
+                    &at(fa, &a),
+                    at(fb, &b),
+                    &d,
+                )))
+            }
+        }
+    }
+
+    /// The object at `node` of file `fi` among its values: the one that starts where the node
+    /// does (the two readers number a stream's empty documents differently, but agree on where
+    /// each node is).
+    fn object<'v>(
+        &'v self,
+        files: &[ParsedFile<'_>],
+        fi: usize,
+        node: NodeId,
+    ) -> Option<crate::yaml::Object<'v>> {
+        let position = files.get(fi)?.tree.node_position(node);
+        self.files
+            .get(&fi)?
+            .as_ref()?
+            .iter()
+            .flat_map(crate::yaml::objects)
+            .find(|o| o.position("") == Some(position))
+    }
 }
 
 /// The write-back annotations of an Application (KubeSphere writes its method, the rest may be
@@ -608,5 +737,97 @@ fn objects(tree: &SpanTree<'_>, root: NodeId) -> Vec<NodeId> {
         vec![root]
     } else {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const APP: &str = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: shop\n  namespace: argocd\n  annotations:\n    argocd-image-updater.argoproj.io/image-list: web=ghcr.io/acme/web:^1\nspec:\n  source: {repoURL: https://git.example.test/fleet, path: shop, kustomize: {}}\n";
+
+    const UPDATER: &str = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: fleet, namespace: argocd}\nspec:\n  applicationRefs:\n  - namePattern: shop\n    images:\n    - {alias: web, imageName: 'ghcr.io/acme/web:^1'}\n";
+
+    fn policy(text: &str) -> InputFile<'_> {
+        InputFile {
+            origin: "/config/shop.yaml".into(),
+            tree_path: None,
+            text,
+        }
+    }
+
+    fn tree(text: &str) -> InputFile<'_> {
+        InputFile {
+            origin: "apps/shop.yaml".into(),
+            tree_path: Some("apps/shop.yaml".into()),
+            text,
+        }
+    }
+
+    fn errors(files: &[InputFile<'_>]) -> Vec<String> {
+        collect(files, &CollectOptions::default())
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn an_application_from_two_places_is_one_the_trees() {
+        // Written differently, the same object; the tree's copy is the one written back.
+        let reordered = "# the clone's copy\nkind: Application\napiVersion: argoproj.io/v1alpha1\nmetadata:\n  namespace: argocd\n  name: shop\n  annotations: {argocd-image-updater.argoproj.io/image-list: 'web=ghcr.io/acme/web:^1'}\nspec:\n  source:\n    repoURL: https://git.example.test/fleet\n    path: shop\n    kustomize: {}\nstatus: {sync: {status: Synced}}\n";
+        for files in [
+            [policy(APP), tree(reordered)],
+            [tree(reordered), policy(APP)],
+        ] {
+            let catalog = collect(&files, &CollectOptions::default()).unwrap();
+            assert_eq!(catalog.apps.len(), 1);
+            assert_eq!(
+                catalog.file_of(&catalog.apps[0]).tree_path.as_deref(),
+                Some("apps/shop.yaml")
+            );
+            assert_eq!(catalog.selections.len(), 1);
+        }
+    }
+
+    #[test]
+    fn an_application_that_differs_is_an_error_naming_both() {
+        let other = APP.replace("web=ghcr.io/acme/web:^1", "web=ghcr.io/acme/web:^2");
+        let errors = errors(&[policy(APP), tree(&other)]);
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(
+            errors[0].starts_with(
+                "apps/shop.yaml:7:50: error: Application argocd/shop is defined twice, and the definitions differ: /metadata/annotations/argocd-image-updater.argoproj.io~1image-list is \"web=ghcr.io/acme/web:^1\" at /config/shop.yaml:7:50 but \"web=ghcr.io/acme/web:^2\" here"
+            ),
+            "{}",
+            errors[0]
+        );
+    }
+
+    #[test]
+    fn configuration_objects_from_two_places_are_one() {
+        let both = format!("{APP}---\n{UPDATER}");
+        let catalog = collect(&[policy(&both), tree(&both)], &CollectOptions::default()).unwrap();
+        assert_eq!(
+            catalog.configs.len(),
+            1,
+            "one ImageUpdater governs the Application once"
+        );
+        let other = UPDATER.replace("ghcr.io/acme/web:^1", "ghcr.io/acme/web:^3");
+        let errors = errors(&[policy(&both), tree(&format!("{APP}---\n{other}"))]);
+        assert!(
+            errors.iter().any(|e| e.contains(
+                "ImageUpdater argocd/fleet is defined twice, and the definitions differ: /spec/applicationRefs/0/images/0/imageName is \"ghcr.io/acme/web:^1\""
+            )),
+            "{errors:#?}"
+        );
+        let sphere = "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: demo, namespace: argocd}\nspec:\n  kind: argocd\n  images: [web=ghcr.io/acme/web]\n  argocd:\n    app: {name: shop, namespace: argocd}\n";
+        let with_sphere = format!("{APP}---\n{sphere}");
+        let catalog = collect(
+            &[policy(&with_sphere), tree(&with_sphere)],
+            &CollectOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(catalog.configs.len(), 1);
     }
 }

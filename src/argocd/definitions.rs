@@ -117,7 +117,7 @@ fn credential(
 ) -> Result<RegistryCredential, String> {
     match secret {
         PullSecret::DockerConfig { namespace, name } => {
-            let (value, origin) = find_secret(documents, namespace, name).ok_or_else(|| {
+            let (value, origin) = find_secret(documents, namespace, name)?.ok_or_else(|| {
                 format!(
                     "pull secret pullsecret:{namespace}/{name}: no Secret {namespace}/{name} among the policy files and the tree's dockerconfigjson Secrets"
                 )
@@ -134,7 +134,7 @@ fn credential(
             name,
             field,
         } => {
-            let (value, origin) = find_secret(documents, namespace, name).ok_or_else(|| {
+            let (value, origin) = find_secret(documents, namespace, name)?.ok_or_else(|| {
                 format!(
                     "pull secret secret:{namespace}/{name}#{field}: no Secret {namespace}/{name} among the policy files"
                 )
@@ -168,23 +168,42 @@ fn credential(
     }
 }
 
-/// The Secret `namespace`/`name` among `documents`, and how to name it.
+/// The Secret `namespace`/`name` among `documents`, and how to name it (`Ok(None)`: none).
+///
+/// # Errors
+/// The Secret is defined twice, differently (`crate::object::same`): naming both places and the
+/// first field that differs, never its values.
 fn find_secret<'d>(
     documents: &'d [PolicyDocument],
     namespace: &str,
     name: &str,
-) -> Option<(&'d Value, String)> {
-    documents.iter().find_map(|doc| {
-        yaml::objects(&doc.document).into_iter().find_map(|o| {
-            let (ns, n) = yaml::namespace_name(o.value);
-            (is_secret(o.value) && ns == namespace && n == name).then(|| {
-                (
-                    o.value,
-                    format!("Secret {namespace}/{name} in {}", doc.origin),
-                )
+) -> Result<Option<(&'d Value, String)>, String> {
+    let mut found = documents.iter().flat_map(|doc| {
+        yaml::objects(&doc.document)
+            .into_iter()
+            .filter(|o| {
+                let (ns, n) = yaml::namespace_name(o.value);
+                is_secret(o.value) && ns == namespace && n == name
             })
-        })
-    })
+            .map(move |o| (o, doc))
+    });
+    let Some((first, first_doc)) = found.next() else {
+        return Ok(None);
+    };
+    for (other, doc) in found {
+        if let Some(d) = crate::object::same::difference(first.value, other.value) {
+            return Err(crate::object::same::message(
+                &format!("Secret {namespace}/{name}"),
+                &first_doc.location(&first, &d.pointer),
+                Some(&doc.location(&other, &d.pointer)),
+                &d,
+            ));
+        }
+    }
+    Ok(Some((
+        first.value,
+        format!("Secret {namespace}/{name} in {}", first_doc.origin),
+    )))
 }
 
 /// A Secret's field: `stringData`, else `data` (base64).

@@ -184,12 +184,32 @@ pub(crate) fn generate(
     let mut repos: Vec<GitRepo> = Vec::new();
     let mut rejected: BTreeSet<(String, String)> = BTreeSet::new();
     let mut definitions: Vec<(&Value, Location)> = Vec::new();
+    // Where each object was first read: an object given twice (the same file twice, or a copy)
+    // is one object when both are the same, an error naming both when they differ.
+    let mut first: BTreeMap<(&str, &str, String, String), (&Document, &str)> = BTreeMap::new();
     for source in sources {
         for doc in source.documents {
             let at = |pointer: &str| Location::new(source.origin, doc.position(pointer));
             let value = &doc.value;
             let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
             let group = crate::yaml::api_group(value);
+            if reads(value) {
+                let (namespace, name) = crate::yaml::namespace_name(value);
+                let identity = (group, kind, namespace, name);
+                if let Some(&(earlier, origin)) = first.get(&identity) {
+                    if let Some(d) = crate::object::same::difference(&earlier.value, value) {
+                        let (_, _, namespace, name) = identity;
+                        errors.push(crate::object::same::conflict(
+                            &format!("{kind} {namespace}/{name}"),
+                            &Location::new(origin, earlier.position(&d.pointer)),
+                            at(&d.pointer),
+                            &d,
+                        ));
+                    }
+                    continue;
+                }
+                first.insert(identity, (doc, source.origin));
+            }
             match (group, kind) {
                 ("image.toolkit.fluxcd.io", "ImageUpdateAutomation") => {
                     match automation::read(doc, source.origin, true) {
@@ -1096,6 +1116,64 @@ spec:
                 .contains("kind: ImagePolicy")
         );
         assert!(out.notes.is_empty());
+    }
+
+    #[test]
+    fn objects_given_twice_are_one_when_the_same() {
+        let once = run(
+            &[
+                ("auto.yaml", AUTOMATION),
+                ("repo.yaml", REPO),
+                ("defs.yaml", POLICIES),
+            ],
+            &Options::default(),
+        )
+        .unwrap();
+        // The same files twice, or a copy written differently: the same manifests.
+        let copy = POLICIES.replace(
+            "{name: app, namespace: flux-system}",
+            "{namespace: flux-system, name: app}",
+        );
+        let twice = run(
+            &[
+                ("auto.yaml", AUTOMATION),
+                ("repo.yaml", REPO),
+                ("defs.yaml", POLICIES),
+                ("auto.yaml", AUTOMATION),
+                ("flux/copy.yaml", &copy),
+            ],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(once.to_yaml(), twice.to_yaml());
+        assert_eq!(
+            once.objects[0]["data"]["policies.yaml"]
+                .as_str()
+                .unwrap()
+                .matches("kind: ImageRepository")
+                .count(),
+            1
+        );
+        // A copy that differs: an error naming both places and the field, nothing made.
+        let other = POLICIES.replace("'>=1.0.0'", "'>=2.0.0'");
+        let errors = run(
+            &[
+                ("auto.yaml", AUTOMATION),
+                ("repo.yaml", REPO),
+                ("defs.yaml", POLICIES),
+                ("flux/other.yaml", &other),
+            ],
+            &Options::default(),
+        )
+        .unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(
+            errors[0].starts_with(
+                "flux/other.yaml:11:28: error: ImagePolicy flux-system/app is defined twice, and the definitions differ: /spec/policy/semver/range is \">=1.0.0\" at defs.yaml:11:28 but \">=2.0.0\" here"
+            ),
+            "{}",
+            errors[0]
+        );
     }
 
     #[test]

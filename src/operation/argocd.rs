@@ -2,7 +2,8 @@
 //!
 //! Their texts come from the reads the run makes anyway: the tree's walk (the marker scan keeps
 //! the files that may hold Argo CD objects and those named like write-back targets, so every file
-//! is read once), the policy files, a ResourceList's items. Fetching, their images become the
+//! is read once), the policy files (one the tree's walk read too is left out: a file is read once,
+//! as the tree's), a ResourceList's items. Fetching, their images become the
 //! reflector's definitions before the policy table is built. Once it is, each Application's
 //! write-back is planned against the table, and its files and changes join the outcome's, so the
 //! report, the change lines, kpt results, the Action's outputs, the Job's status and the commit
@@ -19,6 +20,7 @@ use crate::argocd::catalog::{self, Catalog, CollectOptions};
 use crate::argocd::plan::{self, DirFiles, FilePlan, Files, KnownFiles, WriteBack};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
+use crate::input::FileId;
 use crate::outcome::{Change, Outcome, TreeRoot};
 use crate::policies::{PolicyDocument, PolicyKey, PolicyTable};
 use crate::reflector::Definition;
@@ -35,6 +37,15 @@ pub(super) struct ArgoFile {
     /// Its path in the tree (relative to the tree's base directory), `None` for a policy file.
     pub tree_path: Option<String>,
     pub text: String,
+    /// Which file a policy file is (`None`: stdin, or a text of the tree).
+    pub id: Option<FileId>,
+}
+
+impl ArgoFile {
+    /// Whether this is a policy file among `read`.
+    fn named_among(&self, read: &HashSet<FileId>) -> bool {
+        self.tree_path.is_none() && self.id.is_some_and(|id| read.contains(&id))
+    }
 }
 
 /// The likely write-back targets a run read.
@@ -69,16 +80,64 @@ pub(super) struct Texts {
 impl Texts {
     /// Keep `text`, read from `origin` (at `tree_path` in the tree, or a policy file).
     pub(super) fn add(&mut self, origin: String, tree_path: Option<String>, text: String) {
-        self.add_read(origin, tree_path, text, false);
+        self.add_read(origin, tree_path, text, false, None);
     }
 
     /// Keep a text the tree's walk read at `kept.rel`.
     pub(super) fn add_walked(&mut self, kept: KeptText) {
         let KeptText { rel, text, regular } = kept;
-        self.add_read(rel.clone(), Some(rel), text, regular);
+        self.add_read(rel.clone(), Some(rel), text, regular, None);
     }
 
-    fn add_read(&mut self, origin: String, tree_path: Option<String>, text: String, regular: bool) {
+    /// Keep the text of a policy file.
+    pub(super) fn add_policy(&mut self, file: super::policies::ArgoPolicyFile) {
+        let super::policies::ArgoPolicyFile { origin, text, id } = file;
+        self.add_read(origin, None, text, false, id);
+    }
+
+    /// Whether a policy file on disk is among the texts.
+    pub(super) fn has_named(&self) -> bool {
+        self.files
+            .iter()
+            .any(|f| f.tree_path.is_none() && f.id.is_some())
+    }
+
+    /// Which files the tree's texts are (their paths relative to `base`).
+    pub(super) fn tree_ids(&self, base: &Path) -> HashSet<FileId> {
+        self.files
+            .iter()
+            .filter_map(|f| f.tree_path.as_deref())
+            .filter_map(|rel| crate::input::file_id(&base.join(rel)))
+            .collect()
+    }
+
+    /// Leave out the policy files among `read`, the files the tree's walk read: a file named
+    /// explicitly that the tree holds is read once, as the tree's (its Applications are written
+    /// back in place).
+    pub(super) fn leave_out(&mut self, read: &HashSet<FileId>) {
+        for origin in self.named_among(read) {
+            self.policy_origins.remove(&origin);
+        }
+        self.files.retain(|f| !f.named_among(read));
+    }
+
+    /// How messages name the policy files among `read`.
+    pub(super) fn named_among(&self, read: &HashSet<FileId>) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|f| f.named_among(read))
+            .map(|f| f.origin.clone())
+            .collect()
+    }
+
+    fn add_read(
+        &mut self,
+        origin: String,
+        tree_path: Option<String>,
+        text: String,
+        regular: bool,
+        id: Option<FileId>,
+    ) {
         if regular && let Some(path) = &tree_path {
             self.targets.regular.insert(path.clone());
         }
@@ -89,6 +148,7 @@ impl Texts {
                     origin,
                     tree_path: None,
                     text,
+                    id,
                 });
             }
             None => {}
@@ -96,6 +156,7 @@ impl Texts {
                 origin: path.clone(),
                 tree_path: Some(path),
                 text,
+                id: None,
             }),
             Some(path) => {
                 self.targets.known.insert(path, text);
@@ -184,12 +245,26 @@ pub(super) fn collect<'a>(
     files: &[&'a [ArgoFile]],
     names: &Names,
 ) -> Result<Option<Catalog<'a>>, Error> {
+    collect_except(config, files, names, &HashSet::new())
+}
+
+/// [`collect`] without the policy files among `read` (read by the tree's walk).
+///
+/// # Errors
+/// As [`collect`].
+pub(super) fn collect_except<'a>(
+    config: &UpdateConfig,
+    files: &[&'a [ArgoFile]],
+    names: &Names,
+    read: &HashSet<FileId>,
+) -> Result<Option<Catalog<'a>>, Error> {
     if files.iter().all(|f| f.is_empty()) {
         return Ok(None);
     }
     let inputs: Vec<InputFile<'a>> = files
         .iter()
         .flat_map(|f| f.iter())
+        .filter(|f| !f.named_among(read))
         .map(|f| InputFile {
             origin: f.origin.clone(),
             tree_path: f.tree_path.clone(),
@@ -238,6 +313,11 @@ pub(super) struct Names {
 }
 
 impl Names {
+    /// `origin` no longer names a policy file: it was left out, read as the tree's.
+    pub(super) fn forget(&mut self, origin: &str) {
+        self.policy_origins.remove(origin);
+    }
+
     /// The names of a tree run whose base directory is `base`.
     pub(super) fn tree(base: &Path, config: &UpdateConfig, texts: &Texts) -> Self {
         let cwd = std::env::current_dir().ok();

@@ -83,13 +83,10 @@ pub(crate) fn run_then(
     before_commit: BeforeCommit<'_>,
 ) -> Result<Outcome, Error> {
     let mut early = Vec::new();
-    let mut argo_policy_files = Vec::new();
-    let mut documents = policies::read_policy_files(
-        &config.policy_files,
-        config.max_file_size,
-        &mut early,
-        &mut argo_policy_files,
-    )?;
+    let mut named =
+        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
+    let argo_policy_files = std::mem::take(&mut named.argo);
+    let mut documents = Vec::new();
     let mut prepared = None;
     // The texts Argo CD objects are read from: the policy files, and the
     // tree's files that may hold them (with the write-back targets), read by
@@ -118,16 +115,21 @@ pub(crate) fn run_then(
                 )
                 .map_err(tree_error)?,
             );
+            // A file named explicitly (a policy file) that the tree's walk reads too is read
+            // once, as the tree's: found by its device and inode, however it was named.
             let kept = if config.fetch.is_some() {
-                let (found, kept) = policies::tree_definitions(
+                let ids = named.files.iter().map(|(id, _)| *id).collect();
+                let found = policies::tree_definitions(
                     path,
                     &config.update_path,
                     config.max_file_size,
                     &mut early,
                     Some(argocd::keep),
+                    &ids,
                 )?;
-                documents.extend(found);
-                kept
+                named.leave_out(&found.named);
+                documents.extend(found.documents);
+                found.kept
             } else if !config.update_path.is_empty() {
                 argocd::read_tree(path, config.max_file_size, &mut argo_warnings)?
             } else {
@@ -138,15 +140,12 @@ pub(crate) fn run_then(
                 argo.add_walked(text);
             }
             let base = crate::walk::base_dir(path);
-            // A policy file inside the tree is read as the tree's.
-            let canonical_base = fs_err::canonicalize(&base).ok();
-            for (origin, file, text) in argo_policy_files {
-                let inside = canonical_base
-                    .as_ref()
-                    .is_some_and(|b| fs_err::canonicalize(&file).is_ok_and(|f| f.starts_with(b)));
-                if !inside {
-                    argo.add(origin, None, text);
-                }
+            for file in argo_policy_files {
+                argo.add_policy(file);
+            }
+            if argo.has_named() {
+                let read = argo.tree_ids(&base);
+                argo.leave_out(&read);
             }
             door = Some(Door::new(&base).map_err(|e| {
                 Error::invalid(vec![
@@ -159,18 +158,22 @@ pub(crate) fn run_then(
         Input::ResourceList { text, layout, .. } => {
             documents.extend(list_documents(text, layout)?);
             list_items = argocd::list_items(text, layout, &mut argo);
-            for (origin, _, text) in argo_policy_files {
-                argo.add(origin, None, text);
+            for file in argo_policy_files {
+                argo.add_policy(file);
             }
         }
     }
-    let given = config_documents(config, &documents);
-    documents.extend(given);
+    // The policy files' documents first: of two equal definitions of an object, the first read
+    // is kept (a Job's ConfigMap before its clone, whose registry Secret files are beside it).
+    documents.splice(0..0, named.documents);
+    // The config's own documents (a KRM functionConfig that is an ImageUpdater): one that is also
+    // an item is one object when both are the same (`reflector::collect`).
+    documents.extend(config.documents.iter().cloned());
     if let Some(message) = &config.message {
         message.check()?;
     }
     argocd::check(config)?;
-    let names = match &argo_base {
+    let mut names = match &argo_base {
         Some(base) => argocd::Names::tree(base, config, &argo),
         None => argocd::Names::list(config),
     };
@@ -226,7 +229,18 @@ pub(crate) fn run_then(
                 marker_changes.clone_from(&outcome.changes);
                 let late_catalog = match early_catalog {
                     Some(_) => None,
-                    None => argocd::collect(config, &[&argo.files, &late.files], &names)?,
+                    None => {
+                        // The marker scan's walk read the tree's texts: a policy file among
+                        // them is read as the tree's.
+                        let read = match argo_base.as_deref() {
+                            Some(base) if argo.has_named() => late.tree_ids(base),
+                            _ => std::collections::HashSet::new(),
+                        };
+                        for origin in argo.named_among(&read) {
+                            names.forget(&origin);
+                        }
+                        argocd::collect_except(config, &[&argo.files, &late.files], &names, &read)?
+                    }
                 };
                 let catalog = early_catalog.as_ref().or(late_catalog.as_ref());
                 if let (Some(catalog), Some(door)) = (catalog, &door) {
@@ -337,13 +351,9 @@ pub(crate) fn observe(
     config: &UpdateConfig,
 ) -> Result<std::collections::BTreeMap<String, crate::policies::ImageRef>, Error> {
     let mut early = Vec::new();
-    let documents = policies::read_policy_files(
-        &config.policy_files,
-        config.max_file_size,
-        &mut early,
-        &mut Vec::new(),
-    )?;
-    let gathered = policies::gather(config, &documents, Vec::new())?;
+    let named =
+        policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
+    let gathered = policies::gather(config, &named.documents, Vec::new())?;
     Ok(observed(&gathered.table))
 }
 
@@ -363,11 +373,10 @@ pub(crate) fn argocd_destinations(
         .filter(|f| f.as_os_str() != "-")
         .cloned()
         .collect();
-    let mut texts = Vec::new();
-    policies::read_policy_files(&files, config.max_file_size, &mut Vec::new(), &mut texts)?;
+    let named = policies::read_policy_files(&files, config.max_file_size, &mut Vec::new())?;
     let mut argo = argocd::Texts::default();
-    for (origin, _, text) in texts {
-        argo.add(origin, None, text);
+    for file in named.argo {
+        argo.add_policy(file);
     }
     let names = argocd::Names::list(config);
     Ok(argocd::collect(config, &[&argo.files], &names)?
@@ -494,32 +503,6 @@ fn list_documents(text: &str, layout: &ListLayout) -> Result<Vec<PolicyDocument>
     } else {
         Err(Error::invalid(errors))
     }
-}
-
-/// The config's own policy documents that are not among `documents` (an
-/// ImageUpdater given as the functionConfig and also as an item is one
-/// object, read once).
-fn config_documents(config: &UpdateConfig, documents: &[PolicyDocument]) -> Vec<PolicyDocument> {
-    let identity = |v: &serde_json::Value| {
-        let (namespace, name) = crate::yaml::namespace_name(v);
-        (
-            crate::yaml::api_group(v).to_owned(),
-            v.get("kind").cloned(),
-            namespace,
-            name,
-        )
-    };
-    config
-        .documents
-        .iter()
-        .filter(|d| {
-            let mine = identity(&d.document.value);
-            !documents
-                .iter()
-                .any(|o| identity(&o.document.value) == mine)
-        })
-        .cloned()
-        .collect()
 }
 
 /// Plan the tree at `path` (under the update path, through

@@ -1,12 +1,14 @@
 //! The one place where a run's policy table is built: values, supplied
 //! ImagePolicies and fetched results, within the run's scope.
 
+use std::collections::HashSet;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::config::{FetchSettings, UpdateConfig};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
-use crate::input::{SizeLimit, read_regular_owned};
+use crate::input::{FileId, SizeLimit, read_regular_owned};
 use crate::policies::image_policy::{Role, read_supplied, role};
 use crate::policies::{ConflictError, PolicyDocument, PolicyTable};
 use crate::reflector::{self, Definition, Resolved};
@@ -217,14 +219,50 @@ pub(crate) fn client_settings(
     Ok(settings)
 }
 
-/// A policy file that may hold Argo CD objects: how messages name it, its
-/// path, its text.
-pub(super) type ArgoPolicyFile = (String, PathBuf, String);
+/// A policy file that may hold Argo CD objects.
+#[derive(Debug)]
+pub(super) struct ArgoPolicyFile {
+    /// How messages name it.
+    pub origin: String,
+    pub text: String,
+    /// Which file it is (`None`: stdin).
+    pub id: Option<FileId>,
+}
+
+/// The policy files of a run, read.
+#[derive(Debug, Default)]
+pub(super) struct PolicyFiles {
+    pub documents: Vec<PolicyDocument>,
+    /// Each file on disk: which file it is, and where its documents are in `documents`.
+    pub files: Vec<(FileId, Range<usize>)>,
+    /// The texts of the files that may hold Argo CD objects.
+    pub argo: Vec<ArgoPolicyFile>,
+}
+
+impl PolicyFiles {
+    /// Leave out the documents of the files in `read` (which the tree's walk read: a file is read
+    /// once, as the tree's).
+    pub(super) fn leave_out(&mut self, read: &HashSet<FileId>) {
+        if read.is_empty() {
+            return;
+        }
+        let mut index = 0;
+        let files = &self.files;
+        self.documents.retain(|_| {
+            let out = files
+                .iter()
+                .any(|(id, range)| range.contains(&index) && read.contains(id));
+            index += 1;
+            !out
+        });
+        self.files.clear();
+    }
+}
 
 /// Read the policy files (`-` is stdin): every ImagePolicy in them may be
-/// a supplied result. A file that holds no Flux image object at all (nor an
-/// Argo CD one) gets a warning (in `warnings`). The texts of the files that
-/// may hold Argo CD objects go into `argo`.
+/// a supplied result. A file named twice (by any path to it) is read once. A
+/// file that holds no Flux image object at all (nor an Argo CD one) gets a
+/// warning (in `warnings`).
 ///
 /// # Errors
 /// An unreadable file, or one that is not YAML (at its line and column).
@@ -232,11 +270,14 @@ pub(super) fn read_policy_files(
     files: &[PathBuf],
     limit: SizeLimit,
     warnings: &mut Vec<Diagnostic>,
-    argo: &mut Vec<ArgoPolicyFile>,
-) -> Result<Vec<PolicyDocument>, Error> {
-    let mut out = Vec::new();
+) -> Result<PolicyFiles, Error> {
+    let mut out = PolicyFiles::default();
     for file in files {
         let stdin = file == Path::new("-");
+        let id = crate::input::file_id(file);
+        if id.is_some_and(|id| out.files.iter().any(|(f, _)| *f == id)) {
+            continue;
+        }
         let origin = if stdin {
             "stdin".to_owned()
         } else {
@@ -271,15 +312,20 @@ pub(super) fn read_policy_files(
                 .at(Location::new(origin.clone(), None)),
             );
         }
-        out.extend(documents.into_iter().map(|document| PolicyDocument {
-            document,
-            origin: origin.clone(),
-            positions: true,
-            dir: dir.clone(),
-            supplies: true,
-        }));
+        let start = out.documents.len();
+        out.documents
+            .extend(documents.into_iter().map(|document| PolicyDocument {
+                document,
+                origin: origin.clone(),
+                positions: true,
+                dir: dir.clone(),
+                supplies: true,
+            }));
+        if let Some(id) = id {
+            out.files.push((id, start..out.documents.len()));
+        }
         if holds_argo {
-            argo.push((origin, file.clone(), text));
+            out.argo.push(ArgoPolicyFile { origin, text, id });
         }
     }
     Ok(out)
@@ -301,12 +347,23 @@ fn unreadable(
 /// Texts kept by a walk, by path relative to its root.
 pub(super) type Kept = Vec<crate::updater::tree::KeptText>;
 
+/// What [`tree_definitions`] read.
+#[derive(Debug, Default)]
+pub(super) struct TreeDefinitions {
+    pub documents: Vec<PolicyDocument>,
+    pub kept: Kept,
+    /// The named files (policy files) the walk read: their documents are the tree's.
+    pub named: HashSet<FileId>,
+}
+
 /// The documents of every file under `root` that may hold definitions
 /// (screened by substring before parsing). They supply no results: only
 /// their definitions are read. A screened file that is not YAML (a Helm
 /// template of an ImagePolicy) gets a warning in `warnings` and is left
 /// out. The texts `keep` asks for (Argo CD objects and write-back targets)
-/// are returned too, by path relative to `root`.
+/// are returned too, by path relative to `root`. A file among `named` (the
+/// policy files) is read once, as the tree's: its ImagePolicies also supply
+/// results, as a policy file's do.
 ///
 /// # Errors
 /// A walk failure. A file that cannot be read (or is over the size
@@ -317,7 +374,8 @@ pub(super) fn tree_definitions(
     limit: SizeLimit,
     warnings: &mut Vec<Diagnostic>,
     keep: Option<crate::updater::tree::Keep>,
-) -> Result<(Vec<PolicyDocument>, Kept), Error> {
+    named: &HashSet<FileId>,
+) -> Result<TreeDefinitions, Error> {
     // How the report names a file of the tree: relative to the update path.
     let tree_path = |rel: &str| {
         if update_path.is_empty() {
@@ -340,10 +398,15 @@ pub(super) fn tree_definitions(
             return None;
         };
         if !reflector::may_define(&text) {
-            return kept.then(|| Ok((Vec::new(), Some((text, c.regular)))));
+            return kept.then(|| Ok((Vec::new(), Some((text, c.regular)), None)));
         }
         let origin = c.path.display().to_string();
         let dir = c.path.parent().map(Path::to_path_buf);
+        let id = if named.is_empty() {
+            None
+        } else {
+            crate::input::file_id(&c.path).filter(|id| named.contains(id))
+        };
         let parsed = yaml::parse_documents(&text);
         Some(
             parsed
@@ -368,25 +431,83 @@ pub(super) fn tree_definitions(
                             origin: origin.clone(),
                             positions: true,
                             dir: dir.clone(),
-                            supplies: false,
+                            supplies: id.is_some(),
                         })
                         .collect::<Vec<_>>();
-                    (documents, kept.then_some((text, c.regular)))
+                    (documents, kept.then_some((text, c.regular)), id)
                 }),
         )
     })?;
-    let mut out = Vec::new();
-    let mut texts = Vec::new();
+    let mut out = TreeDefinitions::default();
     for (rel, result) in walked.results {
         match result {
-            Ok((documents, kept)) => {
-                out.extend(documents);
+            Ok((documents, kept, id)) => {
+                out.documents.extend(documents);
+                out.named.extend(id);
                 if let Some((text, regular)) = kept {
-                    texts.push(crate::updater::tree::KeptText { rel, text, regular });
+                    out.kept
+                        .push(crate::updater::tree::KeptText { rel, text, regular });
                 }
             }
             Err(warning) => warnings.push(warning),
         }
     }
-    Ok((out, texts))
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFINITIONS: &str = "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: web, namespace: flux-system}\nspec: {image: ghcr.io/acme/web}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: web, namespace: flux-system}\nspec:\n  imageRepositoryRef: {name: web}\n  policy: {semver: {range: 1.x}}\n";
+
+    #[test]
+    fn a_file_is_read_once_however_it_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        fs_err::create_dir_all(root.join("flux")).unwrap();
+        let file = root.join("flux/images.yaml");
+        fs_err::write(&file, DEFINITIONS).unwrap();
+        fs_err::write(dir.path().join("other.yaml"), DEFINITIONS).unwrap();
+        std::os::unix::fs::symlink(&file, dir.path().join("link.yaml")).unwrap();
+        fs_err::hard_link(&file, dir.path().join("hard.yaml")).unwrap();
+        let named = [
+            file.clone(),
+            root.join("flux/../flux/images.yaml"),
+            dir.path().join("link.yaml"),
+            dir.path().join("hard.yaml"),
+            dir.path().join("other.yaml"),
+        ];
+        let mut warnings = Vec::new();
+        let mut read = read_policy_files(&named, SizeLimit::FILE_DEFAULT, &mut warnings).unwrap();
+        assert_eq!(
+            read.files.len(),
+            2,
+            "the file and the copy: {:?}",
+            read.files
+        );
+        assert_eq!(read.documents.len(), 4);
+        // The tree's walk reads the file too: its documents are the tree's, with supplies set.
+        let ids: HashSet<FileId> = read.files.iter().map(|(id, _)| *id).collect();
+        let tree = tree_definitions(
+            &root,
+            "",
+            SizeLimit::FILE_DEFAULT,
+            &mut warnings,
+            None,
+            &ids,
+        )
+        .unwrap();
+        assert_eq!(tree.documents.len(), 2);
+        assert!(tree.documents.iter().all(|d| d.supplies));
+        assert_eq!(tree.named.len(), 1);
+        read.leave_out(&tree.named);
+        assert_eq!(read.documents.len(), 2);
+        assert!(
+            read.documents
+                .iter()
+                .all(|d| d.origin.ends_with("other.yaml"))
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
 }

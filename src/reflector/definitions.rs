@@ -306,37 +306,29 @@ fn flux_gate(value: &Value) -> Result<GateConfig, Problem> {
 
 /// Read every definition in `documents` (List objects are opened).
 ///
+/// An object defined twice (the same API group, kind, namespace and name,
+/// read from two places) is one object when both definitions are the same
+/// (`crate::object::same`: the first read is kept), and an error naming both
+/// places and the first field that differs when they are not; for a Secret,
+/// only when a definition uses it.
+///
 /// # Errors
 /// Every problem found, each at its file, line and column.
 pub fn collect(documents: &[PolicyDocument]) -> Result<Vec<Definition>, Vec<Diagnostic>> {
-    let flat: Vec<Found<'_>> = documents
-        .iter()
-        .flat_map(|doc| {
-            yaml::objects(&doc.document)
-                .into_iter()
-                .map(move |o| (o, doc))
-        })
-        .collect();
     let mut errors = Vec::new();
+    let (flat, conflicts) = distinct(documents, &mut errors);
     let mut repositories: BTreeMap<(String, String), &Found<'_>> = BTreeMap::new();
-    let mut secrets: BTreeMap<(String, String), &Found<'_>> = BTreeMap::new();
+    let mut secrets = Secrets {
+        found: BTreeMap::new(),
+        conflicts,
+    };
     for found in &flat {
         let value = found.0.value;
         let (namespace, name) = namespace_name(value);
         if is_flux_kind(value, "ImageRepository") {
-            if repositories
-                .insert((namespace.clone(), name.clone()), found)
-                .is_some()
-            {
-                errors.push(
-                    Diagnostic::error(format!(
-                        "ImageRepository {namespace}/{name} is defined twice"
-                    ))
-                    .at(found.1.location(&found.0, "/metadata/name")),
-                );
-            }
+            repositories.insert((namespace, name), found);
         } else if is_secret(value) {
-            secrets.insert((namespace, name), found);
+            secrets.found.insert((namespace, name), found);
         }
     }
     let mut out = Vec::new();
@@ -371,6 +363,71 @@ pub fn collect(documents: &[PolicyDocument]) -> Result<Vec<Definition>, Vec<Diag
     }
 }
 
+/// The Secrets among the documents, by namespace and name: the first
+/// definition of each, and the message for each one defined twice with
+/// different content (an error where a definition uses it).
+pub(super) struct Secrets<'f, 'a> {
+    found: BTreeMap<(String, String), &'f Found<'a>>,
+    conflicts: BTreeMap<(String, String), String>,
+}
+
+/// The objects of `documents`, each definition of an object once: a later
+/// definition of an ImageRepository, an ImagePolicy with a spec, a
+/// KubeSphere ImageUpdater or a Secret that is the same as the first is left
+/// out; one that differs is left out too, with an error in `errors` (for a
+/// Secret, its message in the map returned, by namespace and name).
+fn distinct<'a>(
+    documents: &'a [PolicyDocument],
+    errors: &mut Vec<Diagnostic>,
+) -> (Vec<Found<'a>>, BTreeMap<(String, String), String>) {
+    use crate::object::same;
+    let mut kept: Vec<Found<'a>> = Vec::new();
+    let mut first: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
+    let mut conflicts = BTreeMap::new();
+    for doc in documents {
+        for object in yaml::objects(&doc.document) {
+            let value = object.value;
+            let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+            let compared = is_flux_kind(value, "ImageRepository")
+                || role(value, true) == Role::Definition
+                || kubesphere::is_image_updater(value)
+                || is_secret(value);
+            if !compared {
+                kept.push((object, doc));
+                continue;
+            }
+            let (namespace, name) = namespace_name(value);
+            let identity = (
+                crate::yaml::api_group(value).to_owned(),
+                kind.to_owned(),
+                namespace,
+                name,
+            );
+            let Some(&at) = first.get(&identity) else {
+                first.insert(identity, kept.len());
+                kept.push((object, doc));
+                continue;
+            };
+            let (earlier, earlier_doc) = &kept[at];
+            let Some(difference) = same::difference(earlier.value, value) else {
+                continue;
+            };
+            let (_, _, namespace, name) = identity;
+            let what = format!("{kind} {namespace}/{name}");
+            let there = earlier_doc.location(earlier, &difference.pointer);
+            let here = doc.location(&object, &difference.pointer);
+            if is_secret(value) {
+                conflicts
+                    .entry((namespace, name))
+                    .or_insert_with(|| same::message(&what, &there, Some(&here), &difference));
+            } else {
+                errors.push(same::conflict(&what, &there, here, &difference));
+            }
+        }
+    }
+    (kept, conflicts)
+}
+
 pub(crate) fn is_secret(value: &Value) -> bool {
     value.get("kind").and_then(Value::as_str) == Some("Secret")
         && value.get("apiVersion").and_then(Value::as_str) == Some("v1")
@@ -397,7 +454,7 @@ pub(super) fn str_field<'a>(
 fn flux_policy(
     (object, doc): &Found<'_>,
     repositories: &BTreeMap<(String, String), &Found<'_>>,
-    secrets: &BTreeMap<(String, String), &Found<'_>>,
+    secrets: &Secrets<'_, '_>,
 ) -> Result<Definition, Diagnostic> {
     let value = object.value;
     let (namespace, name) = namespace_name(value);
@@ -648,10 +705,13 @@ pub(super) fn credential_source(
     pointer: &str,
     namespace: &str,
     doc: &PolicyDocument,
-    secrets: &BTreeMap<(String, String), &Found<'_>>,
+    secrets: &Secrets<'_, '_>,
 ) -> Result<RegistryCredential, Problem> {
-    if let Some(&&(ref secret, secret_doc)) = secrets.get(&(namespace.to_owned(), name.to_owned()))
-    {
+    let key = (namespace.to_owned(), name.to_owned());
+    if let Some(conflict) = secrets.conflicts.get(&key) {
+        return Err(Problem::at(conflict.clone(), pointer));
+    }
+    if let Some(&&(ref secret, secret_doc)) = secrets.found.get(&key) {
         let origin = format!("Secret {namespace}/{name} in {}", secret_doc.origin);
         return secret_config_json(secret.value, &origin)
             .map(|config_json| RegistryCredential::Secret {
@@ -976,23 +1036,117 @@ spec:
         );
     }
 
+    fn docs_in(files: &[(&str, &str)]) -> Vec<PolicyDocument> {
+        files
+            .iter()
+            .flat_map(|(origin, yaml)| {
+                docs(yaml).into_iter().map(|mut d| {
+                    (*origin).clone_into(&mut d.origin);
+                    d
+                })
+            })
+            .collect()
+    }
+
     #[test]
-    fn duplicates_are_errors() {
-        let text = format!(
-            "{FLUX}---\n{}",
-            FLUX.replace("name: regcred", "name: other")
+    fn the_same_object_from_two_places_is_one() {
+        // A Job's ConfigMap and its clone: the same objects, written differently.
+        let clone = FLUX
+            .replace(
+                "metadata: {name: app, namespace: flux-system}",
+                "metadata:\n  namespace: flux-system\n  name: app\n  resourceVersion: '7'",
+            )
+            .replace(
+                "exclusionList: ['^.*-debug$']",
+                "exclusionList: [\"^.*-debug$\"]",
+            );
+        let defs = collect(&docs_in(&[
+            ("/config/policies.yaml", FLUX),
+            ("clone/flux.yaml", &clone),
+        ]))
+        .unwrap();
+        assert_eq!(defs.len(), 1);
+        assert_eq!(
+            defs[0].source, "/config/policies.yaml (ImagePolicy flux-system/app)",
+            "the first read is kept"
         );
-        let errors = errors(&text);
+        // The same file read twice.
+        assert_eq!(
+            collect(&docs_in(&[("a.yaml", FLUX), ("a.yaml", FLUX)]))
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn two_definitions_that_differ_are_an_error_naming_both() {
+        let other = FLUX.replace("ghcr.io/acme/app", "ghcr.io/acme/other");
+        let errors: Vec<String> = collect(&docs_in(&[
+            ("/config/policies.yaml", FLUX),
+            ("clone/flux.yaml", &other),
+        ]))
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            errors.len(),
+            2,
+            "the ImageRepository and its ImagePolicy: {errors:#?}"
+        );
+        assert!(
+            errors[0].starts_with(
+                "clone/flux.yaml:6:10: error: ImageRepository flux-system/app is defined twice, and the definitions differ: /spec/image is \"ghcr.io/acme/app\" at /config/policies.yaml:6:10 but \"ghcr.io/acme/other\" here"
+            ),
+            "{}",
+            errors[0]
+        );
+        // An ImagePolicy's status is compared: it is the previous result.
+        let later = FLUX.replace("tag: main-1", "tag: main-2");
+        let errors = collect(&docs_in(&[("a.yaml", FLUX), ("b.yaml", &later)])).unwrap_err();
+        assert!(
+            errors[0].to_string().contains("ImagePolicy flux-system/app is defined twice, and the definitions differ: /status/latestRef/tag is \"main-1\" at a.yaml:29:44 but \"main-2\" here"),
+            "{}",
+            errors[0]
+        );
+    }
+
+    #[test]
+    fn a_secret_that_differs_is_an_error_where_it_is_used() {
+        let secret = |payload: &str| {
+            format!(
+                "apiVersion: v1\nkind: Secret\nmetadata: {{name: regcred, namespace: flux-system}}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{payload}'\n"
+            )
+        };
+        let used =
+            collect(&docs_in(&[("a.yaml", FLUX), ("b.yaml", &secret("s3cr3t"))])).unwrap_err();
+        let text = used[0].to_string();
+        assert!(
+            text.starts_with("a.yaml:9:21: error: ImageRepository flux-system/app: Secret flux-system/regcred is defined twice, and the definitions differ: /stringData/.dockerconfigjson is (hidden) at a.yaml:16:22 but (hidden) at b.yaml:6:22"),
+            "{text}"
+        );
+        assert!(!text.contains("s3cr3t"), "{text}");
+        // The same Secret twice is one; a Secret no definition uses is not looked at.
+        assert!(collect(&docs_in(&[("a.yaml", FLUX), ("b.yaml", &secret("{}"))])).is_ok());
+        let unused = FLUX.replace("  secretRef: {name: regcred}\n", "");
+        assert!(
+            collect(&docs_in(&[
+                ("a.yaml", &unused),
+                ("b.yaml", &secret("s3cr3t"))
+            ]))
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn two_objects_with_one_policy_key_are_an_error() {
+        let updater = "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: u, namespace: flux-system}\nspec:\n  kind: fluxcd\n  images: [app=ghcr.io/acme/app]\n  fluxcd: {policy: {semver: {range: 1.x}}}\n";
+        let errors = errors(&format!("{FLUX}---\n{updater}"));
         assert!(
             errors
                 .iter()
-                .any(|e| e.contains("ImageRepository flux-system/app is defined twice")),
-            "{errors:?}"
-        );
-        assert!(
-            errors
-                .iter()
-                .any(|e| e.contains("policy flux-system:app is defined twice")),
+                .any(|e| e.contains("policy flux-system:app is defined twice: by defs.yaml (ImagePolicy flux-system/app) and by defs.yaml")),
             "{errors:?}"
         );
     }

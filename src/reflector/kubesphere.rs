@@ -4,12 +4,10 @@
 //! strategy of `spec.fluxcd.policy` or `spec.argocd`'s per-alias maps
 //! (`update-strategy`, `allow-tags`, `ignore-tags`, `platforms`, `secret`).
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 use super::definitions::{
-    Definition, Found, Kind, Problem, RegistryCredential, credential_source, flux_strategy,
+    Definition, Kind, Problem, RegistryCredential, Secrets, credential_source, flux_strategy,
     gate_config, str_field,
 };
 use crate::diagnostic::Diagnostic;
@@ -83,7 +81,7 @@ impl ImageEntry {
 pub(super) fn definitions(
     object: &Object<'_>,
     doc: &PolicyDocument,
-    secrets: &BTreeMap<(String, String), &Found<'_>>,
+    secrets: &Secrets<'_, '_>,
     out: &mut Vec<Definition>,
     errors: &mut Vec<Diagnostic>,
 ) {
@@ -168,7 +166,7 @@ fn kubesphere_entry(
     spec: &Value,
     namespace: &str,
     doc: &PolicyDocument,
-    secrets: &BTreeMap<(String, String), &Found<'_>>,
+    secrets: &Secrets<'_, '_>,
 ) -> Result<Entry, Problem> {
     let entry = ImageEntry::parse(text)?;
     let repository = Repository::parse(&entry.image).map_err(|e| e.to_string())?;
