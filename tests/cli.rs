@@ -658,7 +658,10 @@ fn strict_mode_and_downgrades() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
         stderr.contains("warning: no policy ns:gone was supplied")
-            && stderr.ends_with("; nothing was written (--fail-on-warnings)\n"),
+            && stderr.ends_with(
+                "error: would update 1 field in 1 file, but --fail-on-warnings is set and 1 \
+                 warning was raised: nothing was written\n"
+            ),
         "{stderr}"
     );
     assert_eq!(
