@@ -37,6 +37,10 @@ pub(crate) struct GitRepository {
     pub name: String,
     /// `spec.url`.
     pub url: String,
+    /// Where `spec.url` is written (the Job names it when it refuses the
+    /// URL).
+    #[cfg_attr(not(feature = "job"), allow(dead_code))]
+    pub url_location: Location,
     /// `spec.ref`, when given (the Job's checkout ref).
     #[cfg_attr(not(feature = "job"), allow(dead_code))]
     pub reference: Option<GitRef>,
@@ -187,6 +191,7 @@ pub(crate) fn read(doc: &Document, origin: &str) -> Result<GitRepository, Vec<Di
         namespace,
         name,
         url: url.unwrap_or_default(),
+        url_location: Location::new(origin, doc.position("/spec/url")),
         reference,
         secret_name,
         github_app: doc.value.pointer("/spec/provider").and_then(Value::as_str) == Some("github"),

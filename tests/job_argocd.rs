@@ -56,6 +56,12 @@ fn main() {
         ),
         trial(
             &env,
+            "a_local_repository_names_its_application",
+            false,
+            a_local_repository_names_its_application,
+        ),
+        trial(
+            &env,
             "a_committed_link_out_of_the_clone_is_not_written",
             false,
             a_committed_link_out_of_the_clone_is_not_written,
@@ -536,6 +542,29 @@ fn a_repository_spelt_another_way_is_the_clone_another_one_is_named(env: &Env) -
         }),
         || format!("the status's warnings: {warnings:#?}"),
     )?;
+    empty_dir(&parent)
+}
+
+/// Without `--url`, an Application whose repository is a `file://` URL is refused (exit 2), the
+/// message naming the flag that allows it and the Application the URL came from.
+fn a_local_repository_names_its_application(env: &Env) -> TestResult {
+    let (fixture, _) = fleet(env, "argocd-local", "127.0.0.1:1")?;
+    let url = format!("file://{}", fixture.bare.display());
+    let policies = env.root.join("trees").join("argocd-local-app.yaml");
+    fs::write(&policies, application(&url, "127.0.0.1:1"))?;
+    let (mut command, parent) = job(env, "argocd-local");
+    let ran = run(command.arg("--policies").arg(&policies))?;
+    ensure(ran.code == Some(2), || {
+        format!("exit {:?}, expected 2:\n{}", ran.code, ran.stderr)
+    })?;
+    let expected = format!(
+        "{}:4:9: the repository Argo CD Application argocd/web writes back to: refusing the local \
+         repository `{url}`: file:// URLs and local paths need --allow-local",
+        policies.display()
+    );
+    ensure(ran.stderr.contains(&expected), || {
+        format!("expected {expected:?} in:\n{}", ran.stderr)
+    })?;
     empty_dir(&parent)
 }
 

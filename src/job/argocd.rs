@@ -30,6 +30,9 @@ pub(crate) struct Destination {
     pub url: String,
     /// The base branch (`None`: the remote's default branch).
     pub checkout: Option<String>,
+    /// Where the URL comes from, for messages: `FILE:LINE:COL: the repository Argo CD
+    /// Application NS/NAME writes back to`.
+    pub origin: String,
 }
 
 /// The one repository and base branch the git write-back of the Applications in the policy
@@ -89,6 +92,10 @@ pub(crate) fn destination(update: &UpdateConfig) -> Result<Option<Destination>, 
     Ok(Some(Destination {
         url: first.repository.clone(),
         checkout: first.checkout.clone(),
+        origin: format!(
+            "{}: the repository Argo CD Application {} writes back to",
+            first.location, first.app
+        ),
     }))
 }
 
