@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::object::ObjectId;
 use crate::text::Position;
@@ -236,9 +237,142 @@ fn push_causes(out: &mut String, mut next: Option<&(dyn std::error::Error + 'sta
     }
 }
 
+/// Edit-distance work left for hints (characters of one name times
+/// characters of the other, summed over the names compared): what a run
+/// spends on "did you mean" stays bounded whatever the input holds (a tree
+/// of thousands of markers naming thousands of unknown policies). Once
+/// spent, no more hints are offered.
+#[derive(Debug)]
+pub(crate) struct HintBudget(AtomicUsize);
+
+impl HintBudget {
+    /// Enough for thousands of hints over names of ordinary length, done in
+    /// a fraction of a second.
+    pub(crate) const DEFAULT: usize = 50_000_000;
+
+    fn take(&self, cells: usize) -> bool {
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(cells)
+            })
+            .is_ok()
+    }
+}
+
+impl Default for HintBudget {
+    fn default() -> Self {
+        Self(AtomicUsize::new(Self::DEFAULT))
+    }
+}
+
+impl Clone for HintBudget {
+    fn clone(&self) -> Self {
+        Self(AtomicUsize::new(self.0.load(Ordering::Relaxed)))
+    }
+}
+
+/// The longest name a hint is looked for (a Kubernetes namespace, `:` and a
+/// name are shorter); nobody misspells a longer one.
+const HINT_WORD_LIMIT: usize = 320;
+
+/// The candidate nearest to `word` by edit distance (insertions,
+/// deletions, substitutions, swaps of neighbours), for a hint naming what
+/// was probably meant: `None` when none is within a fifth of `word`'s
+/// length (at least 2 edits), so that unrelated names sharing a long prefix
+/// (a namespace) are not offered, and when `budget` runs out. Of equally
+/// near candidates, the first.
+#[must_use]
+pub(crate) fn nearest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    budget: &HintBudget,
+) -> Option<&'a str> {
+    let length = word.chars().count();
+    if length > HINT_WORD_LIMIT {
+        return None;
+    }
+    let most = (length / 5).max(2);
+    let mut best: Option<(usize, &str)> = None;
+    for candidate in candidates {
+        if candidate == word {
+            continue;
+        }
+        // The distance is at least the difference of the lengths: most
+        // candidates are ruled out without computing it.
+        let other = candidate.chars().count();
+        if other.abs_diff(length) > most {
+            continue;
+        }
+        if !budget.take(length.max(1) * other.max(1)) {
+            return None;
+        }
+        let distance = strsim::osa_distance(word, candidate);
+        if distance <= most && best.is_none_or(|(d, _)| distance < d) {
+            best = Some((distance, candidate));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+        super::nearest(word, candidates, &HintBudget::default())
+    }
+
+    #[test]
+    fn nearest_offers_a_close_name_only() {
+        let keys = ["flux-system:webapp", "flux-system:api", "apps:webapp"];
+        assert_eq!(
+            nearest("flux-system:webap", keys),
+            Some("flux-system:webapp")
+        );
+        assert_eq!(
+            nearest("flux-systen:wepabp", keys),
+            Some("flux-system:webapp")
+        );
+        assert_eq!(nearest("apps:webap", keys), Some("apps:webapp"));
+        assert_eq!(nearest("team:database", keys), None);
+        assert_eq!(
+            nearest("flux-system:webapq", keys),
+            Some("flux-system:webapp")
+        );
+        assert_eq!(nearest("flux-system:apx", keys), Some("flux-system:api"));
+        assert_eq!(nearest("flux-system:frontend", keys), None);
+        assert_eq!(
+            nearest("flux-system:webapp", ["flux-system:webapp"]),
+            None,
+            "not itself"
+        );
+        assert_eq!(
+            nearest("a:b", ["a:c", "a:d"]),
+            Some("a:c"),
+            "the first of equals"
+        );
+        assert_eq!(nearest("x", std::iter::empty()), None);
+    }
+
+    /// The work is bounded: a budget spent gives no hint, and a name longer
+    /// than any Kubernetes key gets none without any work.
+    #[test]
+    fn nearest_stays_within_its_budget() {
+        let budget = HintBudget(AtomicUsize::new(18 * 18));
+        let keys = ["flux-system:webapp"];
+        assert_eq!(
+            super::nearest("flux-system:webap", keys, &budget),
+            Some("flux-system:webapp")
+        );
+        assert_eq!(super::nearest("flux-system:webap", keys, &budget), None);
+        let long = "x".repeat(100_000);
+        let budget = HintBudget(AtomicUsize::new(0));
+        assert_eq!(super::nearest(&long, [long.as_str()], &budget), None);
+        assert_eq!(
+            super::nearest(&format!("{long}y"), [long.as_str()], &budget),
+            None
+        );
+    }
 
     #[derive(Debug, thiserror::Error)]
     #[error("outer")]

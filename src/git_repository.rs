@@ -7,6 +7,11 @@
 //! Only what the Job can honour is accepted: a field it cannot (a
 //! `provider` other than `generic` and `github`, a proxy, verification, submodules, a sparse checkout...) is
 //! an error at its line, never silently ignored.
+//!
+//! Also the one rule saying whether two URLs name the same repository
+//! ([`same_repository`]), for every place that compares them (the Job's
+//! clone against Argo CD Applications' `repoURL`s, Applications against each
+//! other).
 
 use std::path::Path;
 
@@ -32,6 +37,10 @@ pub(crate) struct GitRepository {
     pub name: String,
     /// `spec.url`.
     pub url: String,
+    /// Where `spec.url` is written (the Job names it when it refuses the
+    /// URL).
+    #[cfg_attr(not(feature = "job"), allow(dead_code))]
+    pub url_location: Location,
     /// `spec.ref`, when given (the Job's checkout ref).
     #[cfg_attr(not(feature = "job"), allow(dead_code))]
     pub reference: Option<GitRef>,
@@ -182,15 +191,137 @@ pub(crate) fn read(doc: &Document, origin: &str) -> Result<GitRepository, Vec<Di
         namespace,
         name,
         url: url.unwrap_or_default(),
+        url_location: Location::new(origin, doc.position("/spec/url")),
         reference,
         secret_name,
         github_app: doc.value.pointer("/spec/provider").and_then(Value::as_str) == Some("github"),
     })
 }
 
+/// The repository `url` names, spelling aside: `HOST/PATH`, the host in
+/// lower case, without the scheme, the user, the port, a query or fragment,
+/// leading and trailing `/` and a final `.git`. `https://Git.example/o/r`,
+/// `http://git.example:8080/o/r.git/`, `git@git.example:o/r.git`,
+/// `ssh://git@git.example:22/o/r` all give `git.example/o/r`. A `file://`
+/// URL or a path on this machine has no host: `/srv/r.git` and
+/// `file:///srv/r` give `/srv/r`.
+///
+/// The port is dropped because a forge serves one repository on several
+/// (HTTPS on 443, SSH on 22 or 2222): the host and path name it. The path
+/// keeps its case (most servers tell `o/R` from `o/r`).
+#[must_use]
+pub(crate) fn repository_identity(url: &str) -> String {
+    let url = url.trim();
+    let (authority, path) = match url.split_once("://") {
+        Some((_, rest)) => rest.split_once('/').unwrap_or((rest, "")),
+        // git's rule for the scp-like `[user@]host:path`: a colon before any `/`.
+        None => match url.split_once(':') {
+            Some((authority, path)) if !authority.contains('/') && !authority.is_empty() => {
+                (authority, path)
+            }
+            _ => ("", url),
+        },
+    };
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']').map_or(bracketed, |(h, _)| h),
+        None => host_port
+            .rsplit_once(':')
+            .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+            .map_or(host_port, |(h, _)| h),
+    };
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let path = path.trim_matches('/');
+    let path = path
+        .strip_suffix(".git")
+        .unwrap_or(path)
+        .trim_end_matches('/');
+    if host.is_empty() {
+        format!("/{path}")
+    } else {
+        format!("{}/{path}", host.to_ascii_lowercase())
+    }
+}
+
+/// Whether `a` and `b` name the same repository (the same
+/// [`repository_identity`]).
+#[must_use]
+pub(crate) fn same_repository(a: &str, b: &str) -> bool {
+    repository_identity(a) == repository_identity(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_repository_spelt_every_way_is_one() {
+        let table = [
+            ("https://git.example/o/r", "git.example/o/r"),
+            ("https://git.example/o/r.git", "git.example/o/r"),
+            ("https://Git.Example/o/r/", "git.example/o/r"),
+            ("https://git.example/o/r.git/", "git.example/o/r"),
+            ("http://git.example/o/r", "git.example/o/r"),
+            ("https://git.example:8443/o/r.git", "git.example/o/r"),
+            ("https://user@git.example/o/r", "git.example/o/r"),
+            ("git@git.example:o/r.git", "git.example/o/r"),
+            ("git@GIT.example:o/r", "git.example/o/r"),
+            ("git.example:o/r.git", "git.example/o/r"),
+            ("git@git.example:/o/r.git", "git.example/o/r"),
+            ("ssh://git@git.example/o/r", "git.example/o/r"),
+            ("ssh://git@git.example:22/o/r", "git.example/o/r"),
+            ("ssh://git@git.example:2222/o/r.git", "git.example/o/r"),
+            ("SSH://git@git.example/o/r", "git.example/o/r"),
+            ("git://git.example/o/r.git", "git.example/o/r"),
+            ("  https://git.example/o/r  ", "git.example/o/r"),
+            ("https://git.example/o/r?ref=x#y", "git.example/o/r"),
+            ("https://[::1]:8080/o/r.git", "::1/o/r"),
+            ("ssh://git@[::1]/o/r", "::1/o/r"),
+            (
+                "https://git.example/group/sub/r.git",
+                "git.example/group/sub/r",
+            ),
+            // The path keeps its case.
+            ("https://git.example/O/R", "git.example/O/R"),
+            // Local repositories: no host.
+            ("file:///srv/git/r.git", "/srv/git/r"),
+            ("/srv/git/r.git", "/srv/git/r"),
+            ("/srv/git/r/", "/srv/git/r"),
+        ];
+        for (url, identity) in table {
+            assert_eq!(repository_identity(url), identity, "{url}");
+        }
+    }
+
+    #[test]
+    fn same_repository_tells_repositories_apart() {
+        let same = [
+            "https://git.example/o/r",
+            "https://git.example/o/r.git",
+            "git@git.example:o/r.git",
+            "ssh://git@git.example/o/r",
+            "ssh://git@GIT.EXAMPLE:22/o/r/",
+            "http://git.example/o/r",
+        ];
+        for a in same {
+            for b in same {
+                assert!(same_repository(a, b), "{a} {b}");
+            }
+        }
+        for (a, b) in [
+            ("https://git.example/o/r", "https://git.example/o/s"),
+            ("https://git.example/o/r", "https://other.example/o/r"),
+            ("https://git.example/o/r", "https://git.example/x/o/r"),
+            ("https://git.example/o/r", "https://git.example/O/r"),
+            (
+                "file:///srv/git/r.git",
+                "http://127.0.0.1:8080/srv/git/r.git",
+            ),
+            ("file:///srv/git/r.git", "/srv/git/other.git"),
+        ] {
+            assert!(!same_repository(a, b), "{a} {b}");
+        }
+    }
 
     fn read_text(text: &str) -> Result<GitRepository, Vec<String>> {
         let doc = crate::yaml::parse_one(text).unwrap();

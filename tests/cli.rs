@@ -658,7 +658,10 @@ fn strict_mode_and_downgrades() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
         stderr.contains("warning: no policy ns:gone was supplied")
-            && stderr.ends_with("; nothing was written (--fail-on-warnings)\n"),
+            && stderr.ends_with(
+                "error: would update 1 field in 1 file, but --fail-on-warnings is set and 1 \
+                 warning was raised: nothing was written\n"
+            ),
         "{stderr}"
     );
     assert_eq!(
@@ -707,6 +710,56 @@ fn strict_mode_and_downgrades() {
 
 /// Outputs go into existing directories; colours only when asked for or on
 /// a terminal, and never with NO_COLOR.
+/// A `--policy` value whose key no marker names changes nothing: a warning
+/// says so, once per key, with the key a marker names as a hint (and
+/// `--fail-on-warnings` counts it); a value a marker uses is not named.
+fn unused_policy_values_are_named() {
+    let dir = tree(&[("pod.yaml", POD)]);
+    let out = run(
+        &[
+            "update",
+            s(dir.path()),
+            "--policy",
+            "ns:p=nginx:1.27.1",
+            "--policy",
+            "ns:pp=nginx:1.27.1",
+            "--policy",
+            "ns:pp=nginx:1.27.1",
+            "--policy",
+            "team:database=postgres:16",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let unused = |key: &str, value: &str| {
+        format!(
+            "warning: policy {key} (--policy {key}={value}) is used by no marker or Argo CD \
+             Application, so it changes nothing\n"
+        )
+    };
+    assert_eq!(
+        stderr.matches(&unused("ns:pp", "nginx:1.27.1")).count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{}  hint: did you mean ns:p? (a marker or Application names it)\n",
+            unused("ns:pp", "nginx:1.27.1")
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{}updated 1 field in 1 file (2 warnings)\n",
+            unused("team:database", "postgres:16")
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("policy ns:p (--policy"), "{stderr}");
+}
+
 fn outputs_need_their_directory_and_colours_are_opt_in() {
     let dir = tree(&[("a.yaml", POD)]);
     let out = run(
@@ -810,6 +863,11 @@ fn main() {
             "strict_mode_and_downgrades",
             &[],
             strict_mode_and_downgrades,
+        ),
+        trial(
+            "unused_policy_values_are_named",
+            &[],
+            unused_policy_values_are_named,
         ),
         trial(
             "outputs_need_their_directory_and_colours_are_opt_in",

@@ -1,8 +1,9 @@
 //! The CustomResourceDefinitions in `deploy/crds/`, checked the way a cluster
 //! would check them, without a cluster:
 //!
-//! * each CRD is a valid `apiextensions.k8s.io/v1` object for the two latest
-//!   Kubernetes minor versions PyPI's `kubernetes-validate` knows (strict:
+//! * each CRD is a valid `apiextensions.k8s.io/v1` object for every
+//!   Kubernetes minor version from 1.30 to the newest PyPI's
+//!   `kubernetes-validate` knows (strict:
 //!   unknown fields are errors), and its schema is **structural** (the rules
 //!   the API server enforces before it serves a CRD: a type on every node, no
 //!   types or defaults inside `anyOf`/`allOf`/`oneOf`/`not`, fields named

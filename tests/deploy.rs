@@ -22,7 +22,10 @@
 //!   --help` exits 0 (clap parses every argument before it acts on `--help`,
 //!   which the first trial checks with `update`), and a run with the
 //!   ConfigMap's files against a closed local port fails as a network error
-//!   (exit 1), not as a configuration error (exit 2).
+//!   (exit 1), not as a configuration error (exit 2);
+//! * both files are valid, strictly (unknown fields are errors), for every
+//!   Kubernetes minor version from 1.30 to the newest PyPI's
+//!   `kubernetes-validate` knows.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test harness code
 
@@ -38,7 +41,7 @@ const CONTAINER: &str = "image-update";
 const CONFIG_MOUNT: &str = "/config";
 
 fn main() {
-    image_update_testkit::run(vec![
+    let mut trials = vec![
         trial("README exit-code reader", &[], exit_code_reader),
         trial("documents", &[], documents),
         trial("image is the published one", &[], image),
@@ -66,7 +69,20 @@ fn main() {
             args_accepted,
         ),
         trial("config runs as far as the network", &[], config_runs),
-    ]);
+    ];
+    trials.extend(image_update_testkit::kube::trials(
+        "kubernetes-validate: deploy/job.yaml and deploy/cronjob.yaml",
+        || {
+            (
+                (),
+                vec![
+                    root().join("deploy/job.yaml"),
+                    root().join("deploy/cronjob.yaml"),
+                ],
+            )
+        },
+    ));
+    image_update_testkit::run(trials);
 }
 
 // ------------------------------------------------------------ the files

@@ -4,8 +4,9 @@
 //! case directory so that diagnostics name `in/FILE:LINE:COL`;
 //! `UPDATE_EXPECT=1` rewrites the expectations (refused when `CI` is set).
 //! A case that fails writes nothing on stdout. Every expected manifest
-//! stream is also checked by PyPI's `kubernetes-validate` (strict) for the
-//! two latest Kubernetes versions it knows, and read back: the CronJobs have
+//! stream is also checked by PyPI's `kubernetes-validate` (strict) for
+//! every Kubernetes minor version from 1.30 to the newest it knows, and
+//! read back: the CronJobs have
 //! `concurrencyPolicy: Forbid`, the hardened Pod, a `podFailurePolicy` on
 //! the Job's exit codes (2 fails the Job, or the index in a fleet; 4 counts),
 //! and arguments `image-update job` accepts. The same inputs as a ResourceList

@@ -641,6 +641,51 @@ fn update_fetch_invalid_definitions_name_the_file() {
     assert_eq!(read(&file), text);
 }
 
+/// An ImagePolicy whose semver range does not parse is an error at the
+/// range's value (not the object's first line), before the registry is
+/// asked; fixed, a marker misspelling its name is told that no policy of
+/// that name was defined (fetching), with the defined one as a hint.
+fn update_fetch_bad_range_and_misspelt_marker() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    push_tags(&reg, "team/app", &["1.0.0", "1.2.0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let definitions = |range: &str| {
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: webapp, namespace: flux-system}}\nspec: {{image: {host}/team/app}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata:\n  name: webapp\n  namespace: flux-system\nspec:\n  imageRepositoryRef:\n    name: webapp\n  policy:\n    semver:\n      range: '{range}'\n"
+        )
+    };
+    let defs = write(&root, "flux/images.yaml", &definitions(">=1.0 <<2"));
+    let text =
+        format!("image: {host}/team/app:1.0.0 # {{\"$imagepolicy\": \"flux-system:webap\"}}\n");
+    let deploy = write(&root, "apps/web.yaml", &text);
+    let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "{}:16:14: error: ImagePolicy flux-system/webapp: spec.policy.semver.range: invalid semver range '>=1.0 <<2'",
+            defs.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("fetched"), "{}", stderr(&out));
+
+    write(&root, "flux/images.yaml", &definitions(">=1.0"));
+    let out = run(cmd(dir.path()).arg("update").arg("--fetch").arg(&root));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "{}:1:8: warning: no policy flux-system:webap was defined or supplied, so this marker is left alone\n  hint: did you mean flux-system:webapp?\n",
+            deploy.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(read(&deploy), text);
+}
+
 /// The KRM function on `input`.
 fn function(home: &Path, input: &str) -> Output {
     let mut child = cmd(home)
@@ -1248,6 +1293,11 @@ fn main() {
             "named_files_in_the_tree_are_read_once",
             &["docker-registry"],
             named_files_in_the_tree_are_read_once,
+        ),
+        trial(
+            "update_fetch_bad_range_and_misspelt_marker",
+            &["docker-registry"],
+            update_fetch_bad_range_and_misspelt_marker,
         ),
         trial(
             "function_image_updater_config_fetches_its_images",

@@ -44,6 +44,11 @@ fn main() {
             https_ca_from_the_secret_or_flag,
         ),
         env.trial("nothing_to_do_exit_codes", HTTP, nothing_to_do_exit_codes),
+        env.trial(
+            "unused_policy_value_is_named",
+            HTTP,
+            unused_policy_value_is_named,
+        ),
         env.trial("token_as_basic_password", HTTP, token_as_basic_password),
         env.trial("gpg_signed_commit", HTTP_GPG, gpg_signed_commit),
         env.trial(
@@ -323,6 +328,37 @@ fn nothing_to_do_exit_codes(env: &Env) -> TestResult {
     ensure(rev(env, &fixture, "main")? == fixture.commits[2], || {
         "main moved".to_owned()
     })?;
+    empty_dir(&parent)
+}
+
+/// A `--policy` value no marker uses: a warning on stderr and in the status's `changes.warnings`,
+/// with the key the marker names as a hint; the run is otherwise the same.
+fn unused_policy_value_is_named(env: &Env) -> TestResult {
+    let fixture = env.fixture("job-unused-value")?;
+    let (mut command, parent) = http_job(env, &fixture);
+    let ran = parse(&output(command.args([
+        "--policy",
+        "flux-system:app=ghcr.io/example/app:1.0.0",
+        "--policy",
+        "flux-system:ap=ghcr.io/example/app:2.0.0",
+    ])))?;
+    expect_result(&ran, 0, "nothingToDo")?;
+    let message = "policy flux-system:ap (--policy flux-system:ap=ghcr.io/example/app:2.0.0) is used \
+                   by no marker or Argo CD Application, so it changes nothing";
+    ensure(
+        ran.stderr.contains(&format!(
+            "warning: {message}\n  hint: did you mean flux-system:app? (a marker or Application names it)\n"
+        )),
+        || ran.stderr.clone(),
+    )?;
+    let warnings = ran.status["changes"]["warnings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    ensure(
+        warnings.len() == 1 && warnings[0]["message"] == message,
+        || format!("{:#}", ran.status),
+    )?;
     empty_dir(&parent)
 }
 
@@ -671,10 +707,38 @@ fn local_urls_refused(env: &Env) -> TestResult {
         let ran = parse(&output(command.args(["--url", &url, "--policy", POLICY_2])))?;
         expect_code(&ran, 2)?;
         ensure(
-            ran.stderr.contains("--allow-local") || ran.stderr.contains("local"),
+            ran.stderr.contains(&format!(
+                "--url: refusing the local repository `{url}`: file:// URLs and local paths need \
+                 --allow-local"
+            )),
             || ran.stderr.clone(),
         )?;
     }
+    // Without --url, the message says where the URL came from: the GitRepository's spec.url.
+    let url = format!("file://{}", fixture.bare.display());
+    let repository = env.root.join("job-local-gitrepository.yaml");
+    fs::write(
+        &repository,
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: fleet, namespace: flux-system}}\nspec:\n  url: {url}\n  ref: {{branch: main}}\n"
+        ),
+    )?;
+    let (mut command, _) = job(env, &fixture.name);
+    let ran = parse(&output(
+        command
+            .arg("--git-repository")
+            .arg(&repository)
+            .args(["--policy", POLICY_2]),
+    ))?;
+    expect_code(&ran, 2)?;
+    ensure(
+        ran.stderr.contains(&format!(
+            "{}:5:8: GitRepository flux-system/fleet spec.url: refusing the local repository `{url}`: \
+             file:// URLs and local paths need --allow-local",
+            repository.display()
+        )),
+        || ran.stderr.clone(),
+    )?;
     let (mut command, _) = job(env, &fixture.name);
     let url = format!("file://{}", fixture.bare.display());
     let ran = parse(&output(command.args([

@@ -56,6 +56,18 @@ fn main() {
         ),
         trial(
             &env,
+            "a_repository_spelt_another_way_is_the_clone_another_one_is_named",
+            true,
+            a_repository_spelt_another_way_is_the_clone_another_one_is_named,
+        ),
+        trial(
+            &env,
+            "a_local_repository_names_its_application",
+            false,
+            a_local_repository_names_its_application,
+        ),
+        trial(
+            &env,
             "a_committed_link_out_of_the_clone_is_not_written",
             false,
             a_committed_link_out_of_the_clone_is_not_written,
@@ -468,6 +480,97 @@ fn applications_name_two_repositories(env: &Env) -> TestResult {
         ran.stderr.clone()
     })?;
     ensure(refs()? == before, || "a ref moved".to_owned())?;
+    empty_dir(&parent)
+}
+
+/// The Job clones `http://127.0.0.1:PORT/git/NAME.git`: an Application whose `repoURL` spells
+/// the same repository another way (`ssh://`, a user, port 22, no `.git`, a trailing `/`) is
+/// updated; one whose `repoURL` is the bare repository's `file://` URL is
+/// left alone with a warning at its `repoURL` naming it and the clone URL, on stderr and in the
+/// status's `changes.warnings`.
+fn a_repository_spelt_another_way_is_the_clone_another_one_is_named(env: &Env) -> TestResult {
+    let registry = Registry::start(Auth::Anonymous);
+    push_web(&registry);
+    let host = registry.authority();
+    let (fixture, release) = fleet(env, "argocd-spelling", &host)?;
+    let url = env.http_url(&fixture);
+    let spelt = format!("ssh://git@127.0.0.1:22/git/{}/", fixture.name);
+    let local = format!("file://{}", fixture.bare.display());
+    let policies = env.root.join("trees").join("argocd-spelling-apps.yaml");
+    let elsewhere = application(&local, &host)
+        .replace("name: web\n", "name: local\n")
+        .replace(
+            "    argocd-image-updater.argoproj.io/git-branch",
+            "    x-unused",
+        );
+    fs::write(
+        &policies,
+        format!("{}---\n{elsewhere}", application(&spelt, &host)),
+    )?;
+    let (mut command, parent) = job(env, "argocd-spelling");
+    let ran = run(command
+        .arg("--url")
+        .arg(&url)
+        .arg("--policies")
+        .arg(&policies)
+        .arg("--fetch"))?;
+    ensure(
+        ran.code == Some(0) && ran.status["result"] == "pushed",
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    let branch = "image-updater/argocd/web-web-1.2.0";
+    expect_override(env, &fixture, branch, &host)?;
+    ensure(
+        git(env, &fixture, &["rev-parse", &format!("{branch}~1")])? == release,
+        || "the write branch is not on top of release".to_owned(),
+    )?;
+    // The second Application's repoURL (line 13 of its document, which starts at line 20).
+    let at = format!(
+        "{}:32:14: warning: Application argocd/local",
+        policies.display()
+    );
+    let named = format!(
+        "writes back to {local} (its repoURL), not to the repository this run cloned ({url})"
+    );
+    ensure(
+        ran.stderr.contains(&at) && ran.stderr.contains(&named),
+        || format!("no warning {at} ... {named}:\n{}", ran.stderr),
+    )?;
+    let warnings = ran.status["changes"]["warnings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    ensure(
+        warnings.iter().any(|w| {
+            w["line"] == 32
+                && w["column"] == 14
+                && w["message"].as_str().is_some_and(|m| m.contains(&named))
+        }),
+        || format!("the status's warnings: {warnings:#?}"),
+    )?;
+    empty_dir(&parent)
+}
+
+/// Without `--url`, an Application whose repository is a `file://` URL is refused (exit 2), the
+/// message naming the flag that allows it and the Application the URL came from.
+fn a_local_repository_names_its_application(env: &Env) -> TestResult {
+    let (fixture, _) = fleet(env, "argocd-local", "127.0.0.1:1")?;
+    let url = format!("file://{}", fixture.bare.display());
+    let policies = env.root.join("trees").join("argocd-local-app.yaml");
+    fs::write(&policies, application(&url, "127.0.0.1:1"))?;
+    let (mut command, parent) = job(env, "argocd-local");
+    let ran = run(command.arg("--policies").arg(&policies))?;
+    ensure(ran.code == Some(2), || {
+        format!("exit {:?}, expected 2:\n{}", ran.code, ran.stderr)
+    })?;
+    let expected = format!(
+        "{}:4:9: the repository Argo CD Application argocd/web writes back to: refusing the local \
+         repository `{url}`: file:// URLs and local paths need --allow-local",
+        policies.display()
+    );
+    ensure(ran.stderr.contains(&expected), || {
+        format!("expected {expected:?} in:\n{}", ran.stderr)
+    })?;
     empty_dir(&parent)
 }
 

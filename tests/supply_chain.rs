@@ -396,6 +396,69 @@ fn every_candidate_has_a_verdict() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
+/// When the gate passes no candidate, `policy` names no tag: `--output
+/// json` has `tag` and `digest` null and the selection's pick only as
+/// `unverified_pick`, and the text's `tag:` line says none passed; the
+/// command fails.
+fn no_tag_is_named_when_no_candidate_passes() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let dir = tempfile::tempdir().unwrap();
+    let key = TestKey::p256();
+    let (_, signed) = reg.push_image(REPO, "1.5.0", &image("2026-01-01T00:00:00Z"));
+    reg.push_image(REPO, "1.7.0", &image("2026-02-01T00:00:00Z"));
+    // 1.5.0 is signed, by a key the policy does not accept.
+    reg.push_sig_tag(REPO, &signed, &[ts::legacy_key_layer(&signed, &key)]);
+    let other = write(dir.path(), "other.pub", &TestKey::p256().public_pem());
+    let policy = |format: &str| {
+        cmd(dir.path())
+            .args(["policy", &format!("{host}/{REPO}"), "--verify-key"])
+            .arg(&other)
+            .args(["--output", format])
+            .output()
+            .unwrap()
+    };
+    let out = policy("json");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["tag"], serde_json::Value::Null, "{json:#}");
+    assert_eq!(json["digest"], serde_json::Value::Null, "{json:#}");
+    assert_eq!(json["unverified_pick"], "1.7.0", "{json:#}");
+    assert_eq!(json["supply_chain"]["chosen"], serde_json::Value::Null);
+    assert_eq!(json["candidates"][0]["tag"], "1.7.0");
+
+    let out = policy("text");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(
+        text.contains("\ntag:    none (no candidate passed the supply-chain gate)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "\nunverified pick: 1.7.0 (ranked first, rejected by the supply-chain gate)\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("tag:    1.7.0"), "{text}");
+    assert!(!text.contains("digest:"), "{text}");
+    assert!(text.contains("chosen: none: no candidate passed"), "{text}");
+
+    // A candidate that passes is the tag, with the digest that was verified.
+    let public = write(dir.path(), "cosign.pub", &key.public_pem());
+    let out = cmd(dir.path())
+        .args(["policy", &format!("{host}/{REPO}"), "--verify-key"])
+        .arg(&public)
+        .args(["--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["tag"], "1.5.0", "{json:#}");
+    assert_eq!(json["digest"], signed.as_str(), "{json:#}");
+    assert!(json.get("unverified_pick").is_none(), "{json:#}");
+}
+
 /// The supply-chain flags of `update` (no settings file): signers and a
 /// minimum age for every fetched policy; each mistake is a usage error
 /// naming its flag, and the flags need --fetch.
@@ -800,6 +863,11 @@ fn main() {
             "every_candidate_has_a_verdict",
             &["docker-registry"],
             every_candidate_has_a_verdict,
+        ),
+        trial(
+            "no_tag_is_named_when_no_candidate_passes",
+            &["docker-registry"],
+            no_tag_is_named_when_no_candidate_passes,
         ),
         trial(
             "update_flags_require_signers",

@@ -24,6 +24,7 @@ use super::kubesphere::{self, KubeSphereUpdater};
 use super::settings::{PullSecret, policy_config};
 use super::spans::{NodeId, SpanTree};
 use crate::diagnostic::{Diagnostic, Location};
+use crate::git_repository::same_repository;
 use crate::policies::PolicyKey;
 use crate::reflector::selection::PolicyConfig;
 
@@ -35,7 +36,7 @@ pub struct CollectOptions {
     /// `.argocd-source-APP.yaml` (others `.argocd-source-NAMESPACE_APP.yaml`).
     pub controller_namespace: String,
     /// A Job's repository and branch: Applications writing back to git elsewhere are left
-    /// alone (with a note).
+    /// alone (with a warning naming both repositories).
     pub git_scope: Option<GitScope>,
 }
 
@@ -70,36 +71,6 @@ impl GitScope {
                 Some(b) => self.branch.as_deref() == Some(b),
             }
     }
-}
-
-/// Whether two repository URLs name the same repository: compared without scheme, user,
-/// port-less default, trailing `/` and `.git`, with the host in lower case, so that
-/// `https://Git.example.com/acme/fleet.git`, `ssh://git@git.example.com/acme/fleet` and
-/// `git@git.example.com:acme/fleet` are one repository.
-#[must_use]
-pub(crate) fn same_repository(a: &str, b: &str) -> bool {
-    fn normalise(url: &str) -> String {
-        let url = url.trim();
-        let (rest, scp) = match url.split_once("://") {
-            Some((_, rest)) => (rest, false),
-            None => (url, true),
-        };
-        let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-        // `host:path` (scp form) or `host[:port]/path`.
-        let (host, path) = if scp {
-            rest.split_once(':').unwrap_or(("", rest))
-        } else {
-            rest.split_once('/').unwrap_or((rest, ""))
-        };
-        let path = path.trim_matches('/');
-        let path = path.strip_suffix(".git").unwrap_or(path);
-        format!(
-            "{}/{}",
-            host.to_ascii_lowercase(),
-            path.trim_start_matches('/')
-        )
-    }
-    normalise(a) == normalise(b)
 }
 
 /// What to ask the registry for one image of one Application.

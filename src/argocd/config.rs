@@ -23,7 +23,8 @@ pub struct ImageSpec {
     /// The settings after every layer is merged.
     pub settings: UpdateSettings,
     pub target: ManifestTarget,
-    /// `imagesVerification` is enabled for it (signatures cannot be checked here).
+    /// `imagesVerification` is enabled for it (what that asks of the image is decided where its
+    /// selection is made, in `catalog::collect`).
     pub verify: bool,
     /// Its selection, once validated where it was read.
     pub config: Option<crate::reflector::selection::PolicyConfig>,

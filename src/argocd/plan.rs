@@ -540,17 +540,15 @@ fn resolve<'c>(
     if let (true, Some(scope)) = (is_git, &catalog.options.git_scope) {
         let to = git_destination(config, app, &app.sources[source]).map_err(|e| vec![e])?;
         if !scope.admits(&to.repository, to.checkout.as_deref()) {
-            warnings.push(
-                Diagnostic::note(format!(
-                    "Application {} writes back to {} ({}), not to the repository and branch this run updates, so it is left alone",
-                    app.id,
-                    to.repository,
-                    to.checkout
-                        .as_deref()
-                        .map_or_else(|| "its default branch".to_owned(), |b| format!("branch {b}"))
-                ))
-                .at(method_location.clone()),
-            );
+            warnings.push(left_alone(
+                config,
+                app,
+                file,
+                &app.sources[source],
+                &to,
+                scope,
+                &method_location,
+            ));
             return Ok(None);
         }
     }
@@ -851,6 +849,63 @@ pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<Destination> {
         .collect()
 }
 
+/// The warning for an Application whose git write-back goes to another repository or base branch
+/// than the one a Job cloned: it names both (the repository as the Application spells it, and the
+/// clone URL), at the setting naming the repository (`git-repository`, `gitConfig.repository`),
+/// else the source's `repoURL`.
+fn left_alone(
+    config: &AppConfig,
+    app: &super::application::Application,
+    file: &super::application::ParsedFile<'_>,
+    source: &super::application::Source,
+    to: &GitDestination,
+    scope: &super::catalog::GitScope,
+    method_location: &Location,
+) -> Diagnostic {
+    let branch = |b: Option<&str>| {
+        b.map_or_else(
+            || "its default branch".to_owned(),
+            |b| format!("branch {b}"),
+        )
+    };
+    let same = crate::git_repository::same_repository(&to.repository, &scope.repository);
+    let (setting, location) = match &config.write_back.repository {
+        Some(r) => ("its git repository", r.location.clone()),
+        None => (
+            "its repoURL",
+            file.tree
+                .at(source.node, &["repoURL"])
+                .map_or_else(|| method_location.clone(), |node| file.location(node)),
+        ),
+    };
+    let cloned = match &scope.branch {
+        Some(b) => format!("branch {b}"),
+        None if scope.default_branch => branch(None),
+        None => "a tag or commit".to_owned(),
+    };
+    let (message, hint) = if same {
+        (
+            format!(
+                "Application {} writes back to {} of {}, but this run cloned {} of it, so it is left alone",
+                app.id,
+                branch(to.checkout.as_deref()),
+                to.repository,
+                cloned,
+            ),
+            "run one Job per base branch, each with the Applications that write to it".to_owned(),
+        )
+    } else {
+        (
+            format!(
+                "Application {} writes back to {} ({setting}), not to the repository this run cloned ({}), so it is left alone",
+                app.id, to.repository, scope.repository,
+            ),
+            "a URL names the same repository when its host (in any case) and path match, whatever the scheme, user, port, trailing / or .git; spell the URL so, or run one Job per repository".to_owned(),
+        )
+    };
+    Diagnostic::warning(message).at(location).with_hint(hint)
+}
+
 /// Where a git write-back goes before its changes are known: the repository, the base branch as
 /// written (`""` for none), the write-branch template and where it is written, and the branch to
 /// check out (`None`: the remote's default branch).
@@ -893,7 +948,7 @@ fn git_destination(
     let revision = if app.multi_source && wb.repository.is_some() {
         app.sources
             .iter()
-            .find(|s| s.repo_url == repository)
+            .find(|s| crate::git_repository::same_repository(&s.repo_url, &repository))
             .map_or(source.target_revision.as_str(), |s| {
                 s.target_revision.as_str()
             })

@@ -710,14 +710,29 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         (None, None) => crate::job::argocd::destination(&update)?,
         _ => None,
     };
-    let url = match args
-        .url
-        .clone()
-        .or_else(|| repository.as_ref().map(|r| r.url.clone()))
-        .or_else(|| argo.as_ref().map(|d| d.url.clone()))
-    {
-        Some(url) => url,
-        None => return Err(no_repository(automation.as_ref(), automation_file, args)),
+    // The URL, and where it comes from (for a message refusing it).
+    let (url, url_origin) = match (&args.url, &repository, &argo) {
+        (Some(url), _, _) => (url.clone(), "--url".to_owned()),
+        (None, Some(r), _) => {
+            let via = match (&automation, &member) {
+                (_, Some(_)) => " (the fleet member's GitRepository)".to_owned(),
+                (Some(a), None) if a.source_ref.is_some() => {
+                    format!(" (the sourceRef of {})", a.describe())
+                }
+                _ => String::new(),
+            };
+            (
+                r.url.clone(),
+                format!(
+                    "{}: GitRepository {}/{} spec.url{via}",
+                    r.url_location, r.namespace, r.name
+                ),
+            )
+        }
+        (None, None, Some(d)) => (d.url.clone(), d.origin.clone()),
+        (None, None, None) => {
+            return Err(no_repository(automation.as_ref(), automation_file, args));
+        }
     };
     // With --url, the Applications that write to it give the base branch when they agree; a
     // policy file that cannot be read here fails the run, which reports it.
@@ -794,7 +809,8 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         allow_local: args.allow_local,
         max_file_size: args.max_file_size,
     };
-    let remote = credentials::remote_settings(&url, &flags, &ProcessEnvironment, git_secret)?;
+    let remote =
+        credentials::remote_settings(&url, &url_origin, &flags, &ProcessEnvironment, git_secret)?;
     let (forge, forge_access) = forge_config(
         args,
         &url,

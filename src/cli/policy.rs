@@ -11,7 +11,9 @@
 //! `--verify-*`/`--min-age` flags, `--alias`), the report is followed by
 //! each shown candidate's verdict (signed or unsigned, old enough or too
 //! young, matching the alias or not) and the tag is the gate's choice; when
-//! no candidate passes, the verdicts are printed and the command fails.
+//! no candidate passes, the report names no tag and no digest (the
+//! selection's pick only as `unverified_pick`), the verdicts are printed,
+//! and the command fails.
 
 use std::io::Write;
 
@@ -23,7 +25,7 @@ use crate::error::Error;
 use crate::operation::client_settings;
 use crate::reflector::fetch::choose;
 use crate::reflector::gate::{self, Gates};
-use crate::reflector::selection::render::{render_json_with, render_text};
+use crate::reflector::selection::render::{Choice, render_json_with, render_text_with};
 use crate::reflector::selection::{
     AliasConfig, DEFAULT_ALIAS_REQUESTS, GateConfig, parse_tags_file,
 };
@@ -89,7 +91,10 @@ pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
             .map_err(|e| Error::Other(Box::new(e)))?;
         let mut digest = Some(latest.digest).filter(|d| !d.is_empty());
         if chain.is_empty() {
-            rendered_selection(args, &spec, &selection, digest.as_deref(), None)?
+            let choice = Choice::Tag {
+                digest: digest.as_deref(),
+            };
+            rendered_selection(args, &spec, &selection, choice, None)?
         } else {
             // Every candidate shown gets its verdict; the chosen tag is the
             // gate's (none: the verdicts are shown, then the error).
@@ -112,10 +117,19 @@ pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
                 Err(e) => Err(crate::diagnostic::one_line(e)),
             };
             selection.candidates.truncate(args.policy.top);
+            // No candidate passed: no tag and no digest are named (the
+            // selection's pick was not verified, and a script reading
+            // `.tag` must not deploy it).
+            let choice = if passed.is_ok() {
+                Choice::Tag {
+                    digest: digest.as_deref(),
+                }
+            } else {
+                Choice::NonePassed
+            };
             let mut text = match args.policy.output {
                 OutputFormat::Text => {
-                    let mut text =
-                        rendered_selection(args, &spec, &selection, digest.as_deref(), None)?;
+                    let mut text = rendered_selection(args, &spec, &selection, choice, None)?;
                     text.push_str(&verdicts::render_text(&chain, &verdicts, chosen.clone()));
                     text
                 }
@@ -123,7 +137,7 @@ pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
                     let view =
                         serde_json::to_value(JsonVerdicts::new(&chain, &verdicts, chosen.clone()))
                             .map_err(|e| Error::Internal(e.to_string()))?;
-                    rendered_selection(args, &spec, &selection, digest.as_deref(), Some(view))?
+                    rendered_selection(args, &spec, &selection, choice, Some(view))?
                 }
             };
             if let Err(e) = passed {
@@ -144,12 +158,12 @@ fn rendered_selection(
     args: &PolicyCommandArgs,
     spec: &crate::reflector::selection::PolicySpec,
     selection: &crate::reflector::selection::Selection,
-    digest: Option<&str>,
+    choice: Choice<'_>,
     supply_chain: Option<serde_json::Value>,
 ) -> Result<String, Error> {
     Ok(match args.policy.output {
-        OutputFormat::Text => render_text(&args.image, spec, selection, digest),
-        OutputFormat::Json => render_json_with(&args.image, spec, selection, digest, supply_chain)
+        OutputFormat::Text => render_text_with(&args.image, spec, selection, choice),
+        OutputFormat::Json => render_json_with(&args.image, spec, selection, choice, supply_chain)
             .map_err(|e| Error::Internal(e.to_string()))?,
     })
 }

@@ -747,7 +747,9 @@ fn failure_rules(per_index: bool) -> Value {
             "action": "Count",
             "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_CONFLICT]},
         },
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        // `status` defaults to "True", but the API's OpenAPI schemas of Kubernetes 1.30 to 1.34
+        // require it.
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
     ]})
 }
 

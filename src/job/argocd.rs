@@ -15,10 +15,11 @@ use std::collections::BTreeSet;
 use image_update_forge::{Options, Provider, WhenNothingToDo};
 
 use super::pull_request::PullRequestSettings;
-use crate::argocd::catalog::{GitScope, same_repository};
+use crate::argocd::catalog::GitScope;
 use crate::argocd::settings::PullRequestSettings as PullRequest;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
+use crate::git_repository::same_repository;
 use crate::operation::{self, UpdateConfig};
 use crate::outcome::Outcome;
 
@@ -29,6 +30,9 @@ pub(crate) struct Destination {
     pub url: String,
     /// The base branch (`None`: the remote's default branch).
     pub checkout: Option<String>,
+    /// Where the URL comes from, for messages: `FILE:LINE:COL: the repository Argo CD
+    /// Application NS/NAME writes back to`.
+    pub origin: String,
 }
 
 /// The one repository and base branch the git write-back of the Applications in the policy
@@ -61,7 +65,10 @@ pub(crate) fn destination(update: &UpdateConfig) -> Result<Option<Destination>, 
             diagnostics,
         )
     };
-    if found.iter().any(|d| d.repository != first.repository) {
+    if found
+        .iter()
+        .any(|d| !same_repository(&d.repository, &first.repository))
+    {
         return Err(differs(
             "repository",
             "repositories",
@@ -85,6 +92,10 @@ pub(crate) fn destination(update: &UpdateConfig) -> Result<Option<Destination>, 
     Ok(Some(Destination {
         url: first.repository.clone(),
         checkout: first.checkout.clone(),
+        origin: format!(
+            "{}: the repository Argo CD Application {} writes back to",
+            first.location, first.app
+        ),
     }))
 }
 
@@ -119,7 +130,7 @@ fn changed_git(
 
 /// `update` limited to the Applications that write back to git in the repository at `url` and
 /// the branch `branch` that was cloned (`default_branch`: as the remote's default branch); the
-/// others are left alone with a note (one Job per repository and branch, as Argo CD Image
+/// others are left alone with a warning (one Job per repository and branch, as Argo CD Image
 /// Updater writes each Application to its own).
 #[must_use]
 pub(crate) fn scoped(

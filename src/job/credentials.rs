@@ -114,7 +114,9 @@ fn file_or_env(
 }
 
 /// Credentials, host key policy and CAs for `url`'s transport: the flags
-/// and the environment, else the GitRepository's Secret.
+/// and the environment, else the GitRepository's Secret. `origin` says
+/// where the URL came from (`--url`, a GitRepository's `spec.url` at its
+/// line, an Argo CD Application), for the message of a URL refused.
 ///
 /// # Errors
 /// A URL the remote refuses, an unreadable or oversized file, known hosts
@@ -122,6 +124,7 @@ fn file_or_env(
 /// help).
 pub(crate) fn remote_settings(
     url: &str,
+    origin: &str,
     flags: &CredentialFlags<'_>,
     env: &dyn Environment,
     secret: Option<&SecretObject>,
@@ -135,7 +138,7 @@ pub(crate) fn remote_settings(
             ..RemoteSettings::default()
         },
     )
-    .map_err(|e| Error::Usage(format!("--url: {}", one_line(&e))))?;
+    .map_err(|e| Error::Usage(format!("{origin}: {}", refused(&e))))?;
     let auth = if probe.transport() == Transport::Ssh {
         match file_or_env(flags.ssh_key, "IMAGE_UPDATE_GIT_SSH_KEY", env, limit)? {
             Some(private_key) => Auth::SshKey {
@@ -220,6 +223,21 @@ pub(crate) fn remote_settings(
         ))
     })?;
     Ok(settings)
+}
+
+/// Why the Job refuses a URL, in its own words: the git crate names its
+/// settings (`allow_local`), the Job its flags (`--allow-local`; plain HTTP
+/// to another machine has no flag).
+fn refused(e: &image_update_git::Error) -> String {
+    match e {
+        image_update_git::Error::LocalRefused { url } => format!(
+            "refusing the local repository `{url}`: file:// URLs and local paths need --allow-local"
+        ),
+        image_update_git::Error::PlainHttpRefused { url } => format!(
+            "refusing plain http to `{url}`: credentials and pushes would travel in clear text (use https)"
+        ),
+        other => one_line(other),
+    }
 }
 
 /// Where the forge's credentials came from, for messages.
@@ -423,6 +441,7 @@ mod tests {
     fn auth(env: &Vars, secret: Option<&SecretObject>) -> Auth {
         remote_settings(
             "https://git.example/fleet.git",
+            "--url",
             &CredentialFlags::default(),
             env,
             secret,
@@ -522,6 +541,7 @@ mod tests {
         let url = "ssh://git@git.example/fleet.git";
         let from_secret = remote_settings(
             url,
+            "--url",
             &CredentialFlags::default(),
             &Vars::default(),
             Some(git),
@@ -554,6 +574,7 @@ mod tests {
         };
         let given = remote_settings(
             url,
+            "--url",
             &flags,
             &vars(&[("IMAGE_UPDATE_GIT_SSH_KEY", "KEY FROM ENV")]),
             Some(git),
@@ -578,6 +599,7 @@ mod tests {
         };
         let error = remote_settings(
             "ssh://git@git.example/fleet.git",
+            "--url",
             &flags,
             &Vars::default(),
             None,

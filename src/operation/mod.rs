@@ -28,7 +28,7 @@ pub(crate) use self::policies::client_settings;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
-use crate::policies::PolicyDocument;
+use crate::policies::{PolicyDocument, PolicyKey, PolicyTable};
 use crate::reflector::{emit, may_define};
 use crate::render::report::Report;
 use crate::sink::door::Door;
@@ -288,6 +288,11 @@ pub(crate) fn run_then(
                 crate::teardown::release(late_catalog);
             }
         }
+    }
+    if outcome.suspended.is_none() {
+        outcome
+            .diagnostics
+            .extend(unused_values(config, &gathered.table));
     }
     if let Some(message) = &config.message {
         outcome.diagnostics.extend(message.warnings());
@@ -591,6 +596,29 @@ fn absorb_tree(
     Ok(tree.kept)
 }
 
+/// A warning for each policy value (`--policy`, the Action's `policy`
+/// input, a functionConfig's) whose key no marker and no Argo CD
+/// Application asked for, once per key, with the nearest key one did ask
+/// for as a hint: a misspelt key would otherwise change nothing, silently.
+fn unused_values(config: &UpdateConfig, table: &PolicyTable) -> Vec<Diagnostic> {
+    let keys: Vec<&PolicyKey> = config.values.iter().map(|v| &v.key).collect();
+    table
+        .unasked(&keys)
+        .into_iter()
+        .filter_map(|(key, near)| {
+            let value = config.values.iter().find(|v| &v.key == key)?;
+            let d = Diagnostic::warning(format!(
+                "policy {key} ({}) is used by no marker or Argo CD Application, so it changes nothing",
+                value.source
+            ));
+            Some(match near {
+                Some(near) => d.with_hint(format!("did you mean {near}? (a marker or Application names it)")),
+                None => d,
+            })
+        })
+        .collect()
+}
+
 /// The warnings of one planned text as diagnostics; `location` gives each
 /// object's location (its file), and `with_position` whether the planned
 /// text's positions are the file's.
@@ -609,6 +637,7 @@ fn planned_warnings(
                 at.position = Some(w.position);
             }
             let mut d = Diagnostic::warning(w.message.clone()).at(at);
+            d.hint.clone_from(&w.hint);
             d.object = object.map(|o| o.id.clone());
             d.field.clone_from(&w.field_path);
             d

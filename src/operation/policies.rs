@@ -41,6 +41,7 @@ pub(super) fn gather(
 ) -> Result<Gathered, Error> {
     let fetching = config.fetch.is_some();
     let mut g = Gathered::default();
+    g.table.set_defining(fetching);
     let mut errors = Vec::new();
     let conflict = |e: ConflictError| Diagnostic::error(e.to_string());
     for v in &config.values {

@@ -12,8 +12,10 @@ pub(crate) mod image_policy;
 pub(crate) mod image_ref;
 pub(crate) mod selector;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use self::image_ref::{ImageRef, RefError};
 pub(crate) use self::selector::Selector;
@@ -84,6 +86,29 @@ impl PolicyKey {
 struct Entry {
     latest: Option<ImageRef>,
     source: String,
+    /// A marker or an Argo CD Application asked for it.
+    asked: Asked,
+}
+
+/// Whether an entry was asked for: set by lookups on several threads at
+/// once, with no lock (a large list has thousands of markers).
+#[derive(Debug, Default)]
+struct Asked(AtomicBool);
+
+impl Asked {
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Clone for Asked {
+    fn clone(&self) -> Self {
+        Self(AtomicBool::new(self.get()))
+    }
 }
 
 /// Two sources give different latest images for one policy.
@@ -106,6 +131,12 @@ pub enum Resolution {
     Value(String),
     /// Leave the field alone, for this reason (a warning).
     Skip(String),
+    /// No policy has the setter's key: leave the field alone (a warning),
+    /// with the nearest key there is as a hint.
+    Unknown {
+        message: String,
+        hint: Option<String>,
+    },
 }
 
 /// Which ImagePolicies a run uses: those in the namespace (an
@@ -154,12 +185,53 @@ pub struct PolicyTable {
     entries: BTreeMap<PolicyKey, Entry>,
     /// Policies that were given but are out of scope, and why.
     excluded: BTreeMap<PolicyKey, String>,
+    /// The run fetches: its policies are defined (ImageRepository and
+    /// ImagePolicy pairs, KubeSphere updaters) as well as supplied.
+    defining: bool,
+    /// The keys asked for that no entry has (markers naming no policy):
+    /// the hints of [`PolicyTable::unasked`].
+    unknown_asked: AskedKeys,
+    /// The work left for "did you mean" hints.
+    hints: crate::diagnostic::HintBudget,
+    /// Every entry's key as text, made once for the hints of markers naming
+    /// no policy (a tree may have thousands of them).
+    key_texts: std::sync::OnceLock<Vec<String>>,
+}
+
+/// Keys asked for on several threads (rare: each is also a warning).
+#[derive(Debug, Default)]
+struct AskedKeys(Mutex<BTreeSet<PolicyKey>>);
+
+impl AskedKeys {
+    fn add(&self, key: &PolicyKey) {
+        if let Ok(mut keys) = self.0.lock()
+            && !keys.contains(key)
+        {
+            keys.insert(key.clone());
+        }
+    }
+
+    fn all(&self) -> BTreeSet<PolicyKey> {
+        self.0.lock().map(|k| k.clone()).unwrap_or_default()
+    }
+}
+
+impl Clone for AskedKeys {
+    fn clone(&self) -> Self {
+        Self(Mutex::new(self.all()))
+    }
 }
 
 impl PolicyTable {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether the run's policies are defined and fetched (`--fetch`), as
+    /// well as supplied: the words of a marker naming no policy.
+    pub fn set_defining(&mut self, defining: bool) {
+        self.defining = defining;
     }
 
     /// Add a policy; `latest` is `None` for a policy without a latest image
@@ -173,6 +245,7 @@ impl PolicyTable {
         latest: Option<ImageRef>,
         source: &str,
     ) -> Result<(), ConflictError> {
+        self.key_texts = std::sync::OnceLock::new();
         // One search of the map for both the check and the insertion (a run may supply
         // thousands of values).
         match self.entries.entry(key) {
@@ -197,6 +270,7 @@ impl PolicyTable {
                 slot.insert(Entry {
                     latest,
                     source: source.to_owned(),
+                    asked: Asked::default(),
                 });
                 Ok(())
             }
@@ -224,7 +298,40 @@ impl PolicyTable {
     /// The latest image of the policy `key`, when it has one.
     #[must_use]
     pub fn latest(&self, key: &PolicyKey) -> Option<&ImageRef> {
-        self.entries.get(key).and_then(|e| e.latest.as_ref())
+        let Some(entry) = self.entries.get(key) else {
+            self.unknown_asked.add(key);
+            return None;
+        };
+        entry.asked.set();
+        entry.latest.as_ref()
+    }
+
+    /// Of `keys` (a run's policy values, once each), those no marker and no
+    /// Argo CD Application asked for, each with the nearest key that was
+    /// asked for (a hint at a misspelling).
+    #[must_use]
+    pub fn unasked<'k>(&self, keys: &[&'k PolicyKey]) -> Vec<(&'k PolicyKey, Option<String>)> {
+        let mut asked: BTreeSet<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.asked.get())
+            .map(|(k, _)| k.to_string())
+            .collect();
+        asked.extend(self.unknown_asked.all().iter().map(ToString::to_string));
+        let mut seen = BTreeSet::new();
+        keys.iter()
+            .filter(|k| seen.insert(**k))
+            .filter(|k| !self.entries.get(**k).is_some_and(|e| e.asked.get()))
+            .map(|k| {
+                let near = crate::diagnostic::nearest(
+                    &k.to_string(),
+                    asked.iter().map(String::as_str),
+                    &self.hints,
+                )
+                .map(str::to_owned);
+                (*k, near)
+            })
+            .collect()
     }
 
     /// Policies supplied without a latest image, in key order.
@@ -253,13 +360,15 @@ impl PolicyTable {
             name: setter.name.to_owned(),
         };
         let Some(entry) = self.entries.get(&key) else {
+            self.unknown_asked.add(&key);
             if let Some(why) = self.excluded.get(&key) {
                 return Resolution::Skip(format!(
                     "policy {key} was given but is left out ({why}), so this marker is left alone"
                 ));
             }
-            return Resolution::Skip(self.unknown(&key));
+            return self.unknown(&key);
         };
+        entry.asked.set();
         let Some(latest) = &entry.latest else {
             return Resolution::Skip(format!(
                 "policy {key} has no latest image yet, so {setter} is left alone"
@@ -276,20 +385,42 @@ impl PolicyTable {
         }
     }
 
-    fn unknown(&self, key: &PolicyKey) -> String {
+    /// A marker naming `key`, which no policy has: a policy of that name
+    /// in another namespace is named in the message, else the nearest key
+    /// is the hint.
+    fn unknown(&self, key: &PolicyKey) -> Resolution {
+        let given = if self.defining {
+            "was defined or supplied"
+        } else {
+            "was supplied"
+        };
         let elsewhere: Vec<String> = self
             .entries
             .keys()
             .filter(|k| k.name == key.name && k.namespace != key.namespace)
             .map(ToString::to_string)
             .collect();
-        if elsewhere.is_empty() {
-            format!("no policy {key} was supplied, so this marker is left alone")
-        } else {
-            format!(
-                "no policy {key} was supplied (a policy of that name exists as {}), so this marker is left alone",
-                elsewhere.join(", ")
-            )
+        if !elsewhere.is_empty() {
+            return Resolution::Unknown {
+                message: format!(
+                    "no policy {key} {given} (a policy of that name exists as {}), so this marker is left alone",
+                    elsewhere.join(", ")
+                ),
+                hint: None,
+            };
+        }
+        let keys = self
+            .key_texts
+            .get_or_init(|| self.entries.keys().map(ToString::to_string).collect());
+        let hint = crate::diagnostic::nearest(
+            &key.to_string(),
+            keys.iter().map(String::as_str),
+            &self.hints,
+        )
+        .map(|near| format!("did you mean {near}?"));
+        Resolution::Unknown {
+            message: format!("no policy {key} {given}, so this marker is left alone"),
+            hint,
         }
     }
 }
@@ -326,7 +457,28 @@ mod tests {
         assert!(
             matches!(t.lookup("ns:none"), Resolution::Skip(m) if m.contains("no latest image"))
         );
-        assert!(matches!(t.lookup("other:p"), Resolution::Skip(m) if m.contains("exists as ns:p")));
+        assert!(
+            matches!(t.lookup("other:p"), Resolution::Unknown { message, hint: None } if message.contains("exists as ns:p"))
+        );
+        assert_eq!(
+            t.lookup("ns:qq"),
+            Resolution::Unknown {
+                message: "no policy ns:qq was supplied, so this marker is left alone".into(),
+                hint: Some("did you mean ns:q?".into()),
+            }
+        );
+        assert_eq!(
+            t.lookup("team:database"),
+            Resolution::Unknown {
+                message: "no policy team:database was supplied, so this marker is left alone"
+                    .into(),
+                hint: None,
+            }
+        );
+        t.set_defining(true);
+        assert!(
+            matches!(t.lookup("ns:qq"), Resolution::Unknown { message, .. } if message == "no policy ns:qq was defined or supplied, so this marker is left alone")
+        );
         assert!(
             matches!(t.lookup("ns:p:registry"), Resolution::Skip(m) if m.contains("is not NAMESPACE:NAME"))
         );

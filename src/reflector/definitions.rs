@@ -21,7 +21,7 @@ use crate::policies::image_policy::{Role, is_flux_kind, role};
 use crate::policies::{ImageRef, PolicyDocument, PolicyKey};
 use crate::reflector::selection::{
     AliasConfig, DEFAULT_ALIAS_REQUESTS, DigestReflection, FilterTagsConfig, GateConfig, Order,
-    PolicyConfig, Strategy,
+    PolicyConfig, PolicySpec, Strategy,
 };
 use crate::yaml::{self, Object, labels, namespace_name};
 
@@ -576,6 +576,32 @@ fn flux_policy(
             )));
         }
     }
+    // The selection's own check, now rather than after the registry is asked, so that a mistake
+    // is reported at the field that holds it.
+    if let Err(e) = PolicySpec::new(config.clone()) {
+        return Err(match e.field {
+            "semver range" => fail(Problem::at(
+                format!("spec.policy.semver.range: {e}"),
+                "/spec/policy/semver/range",
+            )),
+            "filterTags.pattern" => fail(Problem::at(
+                format!("spec.filterTags.pattern: {e}"),
+                "/spec/filterTags/pattern",
+            )),
+            "exclude pattern" => {
+                let pointer = config
+                    .exclude
+                    .iter()
+                    .position(|p| *p == e.value)
+                    .map_or_else(
+                        || "/spec/exclusionList".to_owned(),
+                        |i| format!("/spec/exclusionList/{i}"),
+                    );
+                repo_fail(Problem::at(format!("spec.exclusionList: {e}"), &pointer))
+            }
+            _ => fail(Problem::at(format!("spec: {e}"), "/spec")),
+        });
+    }
     let insecure = match repository.pointer("/spec/insecure") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -858,6 +884,72 @@ status:
         assert_eq!(d.previous.as_ref().unwrap().tag, "main-1");
         assert_eq!(d.labels.get("env").map(String::as_str), Some("prod"));
         assert_eq!(d.source, "defs.yaml (ImagePolicy flux-system/app)");
+    }
+
+    /// A range, pattern or exclusion the selection cannot compile is an error of the definitions,
+    /// before any registry is asked, at the value that holds it.
+    #[test]
+    fn invalid_patterns_are_reported_at_their_value() {
+        let text = "apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: flux-system}
+spec:
+  image: ghcr.io/acme/app
+  exclusionList: ['^ok$', '(']
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: web, namespace: flux-system}
+spec: {image: ghcr.io/acme/web}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: webapp
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: web
+  policy:
+    semver:
+      range: '>=1.0 <<2'
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: flux-system}
+spec:
+  imageRepositoryRef: {name: app}
+  policy: {semver: {range: '*'}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: filtered, namespace: flux-system}
+spec:
+  imageRepositoryRef: {name: web}
+  filterTags:
+    pattern: '^main-(['
+  policy: {alphabetical: {}}
+";
+        let errors = errors(text);
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        assert!(
+            errors.iter().any(|e| e.starts_with(
+                "defs.yaml:23:14: error: ImagePolicy flux-system/webapp: spec.policy.semver.range: invalid semver range '>=1.0 <<2'"
+            )),
+            "{errors:#?}"
+        );
+        assert!(
+            errors.iter().any(|e| e.starts_with(
+                "defs.yaml:6:27: error: ImageRepository flux-system/app: spec.exclusionList: invalid exclude pattern '('"
+            )),
+            "{errors:#?}"
+        );
+        assert!(
+            errors.iter().any(|e| e.starts_with(
+                "defs.yaml:38:14: error: ImagePolicy flux-system/filtered: spec.filterTags.pattern: invalid filterTags.pattern"
+            )),
+            "{errors:#?}"
+        );
     }
 
     #[test]
@@ -1266,6 +1358,36 @@ spec:
         assert!(
             errors_of(&bad)
                 .contains("spec.argocd.age-source.api \"sundial\" is neither registry nor builder")
+        );
+    }
+
+    /// A KubeSphere updater's bad constraint is reported at its entry, a bad per-alias setting
+    /// at the alias's value.
+    #[test]
+    fn kubesphere_patterns_are_reported_at_their_value() {
+        let updater = "apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: u, namespace: demo}
+spec:
+  images:
+  - web=ghcr.io/acme/web:>=1.0 <<2
+  - api=ghcr.io/acme/api
+  argocd:
+    allow-tags:
+      api: 'regexp:(('
+";
+        let errors = errors_of(updater);
+        assert!(
+            errors.contains(
+                "defs.yaml:6:5: error: ImageUpdater demo/u: image \"web=ghcr.io/acme/web:>=1.0 <<2\": invalid semver range '>=1.0 <<2'"
+            ),
+            "{errors}"
+        );
+        assert!(
+            errors.contains(
+                "defs.yaml:10:12: error: ImageUpdater demo/u: image \"api=ghcr.io/acme/api\": invalid allow-tags 'regexp:(('"
+            ),
+            "{errors}"
         );
     }
 

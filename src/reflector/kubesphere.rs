@@ -12,7 +12,7 @@ use super::definitions::{
 };
 use crate::diagnostic::Diagnostic;
 use crate::policies::{PolicyDocument, PolicyKey};
-use crate::reflector::selection::spec::{GateConfig, Order, PolicyConfig, Strategy};
+use crate::reflector::selection::spec::{GateConfig, Order, PolicyConfig, PolicySpec, Strategy};
 use crate::yaml::{Object, labels, namespace_name};
 use image_update_registry::Repository;
 
@@ -191,6 +191,21 @@ fn kubesphere_entry(
         let (config, gate, secret) = argocd_config(&entry, spec)?;
         ((config, gate), secret)
     };
+    // The selection's own check, before any registry is asked, at the field that holds the
+    // mistake (the entry itself for its constraint).
+    if let Err(e) = PolicySpec::new(config.0.clone()) {
+        let alias = entry.alias.replace('~', "~0").replace('/', "~1");
+        let pointer = match (kind, e.field) {
+            ("fluxcd", "semver range") if spec.pointer("/fluxcd/policy").is_some() => {
+                "/spec/fluxcd/policy/semver/range".to_owned()
+            }
+            ("argocd", "allow-tags") => format!("/spec/argocd/allow-tags/{alias}"),
+            ("argocd", "ignore-tags glob") => format!("/spec/argocd/ignore-tags/{alias}"),
+            ("argocd", "platform") => format!("/spec/argocd/platforms/{alias}"),
+            _ => String::new(),
+        };
+        return Err(Problem::at(e.to_string(), &pointer));
+    }
     let pointer = if kind == "fluxcd" {
         "/spec/fluxcd/secret"
     } else {

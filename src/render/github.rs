@@ -255,12 +255,7 @@ fn random_delimiter() -> Result<String, Error> {
 pub(crate) fn summary_line(outcome: &Outcome) -> String {
     let summary = Summary::of(outcome);
     if outcome.held_back {
-        return format!(
-            "would update {} in {}, but wrote nothing: {} and fail-on-warnings is set",
-            super::plural(summary.fields, "field", "fields"),
-            super::plural(summary.files, "file", "files"),
-            summary.warned()
-        );
+        return summary.held_back("fail-on-warnings");
     }
     let mut line = if !outcome.has_changes() {
         match &outcome.suspended {

@@ -106,6 +106,28 @@ impl Summary {
     pub(crate) fn warned(&self) -> String {
         plural(self.warnings, "warning", "warnings")
     }
+
+    /// What a run held back by `flag` (`--fail-on-warnings`, the Action's
+    /// `fail-on-warnings`) would have changed, and why nothing was:
+    /// `would update 1 field in 1 file, but --fail-on-warnings is set and 1
+    /// warning was raised: nothing was written` (`no changes, but ...` when
+    /// there were none to write).
+    #[must_use]
+    pub(crate) fn held_back(&self, flag: &str) -> String {
+        let raised = if self.warnings == 1 {
+            "1 warning was raised".to_owned()
+        } else {
+            format!("{} were raised", self.warned())
+        };
+        if self.fields == 0 {
+            return format!("no changes, but {flag} is set and {raised}");
+        }
+        format!(
+            "would update {} in {}, but {flag} is set and {raised}: nothing was written",
+            plural(self.fields, "field", "fields"),
+            plural(self.files, "file", "files"),
+        )
+    }
 }
 
 /// One change as every audience words it: `OLD -> NEW (SETTER)`, the old

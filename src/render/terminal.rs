@@ -185,7 +185,8 @@ impl Lines {
 
     /// The last line: `updated 3 fields in 2 files (1 warning)`, `no
     /// changes`; with `-v` the files read; when `--fail-on-warnings` held
-    /// every write back, an error saying so. `None` with `-q`, unless
+    /// every write back, an error saying what would have changed and why
+    /// nothing was ([`Summary::held_back`]). `None` with `-q`, unless
     /// writes were held back.
     #[must_use]
     pub(crate) fn summary(&self, outcome: &Outcome) -> Option<String> {
@@ -193,12 +194,14 @@ impl Lines {
             return None;
         }
         let summary = Summary::of(outcome);
-        let mut line = if summary.fields == 0 {
+        let mut line = if outcome.held_back {
+            summary.held_back("--fail-on-warnings")
+        } else if summary.fields == 0 {
             "no changes".to_owned()
         } else {
             summary.changed(Unit::Files)
         };
-        if summary.warnings > 0 {
+        if summary.warnings > 0 && !outcome.held_back {
             let _ = write!(line, " ({})", summary.warned());
         }
         if self.verbose {
@@ -210,10 +213,7 @@ impl Lines {
             );
         }
         if outcome.held_back {
-            line = format!(
-                "{}: {line}; nothing was written (--fail-on-warnings)",
-                self.paint.severity(Severity::Error)
-            );
+            line = format!("{}: {line}", self.paint.severity(Severity::Error));
         }
         line.push('\n');
         Some(line)

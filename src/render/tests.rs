@@ -30,7 +30,8 @@ fn write(root: &Path, rel: &str, text: &str) {
 /// UTF-8, UTF-16), a symlink out of the tree, a killed run's journal whose
 /// original cannot be put back, and the planned warnings
 /// (unknown policy, look-alike marker, marker on a block scalar, downgrade,
-/// `:digest` without a digest, a template).
+/// `:digest` without a digest, a template), and a policy value no marker
+/// uses.
 pub(crate) fn every_warning(dir: &Path) -> (UpdateConfig, std::path::PathBuf) {
     let tree = dir.join("tree");
     let marker = |p: &str| format!("# {{\"$imagepolicy\": \"{p}\"}}");
@@ -99,7 +100,10 @@ pub(crate) fn every_warning(dir: &Path) -> (UpdateConfig, std::path::PathBuf) {
         ),
     );
     let config = UpdateConfig {
-        values: vec![PolicyValue::parse("ns:p=nginx:1.27.1", "--policy ns:p").unwrap()],
+        values: vec![
+            PolicyValue::parse("ns:p=nginx:1.27.1", "--policy ns:p").unwrap(),
+            PolicyValue::parse("ns:pp=nginx:1.27.1", "--policy ns:pp").unwrap(),
+        ],
         policy_files: vec![dir.join("not-policies.yaml")],
         fetch: Some(FetchSettings::default()),
         ..UpdateConfig::default()
@@ -108,7 +112,7 @@ pub(crate) fn every_warning(dir: &Path) -> (UpdateConfig, std::path::PathBuf) {
 }
 
 /// The kinds `every_warning` must raise, by a piece of their message.
-pub(crate) const KINDS: [&str; 11] = [
+pub(crate) const KINDS: [&str; 12] = [
     "holds no ImagePolicy",
     "so its definitions are skipped",
     "file is not valid YAML, so it is skipped",
@@ -120,6 +124,7 @@ pub(crate) const KINDS: [&str; 11] = [
     "backwards",
     "no digest",
     "changed by someone else meanwhile",
+    "is used by no marker",
 ];
 
 /// `path:line:col: warning: message` and `  hint: ...` lines.
@@ -134,7 +139,11 @@ fn from_terminal(text: &str) -> Seen {
             }
             continue;
         }
-        let Some((head, message)) = line.split_once(": warning: ") else {
+        // A warning about no place (a flag's value) has no `path:line:col: `.
+        let Some((head, message)) = line
+            .split_once(": warning: ")
+            .or_else(|| line.strip_prefix("warning: ").map(|m| ("", m)))
+        else {
             continue;
         };
         let parts: Vec<&str> = head.rsplitn(3, ':').collect();

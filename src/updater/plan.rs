@@ -31,6 +31,8 @@ pub struct Warning {
     /// Path of the marked field, when the warning concerns one marker.
     pub field_path: Option<String>,
     pub message: String,
+    /// What may have been meant (the nearest policy of a marker naming none).
+    pub hint: Option<String>,
 }
 
 /// The planned edits of one text, not yet applied.
@@ -125,6 +127,7 @@ pub(crate) fn plan_edits(
             object: finding.object,
             field_path: None,
             message: finding.message,
+            hint: None,
         });
     }
     // Each marker's strings move into what is planned: a large list has
@@ -139,6 +142,7 @@ pub(crate) fn plan_edits(
             object: Some(marker.object),
             field_path: Some(marker.field_path.clone()),
             message,
+            hint: None,
         };
         if marker.value.contains("{{") {
             planned.warnings.push(warn(
@@ -181,6 +185,14 @@ pub(crate) fn plan_edits(
                 object: Some(marker.object),
                 field_path: Some(marker.field_path),
                 message,
+                hint: None,
+            }),
+            Resolution::Unknown { message, hint } => planned.warnings.push(Warning {
+                position,
+                object: Some(marker.object),
+                field_path: Some(marker.field_path),
+                message,
+                hint,
             }),
         }
     }

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod escape;
+mod seams;
 #[allow(dead_code)] // each surface uses some of the helpers
 mod support;
 mod templates;
@@ -20,5 +21,6 @@ fn main() {
     trials.extend(writes::trials());
     trials.extend(escape::trials());
     trials.extend(templates::trials());
+    trials.extend(seams::trials());
     image_update_testkit::run(trials)
 }

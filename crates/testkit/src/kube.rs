@@ -1,8 +1,9 @@
 //! PyPI's `kubernetes-validate`: Kubernetes manifests checked against the
-//! API server's own OpenAPI schemas (built-in kinds only), for the latest
-//! Kubernetes minor versions the installed release knows. `.ci/run`
-//! installs it; [`trials`] turns a check into one trial per version, ignored
-//! (or failed with `CI`) when the program is missing.
+//! API server's own OpenAPI schemas (built-in kinds only), for every
+//! Kubernetes minor version image-update supports ([`OLDEST`] to the newest
+//! the installed release knows). `.ci/run` installs it; [`trials`] turns a
+//! check into one trial per version, ignored (or failed with `CI`) when the
+//! program is missing.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -12,10 +13,20 @@ use libtest_mimic::{Failed, Trial};
 /// The program.
 pub const PROGRAM: &str = "kubernetes-validate";
 
-/// The two latest Kubernetes minor versions the installed
-/// `kubernetes-validate` knows (asked of its own Python), or, when it is not
-/// installed, the two its pinned release (`.ci/run`) knows, so that the
-/// trials still have names.
+/// The oldest Kubernetes minor version the generated manifests must be
+/// valid for.
+pub const OLDEST: (u32, u32) = (1, 30);
+
+/// The newest minor version the pinned release (`.ci/run`) knows: the end
+/// of the range when the tool is not installed, so that the trials still
+/// have names.
+const NEWEST_PINNED: (u32, u32) = (1, 37);
+
+/// Every Kubernetes minor version from [`OLDEST`] to the newest the
+/// installed `kubernetes-validate` knows (asked of its own Python), and at
+/// least to the newest its pinned release knows (so that the trials have
+/// names when it is not installed, and an older install fails the versions
+/// it lacks rather than skipping them).
 #[must_use]
 pub fn versions() -> Vec<String> {
     let from_tool = crate::find_program(PROGRAM).and_then(|bin| {
@@ -25,17 +36,28 @@ pub fn versions() -> Vec<String> {
             .args([
                 "-c",
                 "from kubernetes_validate import utils\n\
-                 from packaging.version import Version\n\
-                 known = sorted({utils.major_minor(v) for v in utils.all_versions()}, key=Version)\n\
-                 print(' '.join(known[-2:]))",
+                 print(' '.join(sorted({utils.major_minor(v) for v in utils.all_versions()})))",
             ])
             .output()
             .ok()?;
         let text = String::from_utf8(out.stdout).ok()?;
-        let versions: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
-        (out.status.success() && versions.len() == 2).then_some(versions)
+        let newest = text
+            .split_whitespace()
+            .filter_map(parse)
+            .filter(|(major, _)| *major == OLDEST.0)
+            .max();
+        newest.filter(|_| out.status.success())
     });
-    from_tool.unwrap_or_else(|| vec!["1.36".to_owned(), "1.37".to_owned()])
+    let newest = from_tool.map_or(NEWEST_PINNED, |v| v.max(NEWEST_PINNED));
+    (OLDEST.1..=newest.1)
+        .map(|minor| format!("{}.{minor}", OLDEST.0))
+        .collect()
+}
+
+/// `1.30` as `(1, 30)`.
+fn parse(version: &str) -> Option<(u32, u32)> {
+    let (major, minor) = version.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 /// Validate every manifest of `paths` for Kubernetes `version`, strictly

@@ -8,8 +8,9 @@
 //! | key | type | meaning |
 //! |---|---|---|
 //! | `image` | string | the image as given on the command line |
-//! | `tag` | string | the chosen original tag |
-//! | `digest` | string or null | `sha256:…` when the caller resolved it, else `null` |
+//! | `tag` | string or null | the chosen original tag; `null` when the supply-chain gate passed no candidate |
+//! | `digest` | string or null | `sha256:…` when the caller resolved it (under the gate: the digest that was verified), else `null` |
+//! | `unverified_pick` | string | only when the supply-chain gate passed no candidate: the tag the selection ranked first, which nobody verified (never to be deployed) |
 //! | `strategy` | string | `semver`, `alphabetical`, `numerical`, `newest-build` or `digest` |
 //! | `policy` | string | the strategy with its parameter, e.g. `semver range ">=1.0"` |
 //! | `candidates` | array | the top candidates, best first; each `{"tag", "key", "created"?}`: `key` is what was ranked (the `filterTags` extraction or the tag), `created` (RFC 3339, UTC) only for newest-build |
@@ -37,11 +38,24 @@ use super::select::{Candidate, Drops, PatternCount, Selection, thousands};
 use super::spec::PolicySpec;
 use crate::render::escape::Shown;
 
+/// What a report names as the result of a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Choice<'a> {
+    /// The selection's tag (under the supply-chain gate, the one that
+    /// passed it), with its digest when known.
+    Tag { digest: Option<&'a str> },
+    /// The supply-chain gate passed no candidate: no tag and no digest;
+    /// the selection's own pick is shown only as unverified.
+    NonePassed,
+}
+
 #[derive(Serialize)]
 struct JsonReport<'a> {
     image: &'a str,
-    tag: &'a str,
+    tag: Option<&'a str>,
     digest: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unverified_pick: Option<&'a str>,
     strategy: &'static str,
     policy: String,
     candidates: &'a [Candidate],
@@ -102,11 +116,11 @@ pub fn render_json(
     selection: &Selection,
     digest: Option<&str>,
 ) -> Result<String, serde_json::Error> {
-    render_json_with(image, spec, selection, digest, None)
+    render_json_with(image, spec, selection, Choice::Tag { digest }, None)
 }
 
-/// [`render_json`] with the supply-chain gate's verdicts as its
-/// `supply_chain` key.
+/// [`render_json`] of `choice`, with the supply-chain gate's verdicts as
+/// its `supply_chain` key.
 ///
 /// # Errors
 /// As [`render_json`].
@@ -114,13 +128,18 @@ pub(crate) fn render_json_with(
     image: &str,
     spec: &PolicySpec,
     selection: &Selection,
-    digest: Option<&str>,
+    choice: Choice<'_>,
     supply_chain: Option<serde_json::Value>,
 ) -> Result<String, serde_json::Error> {
+    let (tag, digest, unverified_pick) = match choice {
+        Choice::Tag { digest } => (Some(selection.tag.as_str()), digest, None),
+        Choice::NonePassed => (None, None, Some(selection.tag.as_str())),
+    };
     let report = JsonReport {
         image,
-        tag: &selection.tag,
+        tag,
         digest,
+        unverified_pick,
         strategy: spec.strategy().name(),
         policy: spec.strategy().to_string(),
         candidates: &selection.candidates,
@@ -163,12 +182,41 @@ pub fn render_text(
     selection: &Selection,
     digest: Option<&str>,
 ) -> String {
+    render_text_with(image, spec, selection, Choice::Tag { digest })
+}
+
+/// [`render_text`] of `choice`: when the supply-chain gate passed no
+/// candidate, the `tag:` line says so and the selection's pick is shown
+/// apart, as unverified:
+///
+/// ```text
+/// tag:    none (no candidate passed the supply-chain gate)
+/// unverified pick: 1.7.0 (ranked first, rejected by the supply-chain gate)
+/// ```
+pub(crate) fn render_text_with(
+    image: &str,
+    spec: &PolicySpec,
+    selection: &Selection,
+    choice: Choice<'_>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "image:  {}", Shown(image));
     let _ = writeln!(out, "policy: {}", Shown(&spec.strategy().to_string()));
-    let _ = writeln!(out, "tag:    {}", Shown(&selection.tag));
-    if let Some(digest) = digest {
-        let _ = writeln!(out, "digest: {}", Shown(digest));
+    match choice {
+        Choice::Tag { digest } => {
+            let _ = writeln!(out, "tag:    {}", Shown(&selection.tag));
+            if let Some(digest) = digest {
+                let _ = writeln!(out, "digest: {}", Shown(digest));
+            }
+        }
+        Choice::NonePassed => {
+            out.push_str("tag:    none (no candidate passed the supply-chain gate)\n");
+            let _ = writeln!(
+                out,
+                "unverified pick: {} (ranked first, rejected by the supply-chain gate)",
+                Shown(&selection.tag)
+            );
+        }
     }
     let _ = writeln!(
         out,
@@ -363,6 +411,45 @@ mod tests {
         assert_eq!(json["dropped"]["no_platform"], 2);
         assert_eq!(json["dropped"]["no_created_time"], 1);
         assert_eq!(json["platforms"], serde_json::json!(["linux/arm64"]));
+    }
+
+    /// When the supply-chain gate passes nothing, no tag and no digest are
+    /// named: the selection's pick is shown only as unverified.
+    #[test]
+    fn no_tag_when_the_gate_passes_nothing() {
+        let spec = PolicySpec::new(PolicyConfig::new(Strategy::SemVer {
+            range: ">=1.0.0".into(),
+        }))
+        .unwrap();
+        let sel = spec.select(&tags(&["1.5.0", "1.7.0"]), 10).unwrap();
+        let json: serde_json::Value = serde_json::from_str(
+            &render_json_with("app", &spec, &sel, Choice::NonePassed, None).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["tag"], serde_json::Value::Null);
+        assert_eq!(json["digest"], serde_json::Value::Null);
+        assert_eq!(json["unverified_pick"], "1.7.0");
+        let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+        assert_eq!(keys[..4], ["image", "tag", "digest", "unverified_pick"]);
+        let text = render_text_with("app", &spec, &sel, Choice::NonePassed);
+        assert!(
+            text.starts_with(
+                "image:  app\npolicy: semver range \">=1.0.0\"\n\
+                 tag:    none (no candidate passed the supply-chain gate)\n\
+                 unverified pick: 1.7.0 (ranked first, rejected by the supply-chain gate)\n\
+                 candidates (top 2 of 2):\n"
+            ),
+            "{text}"
+        );
+        let chosen = Choice::Tag {
+            digest: Some("sha256:00"),
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&render_json_with("app", &spec, &sel, chosen, None).unwrap())
+                .unwrap();
+        assert_eq!(json["tag"], "1.7.0");
+        assert_eq!(json["digest"], "sha256:00");
+        assert!(json.get("unverified_pick").is_none());
     }
 
     #[test]

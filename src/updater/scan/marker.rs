@@ -94,34 +94,7 @@ fn is_near_miss(key: &str) -> bool {
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())
         .collect();
-    key != MARKER_KEY && edit_distance(&normal, &MARKER_KEY[1..]) <= 2
-}
-
-/// Optimal-string-alignment distance (insertions, deletions, substitutions
-/// and swaps of neighbours), enough for telling typos from other words;
-/// both strings are short.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
+    key != MARKER_KEY && strsim::osa_distance(&normal, &MARKER_KEY[1..]) <= 2
 }
 
 /// Whether `text` contains `$imagepolicy` in any letter case.
