@@ -5,6 +5,20 @@ use super::image::ArgoImage;
 use super::settings::{ManifestTarget, UpdateSettings, WriteBackSettings};
 use crate::diagnostic::Location;
 
+/// The most images one Application follows (its `image-list`, its `applicationRefs` entry's
+/// `images`, a KubeSphere updater's `spec.images`), far above any real Application's few: more is
+/// an error where they are listed, read before any of them, so that a repository cannot make a
+/// run read, select and write back without bound.
+pub(crate) const MAX_IMAGES_PER_APPLICATION: usize = 10_000;
+
+/// The error for `count` images listed by `what` (more than [`MAX_IMAGES_PER_APPLICATION`]).
+#[must_use]
+pub(crate) fn too_many_images(what: &str, count: usize) -> String {
+    format!(
+        "{what} lists {count} images; at most {MAX_IMAGES_PER_APPLICATION} are read per Application (split them over several)"
+    )
+}
+
 /// One image an Application follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageSpec {

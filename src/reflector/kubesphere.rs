@@ -12,6 +12,7 @@ use super::definitions::{
     Definition, Found, Kind, Problem, RegistryCredential, credential_source, flux_strategy,
     gate_config, str_field,
 };
+use crate::argocd::config::{MAX_IMAGES_PER_APPLICATION, too_many_images};
 use crate::diagnostic::Diagnostic;
 use crate::policies::{PolicyDocument, PolicyKey};
 use crate::reflector::selection::spec::{GateConfig, Order, PolicyConfig, Strategy};
@@ -115,6 +116,13 @@ pub(super) fn definitions(
         fail(Problem::at("spec.images is missing or not a list", "/spec"));
         return;
     };
+    if images.len() > MAX_IMAGES_PER_APPLICATION {
+        fail(Problem::at(
+            too_many_images("spec.images", images.len()),
+            &format!("/spec/images/{MAX_IMAGES_PER_APPLICATION}"),
+        ));
+        return;
+    }
     for (i, entry) in images.iter().enumerate() {
         let pointer = format!("/spec/images/{i}");
         let Some(text) = entry.as_str() else {

@@ -12,7 +12,10 @@
 #[allow(dead_code)] // each surface uses some of the helpers
 mod support;
 
+mod limits;
+
 fn main() {
-    let trials = Vec::new();
+    let mut trials = Vec::new();
+    trials.extend(limits::trials());
     image_update_testkit::run(trials)
 }
