@@ -56,10 +56,10 @@ pub(crate) struct ImageUpdater {
 /// The references of a CR by what an Application must have to be selected by each, so that
 /// finding an Application's references looks at the few that can select it: each reference is
 /// filed under one key, the first of its exact name, a label its selector requires (`key=value`,
-/// or one of `key in (...)`), its pattern's literal prefix, its literal suffix; the rest (a pattern
-/// such as `*` with no label required) are looked at for every Application. Trying every
-/// reference on every Application made a CR of 20,000 references over 2,000 Applications take
-/// 17.5 s.
+/// or one of `key in (...)`), the longer of its pattern's literal prefix and suffix; the rest (a
+/// pattern such as `*` or `*x*` with no label required) are looked at for every Application.
+/// Trying every reference on every Application made a CR of 20,000 references over 2,000
+/// Applications take 17.5 s.
 #[derive(Debug, Clone, Default)]
 struct RefIndex {
     exact: HashMap<String, Vec<usize>>,
@@ -88,19 +88,18 @@ impl RefIndex {
                 }
                 continue;
             }
+            // The longer literal is the likelier to tell references apart (`app-*-{n}`).
             let prefix = r.glob.literal_prefix();
-            if !prefix.is_empty() {
+            let suffix = r.glob.literal_suffix();
+            if !prefix.is_empty() && prefix.len() >= suffix.len() {
                 index.prefix_lengths.insert(prefix.len());
                 index.prefixed.entry(prefix).or_default().push(i);
-                continue;
-            }
-            let suffix = r.glob.literal_suffix();
-            if !suffix.is_empty() {
+            } else if !suffix.is_empty() {
                 index.suffix_lengths.insert(suffix.len());
                 index.suffixed.entry(suffix).or_default().push(i);
-                continue;
+            } else {
+                index.rest.push(i);
             }
-            index.rest.push(i);
         }
         index
     }
@@ -807,6 +806,8 @@ mod tests {
             ("shop-eu", ""),
             ("\u{e9}*", ""),
             ("*u", "matchExpressions: [{key: tier, operator: Exists}]"),
+            ("s*-eu", ""),
+            ("sh*p-us", ""),
         ];
         let mut cr = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: u, namespace: argocd}\nspec:\n  applicationRefs:\n".to_owned();
         for (pattern, selector) in refs {
