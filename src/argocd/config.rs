@@ -14,8 +14,20 @@ pub(crate) const MAX_IMAGES_PER_APPLICATION: usize = 10_000;
 /// The error for `count` images listed by `what` (more than [`MAX_IMAGES_PER_APPLICATION`]).
 #[must_use]
 pub(crate) fn too_many_images(what: &str, count: usize) -> String {
+    over_limit(
+        what,
+        count,
+        "images",
+        MAX_IMAGES_PER_APPLICATION,
+        "Application",
+    )
+}
+
+/// The error for `count` `items` listed by `what`, more than the `limit` read per `per`.
+#[must_use]
+pub(crate) fn over_limit(what: &str, count: usize, items: &str, limit: usize, per: &str) -> String {
     format!(
-        "{what} lists {count} images; at most {MAX_IMAGES_PER_APPLICATION} are read per Application (split them over several)"
+        "{what} lists {count} {items}; at most {limit} are read per {per} (split them over several)"
     )
 }
 

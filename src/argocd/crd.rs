@@ -27,7 +27,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::application::{Application, ParsedFile, namespace_name};
-use super::config::{MAX_IMAGES_PER_APPLICATION, split_entry, too_many_images};
+use super::config::{MAX_IMAGES_PER_APPLICATION, over_limit, split_entry, too_many_images};
 use super::settings::{
     Located, MAX_PULL_REQUEST_LABELS, ManifestTarget, PullRequestSettings, PullSecret,
     UpdateSettings, WriteBackSettings, policy_config,
@@ -39,6 +39,12 @@ use crate::reflector::selection::glob::Glob;
 
 /// The API group of Argo CD Image Updater's CRD.
 pub(crate) const GROUP: &str = "argocd-image-updater.argoproj.io";
+
+/// The most `applicationRefs` one CR lists, far above any real one's few: more is an error at the
+/// first reference over the limit, before any is read. References that cannot be filed (a pattern
+/// with a wildcard at both ends, no label required) or that share their key are tried on every
+/// Application they may select: the limit bounds that work.
+pub(crate) const MAX_APPLICATION_REFS: usize = 10_000;
 
 /// One `ImageUpdater` object.
 #[derive(Debug, Clone)]
@@ -617,6 +623,19 @@ pub(crate) fn read(
     if ref_nodes.is_empty() {
         f.error(spec, "spec.applicationRefs needs at least one entry");
     }
+    if let Some(over) = ref_nodes.get(MAX_APPLICATION_REFS) {
+        let message = over_limit(
+            &format!("{}: spec.applicationRefs", f.what),
+            ref_nodes.len(),
+            "references",
+            MAX_APPLICATION_REFS,
+            "ImageUpdater",
+        );
+        f.errors
+            .push(Diagnostic::error(message).at(file.location(*over)));
+        warnings.append(&mut f.warnings);
+        return Err(f.errors);
+    }
     for (i, r) in ref_nodes.into_iter().enumerate() {
         let field = format!("spec.applicationRefs[{i}]");
         let r = file.tree.resolve(r);
@@ -873,6 +892,53 @@ mod tests {
             seen += usize::from(found.is_some());
         }
         assert!(seen > 20, "{seen} Applications selected");
+    }
+
+    /// More images in a reference, or more references, than the limits: an error at the first
+    /// one over, nothing read.
+    #[test]
+    fn limits() {
+        let head = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: u, namespace: argocd}\nspec:\n  applicationRefs:\n";
+        let mut cr = format!("{head}  - namePattern: a\n    images:\n");
+        for i in 0..=MAX_IMAGES_PER_APPLICATION {
+            cr.push_str(&format!(
+                "    - {{alias: i{i}, imageName: ghcr.io/acme/i{i}}}\n"
+            ));
+        }
+        let file = parsed(&cr);
+        let errors = read(
+            &file,
+            file.tree.docs()[0].root.unwrap(),
+            "argocd",
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "t.yaml:10008:7: error: ImageUpdater argocd/u: spec.applicationRefs[0].images lists 10001 images; at most 10000 are read per Application (split them over several)"
+            ]
+        );
+        let mut cr = head.to_owned();
+        for i in 0..=MAX_APPLICATION_REFS {
+            cr.push_str(&format!(
+                "  - {{namePattern: a{i}, useAnnotations: true}}\n"
+            ));
+        }
+        let file = parsed(&cr);
+        let errors = read(
+            &file,
+            file.tree.docs()[0].root.unwrap(),
+            "argocd",
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "t.yaml:10006:5: error: ImageUpdater argocd/u: spec.applicationRefs lists 10001 references; at most 10000 are read per ImageUpdater (split them over several)"
+            ]
+        );
     }
 
     #[test]

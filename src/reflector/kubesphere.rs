@@ -12,7 +12,7 @@ use super::definitions::{
     Definition, Found, Kind, Problem, RegistryCredential, credential_source, flux_strategy,
     gate_config, str_field,
 };
-use crate::argocd::config::{MAX_IMAGES_PER_APPLICATION, too_many_images};
+use crate::argocd::config::{MAX_IMAGES_PER_APPLICATION, over_limit};
 use crate::diagnostic::Diagnostic;
 use crate::policies::{PolicyDocument, PolicyKey};
 use crate::reflector::selection::spec::{GateConfig, Order, PolicyConfig, Strategy};
@@ -118,7 +118,13 @@ pub(super) fn definitions(
     };
     if images.len() > MAX_IMAGES_PER_APPLICATION {
         fail(Problem::at(
-            too_many_images("spec.images", images.len()),
+            over_limit(
+                "spec.images",
+                images.len(),
+                "images",
+                MAX_IMAGES_PER_APPLICATION,
+                "ImageUpdater",
+            ),
             &format!("/spec/images/{MAX_IMAGES_PER_APPLICATION}"),
         ));
         return;
