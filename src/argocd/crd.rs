@@ -789,6 +789,8 @@ pub(crate) fn read(
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
     use crate::argocd::application::{self, ObjectRef};
 
@@ -894,6 +896,14 @@ mod tests {
         assert!(seen > 20, "{seen} Applications selected");
     }
 
+    /// The errors reading the CR `text`.
+    fn errors(text: &str) -> Vec<String> {
+        let file = parsed(text);
+        let root = file.tree.docs()[0].root.unwrap();
+        let errors = read(&file, root, "argocd", &mut Vec::new()).unwrap_err();
+        errors.iter().map(ToString::to_string).collect()
+    }
+
     /// More images in a reference, or more references, than the limits: an error at the first
     /// one over, nothing read.
     #[test]
@@ -901,40 +911,20 @@ mod tests {
         let head = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: u, namespace: argocd}\nspec:\n  applicationRefs:\n";
         let mut cr = format!("{head}  - namePattern: a\n    images:\n");
         for i in 0..=MAX_IMAGES_PER_APPLICATION {
-            cr.push_str(&format!(
-                "    - {{alias: i{i}, imageName: ghcr.io/acme/i{i}}}\n"
-            ));
+            writeln!(cr, "    - {{alias: i{i}, imageName: ghcr.io/acme/i{i}}}").unwrap();
         }
-        let file = parsed(&cr);
-        let errors = read(
-            &file,
-            file.tree.docs()[0].root.unwrap(),
-            "argocd",
-            &mut Vec::new(),
-        )
-        .unwrap_err();
         assert_eq!(
-            errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            errors(&cr),
             [
                 "t.yaml:10008:7: error: ImageUpdater argocd/u: spec.applicationRefs[0].images lists 10001 images; at most 10000 are read per Application (split them over several)"
             ]
         );
         let mut cr = head.to_owned();
         for i in 0..=MAX_APPLICATION_REFS {
-            cr.push_str(&format!(
-                "  - {{namePattern: a{i}, useAnnotations: true}}\n"
-            ));
+            writeln!(cr, "  - {{namePattern: a{i}, useAnnotations: true}}").unwrap();
         }
-        let file = parsed(&cr);
-        let errors = read(
-            &file,
-            file.tree.docs()[0].root.unwrap(),
-            "argocd",
-            &mut Vec::new(),
-        )
-        .unwrap_err();
         assert_eq!(
-            errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            errors(&cr),
             [
                 "t.yaml:10006:5: error: ImageUpdater argocd/u: spec.applicationRefs lists 10001 references; at most 10000 are read per ImageUpdater (split them over several)"
             ]
