@@ -57,6 +57,24 @@ fn tree(host: &str, annotations: &str) -> (tempfile::TempDir, PathBuf, PathBuf) 
     (dir, root, deploy)
 }
 
+/// `update --fetch` of `root` with a settings file whose rule requires the key `cosign.pub` (in
+/// `dir`) of the registry's `team/` repositories.
+fn update_requiring_key(dir: &Path, host: &str, root: &Path) -> Output {
+    let settings = write(
+        dir,
+        "registries.yaml",
+        &format!(
+            "supply_chain:\n  rules:\n  - repositories: ['{host}/team/*']\n    verify:\n      keys: [{{path: cosign.pub}}]\n"
+        ),
+    );
+    cmd(dir)
+        .args(["update", "--fetch", "--registry-config"])
+        .arg(&settings)
+        .arg(root)
+        .output()
+        .unwrap()
+}
+
 fn image(created: &str) -> ImageSpec {
     ImageSpec::new("linux", "amd64", None, created)
 }
@@ -96,19 +114,7 @@ fn signed_tag_is_chosen_over_newer_unsigned() {
     reg.push_sig_tag(REPO, &signed, &[ts::legacy_key_layer(&signed, &key)]);
     let (dir, root, deploy) = tree(&host, "");
     write(dir.path(), "cosign.pub", &key.public_pem());
-    let settings = write(
-        dir.path(),
-        "registries.yaml",
-        &format!(
-            "supply_chain:\n  rules:\n  - repositories: ['{host}/team/*']\n    verify:\n      keys: [{{path: cosign.pub}}]\n"
-        ),
-    );
-    let out = cmd(dir.path())
-        .args(["update", "--fetch", "--registry-config"])
-        .arg(&settings)
-        .arg(&root)
-        .output()
-        .unwrap();
+    let out = update_requiring_key(dir.path(), &host, &root);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = fs_err::read_to_string(&deploy).unwrap();
     assert!(
@@ -847,8 +853,90 @@ fn action_inputs_require_signers() {
     );
 }
 
+/// A signature manifest whose layer declares 52 MB (more than the 1 MiB a
+/// payload or bundle may have) is not fetched, and the verdict says so,
+/// with the size declared and the limit, instead of "no signature found":
+/// in `policy`'s text and JSON, and in `update`'s report of what it
+/// skipped.
+fn oversized_signature_is_named() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let key = TestKey::p256();
+    let (_, signed) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
+    let (_, big) = reg.push_image(REPO, "1.1.0", &image("2026-02-01T00:00:00Z"));
+    reg.push_sig_tag(REPO, &signed, &[ts::legacy_key_layer(&signed, &key)]);
+    // A good signature of 1.1.0, whose descriptor lies about its size: the
+    // descriptor alone must keep it unread.
+    let layer = ts::legacy_key_layer(&big, &key);
+    let payload = reg.push_blob(REPO, &layer.payload);
+    let config = reg.push_blob(REPO, b"{}");
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config, "size": 2},
+        "layers": [{
+            "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+            "digest": payload,
+            "size": 52_000_000,
+            "annotations": layer.annotations,
+        }],
+    });
+    let sig_tag = format!("{}.sig", big.replace(':', "-"));
+    reg.put_manifest(
+        REPO,
+        &sig_tag,
+        "application/vnd.oci.image.manifest.v1+json",
+        &serde_json::to_vec(&manifest).unwrap(),
+    );
+    let (dir, root, deploy) = tree(&host, "");
+    let public = write(dir.path(), "cosign.pub", &key.public_pem());
+    let why = format!(
+        "unsigned: no valid signature: signature tag: tag {sig_tag}: the signature layer declares 52000000 bytes, over the 1 MiB limit on signature material, so it was not read"
+    );
+
+    let policy = |extra: &[&str]| {
+        cmd(dir.path())
+            .args(["policy", &format!("{host}/{REPO}"), "--verify-key"])
+            .arg(&public)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = policy(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(text.contains(&format!("  1. 1.1.0  {why}")), "{text}");
+    assert!(text.contains("tag:    1.0.0\n"), "{text}");
+    let out = policy(&["--output", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &json["supply_chain"]["candidates"][0];
+    assert_eq!(first["tag"], "1.1.0", "{json}");
+    assert_eq!(first["verdict"], "unsigned", "{json}");
+    assert_eq!(
+        first["unsigned_reason"].as_str(),
+        why.strip_prefix("unsigned: "),
+        "{json}"
+    );
+
+    let out = update_requiring_key(dir.path(), &host, &root);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("skipped 1.1.0 ({why})")), "{err}");
+    let text = fs_err::read_to_string(&deploy).unwrap();
+    assert!(
+        text.contains(&format!("{host}/{REPO}:1.0.0@{signed} #")),
+        "{text}"
+    );
+}
+
 fn main() {
     run(vec![
+        trial(
+            "oversized_signature_is_named",
+            &["docker-registry"],
+            oversized_signature_is_named,
+        ),
         trial(
             "action_inputs_require_signers",
             &["docker-registry"],

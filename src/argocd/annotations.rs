@@ -13,7 +13,9 @@
 //! prefix that is none of these (a typo, or an alias not in the list) is a warning.
 
 use super::application::Application;
-use super::config::{ImageSpec, split_entry};
+use std::collections::{HashMap, HashSet};
+
+use super::config::{ImageSpec, MAX_IMAGES_PER_APPLICATION, split_entry, too_many_images};
 use super::image::ArgoImage;
 use super::settings::{
     Located, ManifestTarget, PullSecret, UpdateSettings, WriteBackSettings, parse_bool,
@@ -178,17 +180,27 @@ pub(crate) fn read(
             .at(list_location),
         ]);
     };
-    let app_settings = r.settings("", &mut errors);
-    // Sized for the list: an entry is a kilobyte, and a vector grown by doubling keeps up to twice
-    // that.
-    let mut images: Vec<ImageSpec> = Vec::with_capacity(list.value.split(',').count());
-    let mut seen_aliases: Vec<String> = Vec::new();
-    for entry in list
+    let entries: Vec<&str> = list
         .value
         .split(',')
         .map(str::trim)
         .filter(|e| !e.is_empty())
-    {
+        .collect();
+    if entries.len() > MAX_IMAGES_PER_APPLICATION {
+        let message = too_many_images(IMAGE_LIST, entries.len());
+        return Err(vec![Diagnostic::error(message).at(list_location)]);
+    }
+    let app_settings = r.settings("", &mut errors);
+    // Sized for the list: an entry is a kilobyte, and a vector grown by doubling keeps up to twice
+    // that.
+    let mut images: Vec<ImageSpec> = Vec::with_capacity(entries.len());
+    // Looked up once per entry (a scan of either made a long list quadratic): the aliases seen,
+    // the images kept by the name that keys them, the errors' texts.
+    let mut seen_aliases: HashSet<String> = HashSet::new();
+    let mut kept: HashMap<String, usize> = HashMap::new();
+    let mut error_texts: HashSet<String> = HashSet::new();
+    let mut texts_of = 0;
+    for entry in entries {
         let (alias, image_text, constraint) = match split_entry(entry) {
             Ok(parts) => parts,
             Err(e) => {
@@ -202,8 +214,7 @@ pub(crate) fn read(
             let prefix = format!("{alias}.");
             // An alias listed twice is reported below; its annotations are read once.
             let mut sink = Vec::new();
-            let first = !seen_aliases.contains(&alias);
-            seen_aliases.push(alias.clone());
+            let first = seen_aliases.insert(alias.clone());
             settings =
                 settings.merged(&r.settings(&prefix, if first { &mut errors } else { &mut sink }));
             let v = |k: &str| r.value(&[&prefix, k]).map(|l| l.value);
@@ -233,9 +244,13 @@ pub(crate) fn read(
         let config = match policy_config(&settings, constraint.as_deref(), &list_location) {
             Ok(c) => Some(c),
             Err(e) => {
-                if !errors.iter().any(|d| d.to_string() == e.to_string()) {
+                // Reported once: the texts of the errors so far, those added since the last
+                // time included.
+                error_texts.extend(errors[texts_of..].iter().map(ToString::to_string));
+                if error_texts.insert(e.to_string()) {
                     errors.push(e);
                 }
+                texts_of = errors.len();
                 None
             }
         };
@@ -251,7 +266,7 @@ pub(crate) fn read(
             config,
             location: list_location.clone(),
         };
-        if let Some(first) = images.iter().find(|i| i.key_alias() == spec.key_alias()) {
+        if let Some(first) = kept.get(spec.key_alias()).map(|&i| &images[i]) {
             errors.push(
                 Diagnostic::error(format!(
                     "{IMAGE_LIST}: {:?} and {:?} both name the image {:?}; give them different aliases (ALIAS=IMAGE)",
@@ -263,6 +278,7 @@ pub(crate) fn read(
             );
             continue;
         }
+        kept.insert(spec.key_alias().to_owned(), images.len());
         images.push(spec);
     }
     if images.is_empty() && errors.is_empty() {

@@ -5,6 +5,32 @@ use super::image::ArgoImage;
 use super::settings::{ManifestTarget, UpdateSettings, WriteBackSettings};
 use crate::diagnostic::Location;
 
+/// The most images one Application follows (its `image-list`, its `applicationRefs` entry's
+/// `images`, a KubeSphere updater's `spec.images`), far above any real Application's few: more is
+/// an error where they are listed, read before any of them, so that a repository cannot make a
+/// run read, select and write back without bound.
+pub(crate) const MAX_IMAGES_PER_APPLICATION: usize = 10_000;
+
+/// The error for `count` images listed by `what` (more than [`MAX_IMAGES_PER_APPLICATION`]).
+#[must_use]
+pub(crate) fn too_many_images(what: &str, count: usize) -> String {
+    over_limit(
+        what,
+        count,
+        "images",
+        MAX_IMAGES_PER_APPLICATION,
+        "Application",
+    )
+}
+
+/// The error for `count` `items` listed by `what`, more than the `limit` read per `per`.
+#[must_use]
+pub(crate) fn over_limit(what: &str, count: usize, items: &str, limit: usize, per: &str) -> String {
+    format!(
+        "{what} lists {count} {items}; at most {limit} are read per {per} (split them over several)"
+    )
+}
+
 /// One image an Application follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageSpec {

@@ -22,7 +22,7 @@
 //!   again in flow style;
 //! * the line ending is the file's (`\r\n` when its first line has one).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use granit_parser::ScalarStyle;
 
@@ -100,6 +100,10 @@ pub(crate) struct Editor<'t, 'a> {
     newline: &'static str,
     /// Scalars whose position in the new text is wanted.
     tracked: Vec<Handle>,
+    /// The first of `tracked` by resolved handle, built when the file is finished (a scan of
+    /// `tracked` for every scalar rendered made finishing N changes take N² steps); dropped by
+    /// any change that may move what a handle resolves to.
+    tracked_by: std::cell::OnceCell<HashMap<Handle, usize>>,
     /// The document's mapping when the text has none yet (empty, blank, comments only).
     virtual_root: Option<Handle>,
     /// Written first when a blank text gets content.
@@ -131,6 +135,7 @@ impl<'t, 'a> Editor<'t, 'a> {
             compact,
             newline: if tree.crlf() { "\r\n" } else { "\n" },
             tracked: Vec::new(),
+            tracked_by: std::cell::OnceCell::new(),
             virtual_root: None,
             header: String::new(),
         }
@@ -362,6 +367,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// Remember where a scalar ends up, for [`Finished::offsets`].
     pub(crate) fn track(&mut self, h: Handle) -> usize {
+        self.tracked_by.take();
         self.tracked.push(h);
         self.tracked.len() - 1
     }
@@ -515,6 +521,7 @@ impl<'t, 'a> Editor<'t, 'a> {
         if (empty_flow && !nested_in_flow(self.tree, node)) || (null && !node.in_flow) {
             let new = if map { self.new_map() } else { self.new_seq() };
             self.filled.insert(id, new);
+            self.tracked_by.take();
             return Ok(new);
         }
         match (&node.kind, map) {
@@ -786,18 +793,21 @@ impl<'t, 'a> Editor<'t, 'a> {
             delta += r.text.len().cast_signed() - range.len().cast_signed();
             out.push(Edit::new(range, r.text));
         }
-        // Tracked scalars that were not rewritten keep their place, shifted.
+        // Tracked scalars that were not rewritten keep their place, shifted by the edits that
+        // end before it (the edits are sorted and do not overlap: their ends are in order too).
+        let mut shifts = Vec::with_capacity(out.len() + 1);
+        shifts.push(0isize);
+        for e in &out {
+            let last = shifts.last().copied().unwrap_or(0);
+            shifts.push(last + e.replacement().len().cast_signed() - e.range().len().cast_signed());
+        }
         for (i, h) in self.tracked.iter().enumerate() {
             if offsets[i].is_none()
                 && let Handle::Real(id) = self.resolve(*h)
             {
                 let start = self.tree.node(id).range.start;
-                let shift: isize = out
-                    .iter()
-                    .filter(|e| e.range().end <= start)
-                    .map(|e| e.replacement().len().cast_signed() - e.range().len().cast_signed())
-                    .sum();
-                offsets[i] = Some((start.cast_signed() + shift).cast_unsigned());
+                let before = out.partition_point(|e| e.range().end <= start);
+                offsets[i] = Some((start.cast_signed() + shifts[before]).cast_unsigned());
             }
         }
         Ok(Finished {
@@ -807,9 +817,14 @@ impl<'t, 'a> Editor<'t, 'a> {
     }
 
     fn tracked_index(&self, h: Handle) -> Option<usize> {
-        self.tracked
-            .iter()
-            .position(|t| self.resolve(*t) == self.resolve(h))
+        let by = self.tracked_by.get_or_init(|| {
+            let mut by = HashMap::with_capacity(self.tracked.len());
+            for (i, t) in self.tracked.iter().enumerate() {
+                by.entry(self.resolve(*t)).or_insert(i);
+            }
+            by
+        });
+        by.get(&self.resolve(h)).copied()
     }
 
     /// The node whose end is the last line of collection `id` (its last child, recursively).

@@ -196,21 +196,38 @@ pub(crate) fn short_form(name: &str) -> &str {
 /// `other` (`:` when it has none) are equal. Argo CD cuts at the first `:` even in a registry's
 /// port, so that every image of `registry:5000` matches every other and one replaces the next;
 /// here a `:` delimiter is looked for after the last `/`, so a port stays in the name.
+#[cfg(test)]
 #[must_use]
 pub(crate) fn kustomize_match(image: &str, other: &str) -> bool {
-    let delim = ['=', ':', '@']
+    let delim = kustomize_delimiter(other);
+    kustomize_cut(image, delim) == kustomize_cut(other, delim)
+}
+
+/// The delimiter [`kustomize_match`] cuts both names at: the first of `=`, `:`, `@` found in
+/// `other`'s tag part, `:` when it has none.
+#[must_use]
+pub(crate) fn kustomize_delimiter(other: &str) -> char {
+    KUSTOMIZE_DELIMITERS
         .into_iter()
         .find(|d| tag_part(other).contains(*d))
-        .unwrap_or(':');
-    let cut = |s: &str| {
-        if delim == ':' {
-            let from = s.rfind('/').map_or(0, |i| i + 1);
-            s[from..].find(':').map_or(s, |i| &s[..from + i]).to_owned()
-        } else {
-            s.split_once(delim).map_or(s, |(a, _)| a).to_owned()
-        }
-    };
-    cut(image) == cut(other)
+        .unwrap_or(':')
+}
+
+/// The delimiters of [`kustomize_delimiter`], in the order they are looked for.
+pub(crate) const KUSTOMIZE_DELIMITERS: [char; 3] = ['=', ':', '@'];
+
+/// `image` up to `delim` (for `:`, the first one after the last `/`), as [`kustomize_match`]
+/// compares it.
+#[must_use]
+pub(crate) fn kustomize_cut(image: &str, delim: char) -> &str {
+    if delim == ':' {
+        let from = image.rfind('/').map_or(0, |i| i + 1);
+        image[from..]
+            .find(':')
+            .map_or(image, |i| &image[..from + i])
+    } else {
+        image.split_once(delim).map_or(image, |(a, _)| a)
+    }
 }
 
 /// `image` from its last `/` on (the part a tag delimiter `:` may be in), with whatever comes

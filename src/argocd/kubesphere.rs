@@ -20,7 +20,7 @@
 //! method), and a test keeps the two readings equal.
 
 use super::application::{ParsedFile, namespace_name};
-use super::config::ImageSpec;
+use super::config::{ImageSpec, MAX_IMAGES_PER_APPLICATION, too_many_images};
 use super::image::ArgoImage;
 use super::settings::{Located, ManifestTarget, UpdateSettings};
 use super::spans::NodeId;
@@ -146,6 +146,10 @@ pub(crate) fn read(
         errors.push(
             Diagnostic::error(format!("{what}: spec.images lists no image")).at(location.clone()),
         );
+    }
+    if let Some(over) = entries.get(MAX_IMAGES_PER_APPLICATION) {
+        let message = too_many_images(&format!("{what}: spec.images"), entries.len());
+        return Err(vec![Diagnostic::error(message).at(file.location(*over))]);
     }
     for e in entries {
         let at = file.location(e);

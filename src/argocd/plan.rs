@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use super::application::{AppId, SourceType};
 use super::catalog::Catalog;
 use super::config::{AppConfig, ConfigOrigin, ImageSpec};
-use super::edit::Editor;
+use super::edit::{Editor, Handle};
 use super::image::ImageTag;
 use super::settings::{GitCredentials, Located, Method, PullRequestSettings};
 use super::spans::SpanTree;
@@ -462,12 +462,13 @@ fn finish_file(path: String, state: &FileState<'_, '_>) -> Result<Option<FilePla
         return Ok(None);
     }
     let lines = LineIndex::new(&new_text);
+    let mut places = ItemPlaces::default();
     let mut changes: Vec<FieldChange> = state
         .records
         .iter()
         .map(|(object, app, r)| FieldChange {
             object: object.clone(),
-            field_path: field_path(&state.editor, &r.path),
+            field_path: field_path(&state.editor, &mut places, &r.path),
             old_value: r.old.clone(),
             new_value: r.new.clone(),
             setter: r.setter.clone(),
@@ -713,10 +714,16 @@ fn write(
     if moved.is_empty() {
         return Ok(None);
     }
+    // The planned images by key (the first of each), looked up once per image that moved.
+    let mut by_key: HashMap<&PolicyKey, &writers::Planned<'_>> =
+        HashMap::with_capacity(w.planned.len());
+    for p in &w.planned {
+        by_key.entry(&p.key).or_insert(p);
+    }
     let updates: Vec<ImageUpdate> = moved
         .iter()
         .map(|m| {
-            let p = w.planned.iter().find(|p| p.key == m.key);
+            let p = by_key.get(&m.key);
             ImageUpdate {
                 key: m.key.clone(),
                 alias: m.alias.clone(),
@@ -727,9 +734,8 @@ fn write(
         })
         .collect();
     let name_of = |m: &ImageUpdate| {
-        w.planned
-            .iter()
-            .find(|p| p.key == m.key)
+        by_key
+            .get(&m.key)
             .map(|p| p.new.name.clone())
             .unwrap_or_default()
     };
@@ -1068,7 +1074,7 @@ fn object_id(tree: &SpanTree<'_>, node: super::spans::NodeId) -> ObjectId {
 
 /// A field path as the report writes it: keys joined with `.`, `[N]` indexes, keys with `.`, `[`,
 /// `]`, `"` or a space as `["a.b"]`.
-fn field_path(editor: &Editor<'_, '_>, parts: &[Part]) -> String {
+fn field_path(editor: &Editor<'_, '_>, places: &mut ItemPlaces, parts: &[Part]) -> String {
     let mut out = String::new();
     for part in parts {
         match part {
@@ -1091,10 +1097,7 @@ fn field_path(editor: &Editor<'_, '_>, parts: &[Part]) -> String {
                 }
             }
             Part::Item { seq, item } => {
-                let index = editor
-                    .items(*seq)
-                    .iter()
-                    .position(|i| editor.resolve(*i) == editor.resolve(*item) || *i == *item);
+                let index = places.index(editor, *seq, *item);
                 out.push('[');
                 out.push_str(&index.map_or_else(|| "?".to_owned(), |i| i.to_string()));
                 out.push(']');
@@ -1102,6 +1105,43 @@ fn field_path(editor: &Editor<'_, '_>, parts: &[Part]) -> String {
         }
     }
     out
+}
+
+/// The index of each item in its sequence, the sequences' items listed once per file (listing
+/// them for every changed item made a file of N changes take N² steps).
+#[derive(Default)]
+struct ItemPlaces {
+    seqs: HashMap<Handle, Places>,
+}
+
+/// The items of one sequence: the first index of each item handle, and of each resolved handle.
+struct Places {
+    by_handle: HashMap<Handle, usize>,
+    by_resolved: HashMap<Handle, usize>,
+}
+
+impl ItemPlaces {
+    /// The first index of `seq`'s items that is `item` or resolves to what it resolves to.
+    fn index(&mut self, editor: &Editor<'_, '_>, seq: Handle, item: Handle) -> Option<usize> {
+        let places = self.seqs.entry(seq).or_insert_with(|| {
+            let items = editor.items(seq);
+            let mut places = Places {
+                by_handle: HashMap::with_capacity(items.len()),
+                by_resolved: HashMap::with_capacity(items.len()),
+            };
+            for (i, h) in items.into_iter().enumerate() {
+                places.by_handle.entry(h).or_insert(i);
+                places.by_resolved.entry(editor.resolve(h)).or_insert(i);
+            }
+            places
+        });
+        let by_handle = places.by_handle.get(&item).copied();
+        let by_resolved = places.by_resolved.get(&editor.resolve(item)).copied();
+        match (by_handle, by_resolved) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -16,14 +16,16 @@
 //! of the Application, as Argo CD Image Updater re-sets up-to-date images too, and returns the
 //! images that changed.
 
+use std::collections::{HashMap, HashSet};
+
 use super::application::{HelmParam, Source};
 use super::config::ImageSpec;
 use super::edit::{EditProblem, Editor, Handle, Shape};
 use super::image::{ArgoImage, ImageTag, has_registry_prefix, short_form};
 use super::spec_update::{
-    HelmNames, current_helm, current_kustomize, current_plugin, helm_names, helm_params,
-    kustomize_param, merge_env, merge_helm_params, parse_tag_value, plugin_env, plugin_names,
-    set_kustomize,
+    HelmNames, KustomizeImages, current_helm, current_plugin, env_by_name, helm_by_name,
+    helm_names, helm_params, kustomize_param, merge_env, merge_helm_params, parse_tag_value,
+    plugin_env, plugin_names,
 };
 use crate::policies::PolicyKey;
 
@@ -206,11 +208,8 @@ impl Writer<'_, '_, '_> {
             .unwrap_or_default()
     }
 
-    /// The item of a sequence of `{name, ...}` mappings named `name`, added when missing.
-    fn item_named(&mut self, seq: Handle, name: &str) -> Result<Handle, Problem> {
-        if let Some((item, _, _)) = self.named(seq).into_iter().find(|(_, n, _)| n == name) {
-            return Ok(item);
-        }
+    /// A new `{name: NAME}` mapping at the end of a sequence.
+    fn push_named(&mut self, seq: Handle, name: &str) -> Result<Handle, Problem> {
         let item = self.editor.new_map();
         let n = self.editor.new_scalar(name);
         self.editor.insert(item, "name", n)?;
@@ -272,6 +271,130 @@ impl Writer<'_, '_, '_> {
     }
 }
 
+/// The items of a sequence of `{name, ...}` mappings by name, the first of each, kept up to date
+/// as items are added: a scan of the sequence for each value written made writing an
+/// Application's N images take N² steps.
+struct NamedItems {
+    seq: Handle,
+    /// By name: the item and its place ([`Place`]).
+    named: HashMap<String, (Place, Handle)>,
+    /// The first mapping without a `name` (a scan reading names as `""` found it for `""`).
+    unnamed: Option<(Place, Handle)>,
+    /// Items added at the end so far.
+    pushed: usize,
+}
+
+/// Where an item is in its sequence, in order: an item of the file is `(index, 1)`, an item
+/// inserted before it `(index, 0)`, the n-th item added at the end `(usize::MAX, n)`.
+type Place = (usize, usize);
+
+impl NamedItems {
+    fn new(w: &Writer<'_, '_, '_>, seq: Handle) -> Self {
+        let mut named = HashMap::new();
+        let mut unnamed = None;
+        for (i, item) in w.editor.items(seq).into_iter().enumerate() {
+            if w.editor.shape(item) != Shape::Map {
+                continue;
+            }
+            // Items are read before any is added: their places are their indexes.
+            let place = (i, 1);
+            match w.editor.get(item, "name").and_then(|n| w.editor.scalar(n)) {
+                Some(name) => {
+                    named.entry(name).or_insert((place, item));
+                }
+                None => {
+                    unnamed.get_or_insert((place, item));
+                }
+            }
+        }
+        Self {
+            seq,
+            named,
+            unnamed,
+            pushed: 0,
+        }
+    }
+
+    /// The first item whose `name` is `name` (items without a name left out).
+    fn get(&self, name: &str) -> Option<Handle> {
+        self.named.get(name).map(|(_, h)| *h)
+    }
+
+    /// The first item whose `name` is `name` (an item without a name counting as named `""`).
+    fn find(&self, name: &str) -> Option<Handle> {
+        let unnamed = self.unnamed.filter(|_| name.is_empty());
+        match (self.named.get(name).copied(), unnamed) {
+            (Some(a), Some(b)) => Some(if a.0 < b.0 { a.1 } else { b.1 }),
+            (a, b) => a.or(b).map(|(_, h)| h),
+        }
+    }
+
+    /// The first item named `name` ([`NamedItems::find`]), added at the end when missing.
+    fn item(&mut self, w: &mut Writer<'_, '_, '_>, name: &str) -> Result<Handle, Problem> {
+        if let Some(item) = self.find(name) {
+            return Ok(item);
+        }
+        let item = w.push_named(self.seq, name)?;
+        self.added(name, item, None);
+        Ok(item)
+    }
+
+    /// `item`, named `name`, was added to the sequence: before the file's item at `before`, or
+    /// at the end.
+    fn added(&mut self, name: &str, item: Handle, before: Option<usize>) {
+        let place = match before {
+            Some(index) => (index, 0),
+            None => {
+                self.pushed += 1;
+                (usize::MAX, self.pushed)
+            }
+        };
+        self.named.entry(name.to_owned()).or_insert((place, item));
+    }
+}
+
+/// The first item of a sequence of the file whose `name` sorts after a name (where a parameter
+/// goes in a sorted list): the names sorted once, with the smallest place among those after each,
+/// instead of a scan for every parameter added.
+struct FirstAfter {
+    /// Names in descending order, each with the first place of a name at or after it.
+    sorted: Vec<(String, usize)>,
+}
+
+impl FirstAfter {
+    fn new(w: &Writer<'_, '_, '_>, seq: Handle) -> Self {
+        let mut sorted: Vec<(String, usize)> = match w.editor.resolve(seq) {
+            Handle::Real(id) => w
+                .editor
+                .tree()
+                .items(id)
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    w.editor
+                        .get(Handle::Real(*r), "name")
+                        .and_then(|n| w.editor.scalar(n))
+                        .map(|n| (n, i))
+                })
+                .collect(),
+            Handle::New(_) => Vec::new(),
+        };
+        sorted.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut least = usize::MAX;
+        for entry in &mut sorted {
+            least = least.min(entry.1);
+            entry.1 = least;
+        }
+        Self { sorted }
+    }
+
+    /// The first place whose name sorts after `name`.
+    fn first_after(&self, name: &str) -> Option<usize> {
+        let after = self.sorted.partition_point(|(n, _)| n.as_str() > name);
+        after.checked_sub(1).map(|i| self.sorted[i].1)
+    }
+}
+
 /// Whether an image's current value differs from what is written: the tag (by Argo's tag
 /// equality), or, with a kustomize name, the name the entry replaces.
 fn differs(current: Option<&str>, image: &ImageSpec, new: &ArgoImage) -> bool {
@@ -297,11 +420,31 @@ fn old_tag(current: Option<&str>) -> Option<ImageTag> {
 
 /// The source's kustomize images with every image set (`SetKustomizeImage` for each).
 fn kustomize_list(source: &Source, planned: &[Planned<'_>]) -> Vec<String> {
-    let mut list = source.kustomize_images.clone();
+    let mut list = KustomizeImages::new(source.kustomize_images.clone());
     for p in planned {
-        set_kustomize(&mut list, p.spec, &p.new);
+        list.set(p.spec, &p.new);
     }
-    list
+    list.into_items()
+}
+
+/// The image that writes each kustomize image value (the first one, as a scan would find it).
+fn kustomize_owners<'p, 'c>(planned: &'p [Planned<'c>]) -> HashMap<String, &'p Planned<'c>> {
+    let mut owners = HashMap::with_capacity(planned.len());
+    for p in planned {
+        owners.entry(kustomize_param(p.spec, &p.new)).or_insert(p);
+    }
+    owners
+}
+
+/// What an override file's kustomize images are matched by: the name and the registry, Docker
+/// Hub written `docker.io` and left implicit being one ([`ArgoImage::same_name_and_registry`]).
+fn name_and_registry(image: &ArgoImage) -> (String, String) {
+    let registry = if image.registry == "docker.io" {
+        ""
+    } else {
+        image.registry.as_str()
+    };
+    (image.name.clone(), registry.to_owned())
 }
 
 fn moved(p: &Planned<'_>, old: Option<ImageTag>) -> Moved {
@@ -315,6 +458,8 @@ fn moved(p: &Planned<'_>, old: Option<ImageTag>) -> Moved {
 
 /// The images whose Helm parameters (`params`: what Argo CD renders now) do not hold them yet.
 fn helm_moved(params: &[HelmParam], planned: &[Planned<'_>]) -> Vec<Moved> {
+    let params = helm_by_name(params);
+    let params = &params;
     planned
         .iter()
         .filter(|p| {
@@ -333,6 +478,8 @@ fn helm_moved(params: &[HelmParam], planned: &[Planned<'_>]) -> Vec<Moved> {
 /// The images with plugin targets whose variables (`env`: what Argo CD renders now) do not hold
 /// them yet.
 fn plugin_moved(env: &[(String, String)], planned: &[Planned<'_>]) -> Vec<Moved> {
+    let env = env_by_name(env);
+    let env = &env;
     planned
         .iter()
         .filter(|p| p.spec.target.is_plugin())
@@ -348,8 +495,8 @@ fn plugin_moved(env: &[(String, String)], planned: &[Planned<'_>]) -> Vec<Moved>
         .collect()
 }
 
-/// Which image each value (by name) belongs to.
-type Owners<'p, 'c> = Vec<(String, &'p Planned<'c>)>;
+/// Which image each value (by name) belongs to: the first that writes it.
+type Owners<'p, 'c> = HashMap<String, &'p Planned<'c>>;
 
 /// `base` with the variables of every image with plugin targets set (`SetPluginImage`), and which
 /// image each variable belongs to.
@@ -357,12 +504,16 @@ fn plugin_list<'p, 'c>(
     mut base: Vec<(String, String)>,
     planned: &'p [Planned<'c>],
 ) -> (Vec<(String, String)>, Owners<'p, 'c>) {
-    let mut owners = Vec::new();
+    let mut owners = HashMap::new();
+    let mut all = Vec::new();
     for p in planned.iter().filter(|p| p.spec.target.is_plugin()) {
         let env = plugin_env(p.spec, &p.new);
-        owners.extend(env.iter().map(|(k, _)| (k.clone(), p)));
-        merge_env(&mut base, env);
+        for (k, _) in &env {
+            owners.entry(k.clone()).or_insert(p);
+        }
+        all.extend(env);
     }
+    merge_env(&mut base, all);
     (base, owners)
 }
 
@@ -373,11 +524,12 @@ fn write_env(
     seq: Handle,
     prefix: &[Part],
     env: Vec<(String, String)>,
-    owners: &[(String, &Planned<'_>)],
+    owners: &Owners<'_, '_>,
 ) -> Result<(), Problem> {
+    let mut items = NamedItems::new(w, seq);
     for (name, value) in env {
-        let (setter, alias) = w.owner(owners.iter().find(|(n, _)| *n == name).map(|(_, p)| *p));
-        let item = w.item_named(seq, &name)?;
+        let (setter, alias) = w.owner(owners.get(&name).copied());
+        let item = items.item(w, &name)?;
         let (h, old) = w.set_field(item, "value", &value)?;
         if old != value {
             let mut path = prefix.to_vec();
@@ -426,19 +578,26 @@ fn override_kustomize(
     source: &Source,
     planned: &[Planned<'_>],
 ) -> Out {
-    let existing: Vec<String> = w
+    // The file's entries by name and registry, the first of each (looked up once per image).
+    let mut in_file: HashMap<(String, String), String> = HashMap::new();
+    if let Some(seq) = w
         .editor
         .get(root, "kustomize")
         .and_then(|k| w.editor.get(k, "images"))
-        .map(|s| w.strings(s).into_iter().map(|(_, v)| v).collect())
-        .unwrap_or_default();
+    {
+        for (_, e) in w.strings(seq) {
+            in_file
+                .entry(name_and_registry(&ArgoImage::parse(&e)))
+                .or_insert(e);
+        }
+    }
+    let source_images = KustomizeImages::new(source.kustomize_images.clone());
     let mut moved = Vec::new();
     for p in planned {
-        let in_file = existing
-            .iter()
-            .find(|e| ArgoImage::parse(e).same_name_and_registry(&p.new))
-            .map(String::as_str);
-        let current = in_file.or_else(|| current_kustomize(&source.kustomize_images, p.spec));
+        let current = in_file
+            .get(&name_and_registry(&p.new))
+            .map(String::as_str)
+            .or_else(|| source_images.current(p.spec));
         if differs(current, p.spec, &p.new) {
             moved.push(self::moved(p, old_tag(current)));
         }
@@ -447,19 +606,24 @@ fn override_kustomize(
         return Ok(moved);
     }
     let list = kustomize_list(source, planned);
+    let owners = kustomize_owners(planned);
     let kustomize = w.map_at(root, "kustomize")?;
     let images = w.seq_at(kustomize, "images")?;
+    // The items by name and registry, the first of each; an item set keeps its name and registry,
+    // an item added is the first of its own.
+    let mut items: HashMap<(String, String), Handle> = HashMap::new();
+    for (item, e) in w.strings(images) {
+        items
+            .entry(name_and_registry(&ArgoImage::parse(&e)))
+            .or_insert(item);
+    }
     for value in &list {
-        let (setter, alias) = w.owner(
-            planned
-                .iter()
-                .find(|p| kustomize_param(p.spec, &p.new) == *value),
-        );
+        let (setter, alias) = w.owner(owners.get(value).copied());
         let new = ArgoImage::parse(value);
-        let found = w
-            .strings(images)
-            .into_iter()
-            .find(|(_, e)| ArgoImage::parse(e).same_name_and_registry(&new));
+        let key = name_and_registry(&new);
+        let found = items
+            .get(&key)
+            .map(|&item| (item, w.editor.scalar(item).unwrap_or_default()));
         let path = |item| {
             vec![
                 Part::Key("kustomize".into()),
@@ -483,6 +647,7 @@ fn override_kustomize(
             None => {
                 let item = w.editor.new_scalar(value);
                 w.editor.push(images, item)?;
+                items.insert(key, item);
                 w.record(path(item), item, String::new(), value, &setter, &alias);
             }
         }
@@ -514,13 +679,17 @@ fn override_helm(
         return Ok(moved);
     }
     let mut list = source.helm_parameters.clone();
-    let mut owners: Vec<(String, &Planned<'_>)> = Vec::new();
+    let mut owners: Owners<'_, '_> = HashMap::new();
+    let mut set = Vec::new();
     for p in planned {
         let params = helm_params(p.spec, &p.new);
-        owners.extend(params.iter().map(|q| (q.name.clone(), p)));
-        merge_helm_params(&mut list, params);
+        for q in &params {
+            owners.entry(q.name.clone()).or_insert(p);
+        }
+        set.extend(params);
     }
-    let names: Vec<String> = all
+    merge_helm_params(&mut list, set);
+    let names: HashSet<String> = all
         .iter()
         .flat_map(|i| {
             helm_names(i)
@@ -537,16 +706,12 @@ fn override_helm(
     params.sort_by(|a, b| a.name.cmp(&b.name));
     let helm = w.map_at(root, "helm")?;
     let seq = w.seq_at(helm, "parameters")?;
+    let mut items = NamedItems::new(w, seq);
+    let before = FirstAfter::new(w, seq);
     for param in &params {
-        let (setter, alias) = w.owner(
-            owners
-                .iter()
-                .find(|(n, _)| *n == param.name)
-                .map(|(_, p)| *p),
-        );
-        let existing = w.named(seq).into_iter().find(|(_, n, _)| *n == param.name);
-        match existing {
-            Some((item, _, _)) => {
+        let (setter, alias) = w.owner(owners.get(&param.name).copied());
+        match items.find(&param.name) {
+            Some(item) => {
                 let (h, old) = w.set_field(item, "value", &param.value)?;
                 if old != param.value {
                     w.set_flag(item, "forcestring", param.force_string)?;
@@ -571,19 +736,12 @@ fn override_helm(
                 w.editor.insert(item, "forcestring", f)?;
                 // Before the first parameter of the file named after it, so that a sorted list
                 // stays sorted; existing parameters never move.
-                let before = match w.editor.resolve(seq) {
-                    Handle::Real(id) => w.editor.tree().items(id).iter().position(|r| {
-                        w.editor
-                            .get(Handle::Real(*r), "name")
-                            .and_then(|n| w.editor.scalar(n))
-                            .is_some_and(|n| n > param.name)
-                    }),
-                    Handle::New(_) => None,
-                };
-                match before {
+                let index = before.first_after(&param.name);
+                match index {
                     Some(index) => w.editor.insert_before(seq, index, item)?,
                     None => w.editor.push(seq, item)?,
                 }
+                items.added(&param.name, item, index);
                 let path = vec![
                     Part::Key("helm".into()),
                     Part::Key("parameters".into()),
@@ -599,13 +757,8 @@ fn override_helm(
 
 /// The old tag of an image held in Helm parameters: its tag parameter (`tag`, `tag@digest`), or
 /// the tag of its spec parameter.
-fn helm_old_tag(params: &[HelmParam], spec: &ImageSpec) -> Option<ImageTag> {
-    let get = |n: &str| {
-        params
-            .iter()
-            .find(|p| p.name == n)
-            .map(|p| p.value.as_str())
-    };
+fn helm_old_tag(params: &HashMap<&str, &str>, spec: &ImageSpec) -> Option<ImageTag> {
+    let get = |n: &str| params.get(n).copied();
     match helm_names(spec) {
         HelmNames::Spec(s) => get(&s).and_then(|v| ArgoImage::parse(v).tag),
         HelmNames::NameTag(_, t) => get(&t).map(parse_tag_value),
@@ -627,7 +780,7 @@ fn override_plugin(
         return Ok(moved);
     }
     let (mut list, owners) = plugin_list(source.plugin_env.clone(), planned);
-    let names: Vec<String> = all.iter().flat_map(|i| plugin_names(i)).collect();
+    let names: HashSet<String> = all.iter().flat_map(|i| plugin_names(i)).collect();
     let plugin = w.map_at(root, "plugin")?;
     let seq = w.seq_at(plugin, "env")?;
     list.retain(|(k, _)| names.contains(k));
@@ -698,20 +851,16 @@ pub(crate) fn kustomization(
     planned: &[Planned<'_>],
 ) -> Out {
     let root = w.editor.root()?;
-    let entry_of = |w: &Writer<'_, '_, '_>, name: &str| -> Option<Handle> {
-        let images = w.editor.get(root, "images")?;
-        w.editor.items(images).into_iter().find(|i| {
-            w.editor
-                .get(*i, "name")
-                .and_then(|n| w.editor.scalar(n))
-                .as_deref()
-                == Some(name)
-        })
-    };
+    // The entries by name (the first of each).
+    let entries = w
+        .editor
+        .get(root, "images")
+        .map(|images| NamedItems::new(w, images));
     let mut moved = Vec::new();
     for p in planned {
         let want = image_override(&kustomize_param(p.spec, &p.new));
-        let current = entry_of(w, &want.name).map(|e| {
+        let entry = entries.as_ref().and_then(|e| e.get(&want.name));
+        let current = entry.map(|e| {
             let field = |k: &str| {
                 w.editor
                     .get(e, k)
@@ -737,26 +886,15 @@ pub(crate) fn kustomization(
         return Ok(moved);
     }
     let list = kustomize_list(source, planned);
+    let owners = kustomize_owners(planned);
     let images = w.seq_at(root, "images")?;
+    let mut entries = NamedItems::new(w, images);
     for value in &list {
         let want = image_override(value);
-        let (setter, alias) = w.owner(
-            planned
-                .iter()
-                .find(|p| kustomize_param(p.spec, &p.new) == *value),
-        );
-        let item = match entry_of(w, &want.name) {
-            Some(item) if w.editor.shape(item) == Shape::Map => item,
-            Some(item) => {
-                return Err(Problem {
-                    offset: match item {
-                        Handle::Real(id) => Some(w.editor.tree().node(id).range.start),
-                        Handle::New(_) => None,
-                    },
-                    message: "an images: entry is not a mapping".to_owned(),
-                });
-            }
-            None => w.item_named(images, &want.name)?,
+        let (setter, alias) = w.owner(owners.get(value).copied());
+        let item = match entries.get(&want.name) {
+            Some(item) => item,
+            None => entries.item(w, &want.name)?,
         };
         for (field, value) in want.fields() {
             let path = vec![
@@ -1081,11 +1219,15 @@ pub(crate) fn application(
 ) -> Out {
     let src = Handle::Real(source.node);
     let prefix: Vec<Part> = vec![Part::Raw(source.field.clone())];
+    let source_images = KustomizeImages::new(match kind {
+        OverrideKind::Kustomize => source.kustomize_images.clone(),
+        OverrideKind::Helm | OverrideKind::Plugin => Vec::new(),
+    });
     let moved = match kind {
         OverrideKind::Kustomize => planned
             .iter()
             .filter_map(|p| {
-                let current = current_kustomize(&source.kustomize_images, p.spec);
+                let current = source_images.current(p.spec);
                 differs(current, p.spec, &p.new).then(|| moved(p, old_tag(current)))
             })
             .collect(),
@@ -1098,15 +1240,12 @@ pub(crate) fn application(
     match kind {
         OverrideKind::Kustomize => {
             let list = kustomize_list(source, planned);
+            let owners = kustomize_owners(planned);
             let k = w.map_at(src, "kustomize")?;
             let seq = w.seq_at(k, "images")?;
             let items = w.strings(seq);
             for (i, value) in list.iter().enumerate() {
-                let (setter, alias) = w.owner(
-                    planned
-                        .iter()
-                        .find(|p| kustomize_param(p.spec, &p.new) == *value),
-                );
+                let (setter, alias) = w.owner(owners.get(value).copied());
                 let item = match items.get(i) {
                     Some((_, old)) if old == value => continue,
                     Some((item, _)) => {
@@ -1132,9 +1271,10 @@ pub(crate) fn application(
         OverrideKind::Helm => {
             let h = w.map_at(src, "helm")?;
             let seq = w.seq_at(h, "parameters")?;
+            let mut items = NamedItems::new(w, seq);
             for p in planned {
                 for param in helm_params(p.spec, &p.new) {
-                    let item = w.item_named(seq, &param.name)?;
+                    let item = items.item(w, &param.name)?;
                     let (v, old) = w.set_field(item, "value", &param.value)?;
                     if old != param.value {
                         w.set_flag(item, "forceString", true)?;

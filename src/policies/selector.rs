@@ -615,6 +615,18 @@ impl Selector {
         Ok(Self { requirements })
     }
 
+    /// A label the selector requires, with the values one of which it must hold (its first
+    /// `key=value` or `key in (...)` requirement); `None` when every requirement can be met
+    /// without a given value. What selectors can be indexed by.
+    #[must_use]
+    pub fn required_label(&self) -> Option<(&str, Vec<&str>)> {
+        self.requirements.iter().find_map(|r| match &r.op {
+            Op::Equals(v) => Some((r.key.as_str(), vec![v.as_str()])),
+            Op::In(vs) => Some((r.key.as_str(), vs.iter().map(String::as_str).collect())),
+            _ => None,
+        })
+    }
+
     /// Whether `labels` satisfy every requirement.
     #[must_use]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {

@@ -10,6 +10,7 @@ use super::definitions::{
     Definition, Kind, Problem, RegistryCredential, Secrets, credential_source, flux_strategy,
     gate_config, str_field,
 };
+use crate::argocd::config::{MAX_IMAGES_PER_APPLICATION, over_limit};
 use crate::diagnostic::Diagnostic;
 use crate::policies::{PolicyDocument, PolicyKey};
 use crate::reflector::selection::spec::{GateConfig, Order, PolicyConfig, PolicySpec, Strategy};
@@ -113,6 +114,19 @@ pub(super) fn definitions(
         fail(Problem::at("spec.images is missing or not a list", "/spec"));
         return;
     };
+    if images.len() > MAX_IMAGES_PER_APPLICATION {
+        fail(Problem::at(
+            over_limit(
+                "spec.images",
+                images.len(),
+                "images",
+                MAX_IMAGES_PER_APPLICATION,
+                "ImageUpdater",
+            ),
+            &format!("/spec/images/{MAX_IMAGES_PER_APPLICATION}"),
+        ));
+        return;
+    }
     for (i, entry) in images.iter().enumerate() {
         let pointer = format!("/spec/images/{i}");
         let Some(text) = entry.as_str() else {

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod escape;
+mod limits;
 mod seams;
 #[allow(dead_code)] // each surface uses some of the helpers
 mod support;
@@ -22,5 +23,6 @@ fn main() {
     trials.extend(escape::trials());
     trials.extend(templates::trials());
     trials.extend(seams::trials());
+    trials.extend(limits::trials());
     image_update_testkit::run(trials)
 }

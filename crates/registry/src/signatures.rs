@@ -101,11 +101,54 @@ pub struct SignatureBlob {
     pub data: Vec<u8>,
 }
 
+/// Signature material passed over for its size: its descriptor declares
+/// more bytes than the limit, so it was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Oversized {
+    /// Where it was listed, as [`SignatureBlob::origin`].
+    pub origin: String,
+    /// `signature layer` (a payload or a bundle) or `referrer manifest`.
+    pub what: &'static str,
+    /// The size its descriptor declares.
+    pub size: u64,
+    /// The limit it is over.
+    pub limit: u64,
+}
+
+impl fmt::Display for Oversized {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: the {} declares {} bytes, over the {} limit on signature material, so it was not read",
+            self.origin,
+            self.what,
+            self.size,
+            bytes(self.limit)
+        )
+    }
+}
+
+/// A size as written in limits: `1 MiB`, `64 KiB`, else bytes.
+fn bytes(n: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else if n >= 1024 && n.is_multiple_of(1024) {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// What one step found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Discovery {
-    /// Signature layers (possibly none that verify).
-    Found(Vec<SignatureBlob>),
+    /// Signature layers (possibly none that verify), and the signature
+    /// material passed over for its size (one of the two is not empty).
+    Found {
+        blobs: Vec<SignatureBlob>,
+        oversized: Vec<Oversized>,
+    },
     /// Nothing at this step.
     Nothing,
     /// The registry has no referrers API (404 on the endpoint).
@@ -153,6 +196,15 @@ struct Doc {
     layers: Vec<Desc>,
     #[serde(default)]
     manifests: Vec<Desc>,
+}
+
+/// A step's result from what it read and what it passed over.
+fn found(blobs: Vec<SignatureBlob>, oversized: Vec<Oversized>) -> Discovery {
+    if blobs.is_empty() && oversized.is_empty() {
+        Discovery::Nothing
+    } else {
+        Discovery::Found { blobs, oversized }
+    }
 }
 
 /// Whether a referrer of this artifact type can hold a signature.
@@ -277,12 +329,15 @@ impl RegistryClient {
                         format!("malformed signature manifest: {e}"),
                     )
                 })?;
-                let blobs = self.layers(repo, &format!("tag {sig_tag}"), &doc.layers, limits)?;
-                return Ok(if blobs.is_empty() {
-                    Discovery::Nothing
-                } else {
-                    Discovery::Found(blobs)
-                });
+                let mut oversized = Vec::new();
+                let blobs = self.layers(
+                    repo,
+                    &format!("tag {sig_tag}"),
+                    &doc.layers,
+                    limits,
+                    &mut oversized,
+                )?;
+                return Ok(found(blobs, oversized));
             }
         };
         if manifests.is_empty() {
@@ -296,6 +351,7 @@ impl RegistryClient {
             );
         }
         let mut blobs: Vec<SignatureBlob> = Vec::new();
+        let mut oversized = Vec::new();
         for d in manifests.iter().take(limits.max_manifests) {
             let read: u64 = blobs.iter().map(|b| b.data.len() as u64).sum();
             if read >= limits.max_total {
@@ -304,7 +360,16 @@ impl RegistryClient {
                 );
                 break;
             }
-            if d.size > MAX_DOCUMENT || !super::reference::valid_digest(&d.digest) {
+            if !super::reference::valid_digest(&d.digest) {
+                continue;
+            }
+            if d.size > MAX_DOCUMENT {
+                oversized.push(Oversized {
+                    origin: format!("referrer {}", d.digest),
+                    what: "referrer manifest",
+                    size: d.size,
+                    limit: MAX_DOCUMENT,
+                });
                 continue;
             }
             // Embedded in the list, cached from an earlier run, or fetched;
@@ -339,13 +404,10 @@ impl RegistryClient {
                 &format!("referrer {}", d.digest),
                 &doc.layers,
                 limits,
+                &mut oversized,
             )?);
         }
-        Ok(if blobs.is_empty() {
-            Discovery::Nothing
-        } else {
-            Discovery::Found(blobs)
-        })
+        Ok(found(blobs, oversized))
     }
 
     /// The content `d` describes without asking the registry: embedded in
@@ -368,18 +430,36 @@ impl RegistryClient {
         }
     }
 
-    /// The signature layers of one manifest, with their blobs.
+    /// The signature layers of one manifest, with their blobs; those
+    /// larger than the limit go to `oversized`, unread.
     fn layers(
         &self,
         repo: &Repository,
         origin: &str,
         layers: &[Desc],
         limits: &SignatureLimits,
+        oversized: &mut Vec<Oversized>,
     ) -> Result<Vec<SignatureBlob>> {
         let several = layers.len() > 1;
+        let named = |i: usize| {
+            if several {
+                format!("{origin} layer {}", i + 1)
+            } else {
+                origin.to_owned()
+            }
+        };
         let mut out = Vec::new();
         for (i, l) in layers.iter().enumerate().take(limits.max_layers) {
-            if !signature_layer(&l.media_type) || l.size > limits.max_blob {
+            if !signature_layer(&l.media_type) {
+                continue;
+            }
+            if l.size > limits.max_blob {
+                oversized.push(Oversized {
+                    origin: named(i),
+                    what: "signature layer",
+                    size: l.size,
+                    limit: limits.max_blob,
+                });
                 continue;
             }
             let data = match self.known(l, limits.max_blob) {
@@ -391,11 +471,7 @@ impl RegistryClient {
                 }
             };
             out.push(SignatureBlob {
-                origin: if several {
-                    format!("{origin} layer {}", i + 1)
-                } else {
-                    origin.to_owned()
-                },
+                origin: named(i),
                 media_type: l.media_type.clone(),
                 annotations: l.annotations.clone(),
                 data,
@@ -428,5 +504,22 @@ mod tests {
             "application/vnd.dev.sigstore.bundle+json;version=0.3"
         ));
         assert!(!signature_layer("application/vnd.oci.image.layer.v1.tar"));
+    }
+
+    #[test]
+    fn oversized_material_names_its_size_and_the_limit() {
+        let o = Oversized {
+            origin: "tag sha256-ab.sig".to_owned(),
+            what: "signature layer",
+            size: 52_000_000,
+            limit: 1024 * 1024,
+        };
+        assert_eq!(
+            o.to_string(),
+            "tag sha256-ab.sig: the signature layer declares 52000000 bytes, over the 1 MiB limit on signature material, so it was not read"
+        );
+        assert_eq!(bytes(32 * 1024 * 1024), "32 MiB");
+        assert_eq!(bytes(64 * 1024), "64 KiB");
+        assert_eq!(bytes(1000), "1000 bytes");
     }
 }

@@ -82,7 +82,18 @@ impl Gate {
                 continue;
             }
             let blobs = match client.signatures(repo, digest, *step, &self.limits)? {
-                Discovery::Found(blobs) => blobs,
+                Discovery::Found { blobs, oversized } => {
+                    // Material too large to read is found, and is why the
+                    // image is not signed when nothing else verifies.
+                    rejected.found |= !oversized.is_empty();
+                    rejected
+                        .reasons
+                        .extend(oversized.iter().map(|o| format!("{step}: {o}")));
+                    if blobs.is_empty() {
+                        continue;
+                    }
+                    blobs
+                }
                 Discovery::Nothing => continue,
                 Discovery::Unsupported => {
                     if let Ok(mut set) = self.no_referrers.lock() {

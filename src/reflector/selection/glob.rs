@@ -109,32 +109,68 @@ impl Glob {
 
     /// Whether the whole of `text` matches.
     pub(crate) fn matches(&self, text: &str) -> bool {
-        let text: Vec<char> = text.chars().collect();
         // Classic two-pointer wildcard matching with one backtrack point:
-        // linear in practice, no recursion.
+        // linear in practice, no recursion. `t` and the backtrack point are
+        // byte offsets of characters of `text`, read in place (a pattern is
+        // matched against many texts: Argo CD Image Updater's `namePattern`s
+        // against every Application, ignore-tags against every tag).
         let (mut t, mut p) = (0usize, 0usize);
         let mut star: Option<(usize, usize)> = None;
-        while t < text.len() {
+        while let Some(c) = text[t..].chars().next() {
             match self.tokens.get(p) {
                 Some(Token::AnyRun) => {
                     star = Some((p, t));
                     p += 1;
                 }
-                Some(tok) if single_matches(tok, text[t]) => {
+                Some(tok) if single_matches(tok, c) => {
                     p += 1;
-                    t += 1;
+                    t += c.len_utf8();
                 }
                 _ => match star {
                     Some((sp, st)) => {
+                        let next = st + text[st..].chars().next().map_or(1, char::len_utf8);
                         p = sp + 1;
-                        t = st + 1;
-                        star = Some((sp, st + 1));
+                        t = next;
+                        star = Some((sp, next));
                     }
                     None => return false,
                 },
             }
         }
         self.tokens[p..].iter().all(|tok| *tok == Token::AnyRun)
+    }
+
+    /// The text the pattern matches when it has no wildcard and no class (it then matches that
+    /// text alone).
+    #[must_use]
+    pub(crate) fn literal(&self) -> Option<String> {
+        self.tokens.iter().map(Token::literal).collect()
+    }
+
+    /// The literal characters every matching text starts with (`""` when the pattern starts with
+    /// a wildcard or a class).
+    #[must_use]
+    pub(crate) fn literal_prefix(&self) -> String {
+        self.tokens.iter().map_while(Token::literal).collect()
+    }
+
+    /// The literal characters every matching text ends with (`""` when the pattern ends with a
+    /// wildcard or a class).
+    #[must_use]
+    pub(crate) fn literal_suffix(&self) -> String {
+        let mut suffix: Vec<char> = self.tokens.iter().rev().map_while(Token::literal).collect();
+        suffix.reverse();
+        suffix.into_iter().collect()
+    }
+}
+
+impl Token {
+    /// The character a literal stands for.
+    fn literal(&self) -> Option<char> {
+        match self {
+            Token::Literal(c) => Some(*c),
+            _ => None,
+        }
     }
 }
 
@@ -213,6 +249,28 @@ mod tests {
             let re = regex::Regex::new(&format!("^{translated}$")).unwrap();
             proptest::prop_assert_eq!(m(&pattern, &text), re.is_match(&text));
         }
+    }
+
+    #[test]
+    fn literal_parts() {
+        let g = |p: &str| Glob::new(p).unwrap();
+        assert_eq!(g("shop").literal().as_deref(), Some("shop"));
+        assert_eq!(g("sh\\*p").literal().as_deref(), Some("sh*p"));
+        assert_eq!(g("shop-*").literal(), None);
+        assert_eq!(g("shop-*-eu").literal_prefix(), "shop-");
+        assert_eq!(g("shop-*-eu").literal_suffix(), "-eu");
+        assert_eq!(g("[a-z]op?").literal_prefix(), "");
+        assert_eq!(g("[a-z]op?").literal_suffix(), "");
+        assert_eq!(g("é*ü").literal_prefix(), "é");
+        assert_eq!(g("é*ü").literal_suffix(), "ü");
+    }
+
+    #[test]
+    fn multibyte_texts_backtrack_by_characters() {
+        assert!(m("*ü", "éüü"));
+        assert!(m("?*?", "éü"));
+        assert!(!m("?*?", "é"));
+        assert!(m("a*é*z", "aééz"));
     }
 
     #[test]
