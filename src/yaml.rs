@@ -81,6 +81,9 @@ pub struct YamlError {
     pub message: String,
 }
 
+/// The deepest nesting of sequences and mappings a document may have.
+pub(crate) const MAX_DEPTH: usize = 40;
+
 /// Parse every document of `text`.
 ///
 /// # Errors
@@ -89,6 +92,10 @@ pub fn parse_documents(text: &str) -> Result<Vec<Document>, YamlError> {
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_documents: usize::MAX,
+            // Kubernetes objects nest 18 deep at most (a CRD's schema); the reader recurses per
+            // level, and a worker thread's stack must not run out first (a debug build's did
+            // near 55 levels).
+            max_depth: MAX_DEPTH,
         },
     };
     let nodes: Vec<Spanned<Node>> =
@@ -156,9 +163,12 @@ pub(crate) fn to_stream<'a, T: serde::Serialize + 'a>(
 
 fn yaml_error(e: &serde_saphyr::Error) -> YamlError {
     let e = e.without_snippet();
-    let message = serde_saphyr::DefaultMessageFormatter
-        .format_message(e)
-        .into_owned();
+    let message = match e {
+        serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
+        _ => serde_saphyr::DefaultMessageFormatter
+            .format_message(e)
+            .into_owned(),
+    };
     let position = e
         .location()
         .map(|l| Position {
@@ -167,6 +177,21 @@ fn yaml_error(e: &serde_saphyr::Error) -> YamlError {
         })
         .filter(|p| p.line > 0);
     YamlError { position, message }
+}
+
+/// A limit of the reader, in words (the parser's own message is its enum's debug form).
+fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    match breach {
+        B::Depth { .. } => format!(
+            "nested more than {MAX_DEPTH} levels deep, the most image-update reads of a document"
+        ),
+        B::Events { events } => format!("over {events} YAML events, the most read from one input"),
+        B::Nodes { nodes } => format!("over {nodes} YAML nodes, the most read from one input"),
+        B::Aliases { aliases } => format!("over {aliases} aliases, the most read from one input"),
+        B::Anchors { anchors } => format!("over {anchors} anchors, the most read from one input"),
+        other => format!("over a limit of the YAML reader ({other:?})"),
+    }
 }
 
 /// One node of a document, as serde-saphyr gives it, with the position of

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod escape;
+mod inputs;
 mod limits;
 mod seams;
 #[allow(dead_code)] // each surface uses some of the helpers
@@ -24,5 +25,6 @@ fn main() {
     trials.extend(templates::trials());
     trials.extend(seams::trials());
     trials.extend(limits::trials());
+    trials.extend(inputs::trials());
     image_update_testkit::run(trials)
 }

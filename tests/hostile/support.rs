@@ -68,6 +68,31 @@ pub fn bounded(c: &Command, limit: Duration) -> Output {
     out
 }
 
+/// [`bounded`] with the file `input` on stdin.
+pub fn bounded_with_stdin(c: &Command, limit: Duration, input: &Path) -> Output {
+    let mut wrapped = Command::new("prlimit");
+    wrapped
+        .arg(format!("--as={MEMORY}"))
+        .arg("--")
+        .arg(c.get_program())
+        .args(c.get_args())
+        .stdin(std::fs::File::open(input).unwrap());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    let out = within(&mut wrapped, limit);
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&out.status) {
+        panic!(
+            "killed by signal {signal} (memory limit {MEMORY} bytes):\n{}",
+            stderr(&out)
+        );
+    }
+    out
+}
+
 /// Run `c` with its output captured, killing it (and failing) after `limit`.
 pub fn within(c: &mut Command, limit: Duration) -> Output {
     let child = c
