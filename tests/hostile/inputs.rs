@@ -109,7 +109,7 @@ fn alias_bombs_in_every_reader() {
         let prev = format!("*a{}", i - 1);
         value = format!(
             "{{n: {value}, m: &a{i} [{}]}}",
-            vec![prev.as_str(); 10].join(", ")
+            [prev.as_str(); 10].join(", ")
         );
     }
     every_reader(&value);
