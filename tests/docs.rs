@@ -11,7 +11,7 @@
 //!   followed by the output it prints, stdout and stderr as a terminal shows them, matched with
 //!   snapbox's elisions: `[..]` within a line, `...` for whole lines). `bash`, `shell` and a
 //!   fence without a language are refused, so that no command block escapes the rule by its
-//!   spelling.
+//!   spelling; so are indented code blocks, which have no info string.
 //! * After the language, at most one attribute:
 //!   - `skip: REASON`: the block cannot run here (a cluster, a registry this network cannot
 //!     reach, a build of minutes); the trial is ignored with the reason. The files it gives to
@@ -123,7 +123,10 @@ fn documents() -> Vec<String> {
                 None => (path.extension().is_some_and(|e| e == "md"))
                     .then(|| format!("{dir}/{}", path.file_name().unwrap().to_string_lossy())),
                 Some(name) => path.join(name).is_file().then(|| {
-                    format!("{dir}/{}/{name}", path.file_name().unwrap().to_string_lossy())
+                    format!(
+                        "{dir}/{}/{name}",
+                        path.file_name().unwrap().to_string_lossy()
+                    )
                 }),
             })
             .collect();
@@ -146,6 +149,10 @@ fn blocks() -> (Vec<Block>, Vec<String>) {
                 Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => {
                     open = Some((line_of(range.start), info.to_string(), String::new()));
                 }
+                Event::Start(Tag::CodeBlock(CodeBlockKind::Indented)) => problems.push(format!(
+                    "{file}:{}: an indented code block: fence it, with its language",
+                    line_of(range.start)
+                )),
                 Event::Text(t) => {
                     if let Some((_, _, body)) = &mut open {
                         body.push_str(&t);
@@ -258,7 +265,10 @@ fn trial(block: Block) -> Trial {
             let path = test.split_whitespace().next().unwrap_or_default();
             let source = fs::read_to_string(root().join(path))
                 .map_err(|e| format!("`tested: {test}`: {e}"))?;
-            let document = Path::new(&block.file).file_name().unwrap().to_string_lossy();
+            let document = Path::new(&block.file)
+                .file_name()
+                .unwrap()
+                .to_string_lossy();
             if !source.contains(document.as_ref()) {
                 return Err(format!("{path} does not name {document}, which it should run").into());
             }
@@ -334,11 +344,8 @@ fn start_world() -> Result<World, String> {
         let authority = forge.api_url().trim_start_matches("http://").to_owned();
         proxy.route("api.github.com", authority.parse().unwrap());
     }
-    fs::write(
-        git.hosted_users(),
-        format!("x-access-token:{DOC_TOKEN}\n"),
-    )
-    .map_err(|e| e.to_string())?;
+    fs::write(git.hosted_users(), format!("x-access-token:{DOC_TOKEN}\n"))
+        .map_err(|e| e.to_string())?;
     Ok(World {
         proxy,
         _registry: registry,
@@ -388,7 +395,9 @@ struct Sandbox {
 }
 
 fn sandbox(name: Option<&str>) -> Result<Sandbox, Failed> {
-    let temp = tempfile::Builder::new().prefix("image-update-docs").tempdir()?;
+    let temp = tempfile::Builder::new()
+        .prefix("image-update-docs")
+        .tempdir()?;
     let work = temp.path().join("work");
     let home = temp.path().join("home");
     let tmp = temp.path().join("tmp");
@@ -618,7 +627,11 @@ fn validate_applied(block: &Block) -> Result<(), Failed> {
     let words: Vec<&str> = block.text.split_whitespace().collect();
     let mut files = Vec::new();
     for (i, pair) in words.windows(2).enumerate() {
-        let applies = words[..i].iter().rev().take_while(|w| **w != "kubectl").any(|w| *w == "apply");
+        let applies = words[..i]
+            .iter()
+            .rev()
+            .take_while(|w| **w != "kubectl")
+            .any(|w| *w == "apply");
         if applies && pair[0] == "-f" && pair[1] != "-" {
             files.push(root().join(pair[1]));
         }

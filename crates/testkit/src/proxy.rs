@@ -147,9 +147,9 @@ fn tunnel(
     };
     let upstream = TcpStream::connect(upstream)?;
     client.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")?;
-    let session = Arc::new(Mutex::new(rustls::ServerConnection::new(config).map_err(
-        |e| std::io::Error::other(e.to_string()),
-    )?));
+    let session = Arc::new(Mutex::new(
+        rustls::ServerConnection::new(config).map_err(|e| std::io::Error::other(e.to_string()))?,
+    ));
     // Upstream to client: encrypt what the server answers.
     let (mut from_server, mut to_client) = (upstream.try_clone()?, client.try_clone()?);
     let answers = Arc::clone(&session);
