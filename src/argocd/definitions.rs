@@ -100,6 +100,7 @@ pub(crate) fn definitions(
             kind: Kind::ArgoCd {
                 app: s.app.to_string(),
             },
+            notes: Vec::new(),
         });
     }
     if errors.is_empty() {
