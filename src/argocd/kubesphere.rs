@@ -214,7 +214,7 @@ pub(crate) fn read(
             constraint: entry.constraint,
             settings,
             target: ManifestTarget::default(),
-            verify: false,
+            verify: None,
             config: None,
             location: at,
         });

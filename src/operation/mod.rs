@@ -186,7 +186,7 @@ pub(crate) fn run_then(
     } else {
         None
     };
-    let argo_definitions = argocd::definitions(early_catalog.as_ref(), &documents, &names)?;
+    let argo_definitions = argocd::definitions(config, early_catalog.as_ref(), &documents, &names)?;
     let gathered = policies::gather(config, &documents, argo_definitions)?;
     let mut diagnostics = gathered.notes;
     diagnostics.extend(early);
