@@ -997,7 +997,7 @@ fn argo_images_verification_gates_the_write_back() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("apps/updater.yaml:6:16: error: ") && err.contains("imagesVerification.cosignKey: no Secret argocd/app-key among the policy files and the tree, and no --secrets-dir where it is mounted"),
+        err.contains("apps/updater.yaml:6:16: error: ") && err.contains("imagesVerification.cosignKey: no Secret argocd/app-key among the policy documents (--policies files, the package's items), and no --secrets-dir where it is mounted"),
         "{err}"
     );
     assert_eq!(fs_err::read_to_string(&app).unwrap(), before);
@@ -1059,8 +1059,49 @@ fn argo_images_verification_gates_the_write_back() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
+/// The KRM function: the package's Secret item holds the key `imagesVerification.cosignKey`
+/// names; the Application item's image moves to the signed tag with its digest, and without the
+/// Secret the function fails at the field and edits nothing.
+fn argo_images_verification_in_a_package() {
+    use base64::Engine as _;
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let (key, signed) = signed_then_unsigned(&reg);
+    let secret = format!(
+        "- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: app-key\n    namespace: argocd\n    annotations: {{config.kubernetes.io/path: apps/keys.yaml}}\n  data:\n    cosign.pub: {}\n",
+        base64::engine::general_purpose::STANDARD.encode(key.public_pem())
+    );
+    let list = |secret: &str| {
+        format!(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig:\n  apiVersion: fn.image-update.dev/v1alpha1\n  kind: ImageUpdate\n  metadata: {{name: fetch}}\n  fetch: true\nitems:\n- apiVersion: argoproj.io/v1alpha1\n  kind: Application\n  metadata:\n    name: shop\n    namespace: argocd\n    annotations: {{config.kubernetes.io/path: apps/shop.yaml}}\n  spec:\n    source:\n      repoURL: https://git.example.test/fleet.git\n      path: shop\n      kustomize:\n        images:\n        - {host}/{REPO}:0.9.0\n- apiVersion: argocd-image-updater.argoproj.io/v1alpha1\n  kind: ImageUpdater\n  metadata:\n    name: fleet\n    namespace: argocd\n    annotations: {{config.kubernetes.io/path: apps/updater.yaml}}\n  spec:\n    imagesVerification:\n      cosignKey: {{secretName: app-key, key: cosign.pub}}\n    applicationRefs:\n    - namePattern: shop\n      images:\n      - {{alias: app, imageName: '{host}/{REPO}:^1'}}\n{secret}"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let function = |input: &str| run_fn(dir.path(), input);
+    let out = function(&list(&secret));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    assert!(
+        text.contains(&format!("- {host}/{REPO}:1.0.0@{signed}\n")),
+        "{text}"
+    );
+    let out = function(&list(""));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("- {host}/{REPO}:0.9.0\n")), "{text}");
+    assert!(
+        text.contains("imagesVerification.cosignKey: no Secret argocd/app-key"),
+        "{text}"
+    );
+}
+
 fn main() {
     run(vec![
+        trial(
+            "argo_images_verification_in_a_package",
+            &["docker-registry"],
+            argo_images_verification_in_a_package,
+        ),
         trial(
             "argo_images_verification_gates_the_write_back",
             &["docker-registry"],

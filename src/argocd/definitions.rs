@@ -203,9 +203,10 @@ fn credential(
 const MAX_KEY_FILE: SizeLimit = SizeLimit(1 << 20);
 
 /// The signer `imagesVerification.cosignKey` names: the field of its Secret among `documents` (a
-/// Secret manifest in a policy file or the tree), else the file `SECRET/KEY` below `secrets_dir`
-/// (a Secret mounted as a volume, `--secrets-dir`), read through that directory's door (no path
-/// out of it, regular files only, at most [`MAX_KEY_FILE`]); its PEM must be a public key.
+/// Secret manifest in a policy file or among a package's items), else the file `SECRET/KEY` below
+/// `secrets_dir` (a Secret mounted as a volume, `--secrets-dir`), read through that directory's
+/// door (no path out of it, regular files only, at most [`MAX_KEY_FILE`]); its PEM must be a
+/// public key.
 ///
 /// # Errors
 /// No Secret and no file holds the key, a Secret without the field, a file that cannot be read,
@@ -227,13 +228,13 @@ fn signer(
         None => {
             let Some(dir) = secrets_dir else {
                 return Err(format!(
-                    "no Secret {namespace}/{secret_name} among the policy files and the tree, and no --secrets-dir where it is mounted"
+                    "no Secret {namespace}/{secret_name} among the policy documents (--policies files, the package's items), and no --secrets-dir where it is mounted"
                 ));
             };
             let rel = format!("{secret_name}/{field}");
             let missing = || {
                 format!(
-                    "no Secret {namespace}/{secret_name} among the policy files and the tree, and no file {}",
+                    "no Secret {namespace}/{secret_name} among the policy documents (--policies files, the package's items), and no file {}",
                     dir.join(&rel).display()
                 )
             };
@@ -547,7 +548,7 @@ mod tests {
         );
         assert!(!message.contains("not a key"), "{message}");
         assert!(
-            error(&[], None).contains("no Secret argocd/org-key among the policy files and the tree, and no --secrets-dir where it is mounted")
+            error(&[], None).contains("no Secret argocd/org-key among the policy documents (--policies files, the package's items), and no --secrets-dir where it is mounted")
         );
         // Mounted as Kubernetes mounts a Secret volume: KEY -> ..data/KEY, ..data -> ..TIMESTAMP.
         let dir = tempfile::tempdir().unwrap();

@@ -381,7 +381,7 @@ pub(crate) struct ArgoArgs {
     /// Where Kubernetes Secrets are mounted, each at DIR/NAME (a Secret
     /// volume): an ImageUpdater's imagesVerification.cosignKey {secretName,
     /// key} is read from DIR/SECRETNAME/KEY when no Secret manifest in the
-    /// policy files or the tree holds it. Needs --fetch.
+    /// --policies files holds it. Needs --fetch.
     #[arg(long, value_name = "DIR", help_heading = "Argo CD")]
     pub secrets_dir: Option<PathBuf>,
 }

@@ -50,6 +50,26 @@ pub(crate) fn may_define(text: &str) -> bool {
     SCREEN.iter().any(|s| text.contains(s))
 }
 
+/// Whether the text of one object of a ResourceList (valid YAML already) may be a definition or
+/// a Secret of any type: a package's Secret may hold the key an Argo CD ImageUpdater's
+/// `imagesVerification.cosignKey` names. A tree's files are not screened so: a chart's templated
+/// Secret is no YAML, and would only be a warning.
+#[must_use]
+pub(crate) fn may_define_item(text: &str) -> bool {
+    may_define(text)
+        || text.lines().any(|line| {
+            // `kind: Secret`, as an item's first line (`- kind: Secret`) too; a nested `kind`
+            // only has one more object parsed.
+            let line = line.trim();
+            line.strip_prefix("- ")
+                .unwrap_or(line)
+                .trim_start()
+                .strip_prefix("kind:")
+                .map(|k| k.trim().trim_matches(['"', '\'']))
+                == Some("Secret")
+        })
+}
+
 /// A problem with a definition: a message and the field it is about (a
 /// JSON pointer relative to the object; `""` is the object itself).
 #[derive(Debug)]
@@ -1031,6 +1051,25 @@ status: {latestRef: {name: a, tag: '1'}}
                 .unwrap_err()
                 .contains("not base64")
         );
+    }
+
+    #[test]
+    fn package_secrets_are_screened_in() {
+        for item in [
+            "- apiVersion: v1\n  kind: Secret\n  metadata: {name: k}\n",
+            "- kind: \"Secret\"\n  apiVersion: v1\n",
+            "apiVersion: v1\nkind: 'Secret'\n",
+        ] {
+            assert!(may_define_item(item), "{item}");
+            assert!(!may_define(item), "{item}");
+        }
+        for item in [
+            "- apiVersion: v1\n  kind: ConfigMap\n",
+            "kind: SecretStore\n",
+            "spec: {imagePullSecrets: [{name: Secret}]}\n",
+        ] {
+            assert!(!may_define_item(item), "{item}");
+        }
     }
 
     #[test]
