@@ -1,8 +1,10 @@
 //! KubeSphere `ImageUpdater` objects (`gitops.kubesphere.io/v1alpha1`, the
 //! design documents' CRD) as policy definitions: one per `spec.images`
-//! entry `[ALIAS=]IMAGE[:CONSTRAINT]`, keyed `NAMESPACE:ALIAS`, with the
-//! strategy of `spec.fluxcd.policy` or `spec.argocd`'s per-alias maps
-//! (`update-strategy`, `allow-tags`, `ignore-tags`, `platforms`, `secret`).
+//! entry `[ALIAS=]IMAGE[:CONSTRAINT]`, keyed `NAMESPACE:ALIAS` (an image
+//! without an alias is named by [`ImageEntry::parse`]), with the strategy of
+//! `spec.fluxcd.policy` or `spec.argocd`'s per-alias maps (`update-strategy`,
+//! `allow-tags`, `ignore-tags`, `platforms`, `secret`). A constraint that
+//! setting overrides is not applied, and the definition says so at the entry.
 
 use serde_json::Value;
 
