@@ -106,7 +106,7 @@ pub mod argocd {
     pub use crate::argocd::plan::{
         DirFiles, FieldChange, FilePlan, KnownFiles, MemoryFiles, WriteBack, likely_target, plan,
     };
-    pub use crate::argocd::spans::SpanTree;
+    pub use crate::yaml::tree::Tree;
     pub use crate::diagnostic::Diagnostic;
     pub use crate::input::SizeLimit;
 
@@ -155,8 +155,8 @@ pub mod argocd {
     /// Overlapping edits (a message).
     pub fn apply_edits(
         text: &str,
-        edits: &mut [crate::updater::rewrite::Edit],
+        edits: &mut [crate::yaml::edit::Edit],
     ) -> Result<String, String> {
-        crate::updater::rewrite::apply(text, edits).map_err(|e| e.to_string())
+        crate::yaml::edit::apply(text, edits).map_err(|e| e.to_string())
     }
 }

@@ -10,7 +10,7 @@ use crate::object::ObjectId;
 use crate::policies::ImageRef;
 use crate::reflector::Resolved;
 use crate::text::Position;
-use crate::updater::rewrite::Edit;
+use crate::yaml::edit::Edit;
 use crate::updater::tree::FileUpdate;
 use crate::walk::Skipped;
 

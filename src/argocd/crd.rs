@@ -34,7 +34,7 @@ use super::settings::{
     Located, MAX_PULL_REQUEST_LABELS, ManifestTarget, PullRequestSettings, PullSecret,
     UpdateSettings, WriteBackSettings, policy_config,
 };
-use super::spans::{NodeId, SpanTree};
+use crate::yaml::tree::{NodeId, Tree};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::selector::{LabelSelector, LabelSelectorRequirement, Selector};
 use crate::reflector::selection::glob::Glob;
@@ -295,7 +295,7 @@ struct Fields<'f, 'a> {
 }
 
 impl Fields<'_, '_> {
-    fn tree(&self) -> &SpanTree<'_> {
+    fn tree(&self) -> &Tree<'_> {
         &self.file.tree
     }
 
@@ -900,7 +900,7 @@ mod tests {
         ParsedFile {
             origin: "t.yaml".into(),
             tree_path: None,
-            tree: SpanTree::parse(text).unwrap(),
+            tree: Tree::parse(text).unwrap(),
         }
     }
 

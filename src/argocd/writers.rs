@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::application::{HelmParam, Source};
 use super::config::ImageSpec;
-use super::edit::{EditProblem, Editor, Handle, Shape};
+use crate::yaml::edit::{EditProblem, Editor, Handle, Shape};
 use super::image::{ArgoImage, ImageTag, has_registry_prefix, short_form};
 use super::spec_update::{
     HelmNames, KustomizeImages, current_helm, current_plugin, env_by_name, helm_by_name,

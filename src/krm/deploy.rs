@@ -33,7 +33,7 @@ use super::{Output, Response, failed, results_edit};
 use crate::deploy::{self, Options, Source};
 use crate::diagnostic::Diagnostic;
 use crate::render::kpt::{self as results, KptResult, Severity};
-use crate::updater::rewrite::Edit;
+use crate::yaml::edit::Edit;
 use crate::updater::source::resource_list::{ListLayout, parse_node};
 use crate::yaml::Document;
 

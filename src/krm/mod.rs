@@ -20,7 +20,7 @@ mod deploy;
 
 use crate::operation::{self, ListError, ListRun, NotAList, Reading};
 use crate::render::kpt::{self as results, KptResult, Severity};
-use crate::updater::rewrite::{self, Edit, EditError};
+use crate::yaml::edit::{self, Edit, EditError};
 use crate::updater::source::resource_list::{ListLayout, ShapeError};
 
 /// What to write on stdout.
@@ -49,7 +49,7 @@ impl Output<'_> {
                 text,
                 edits,
             } => {
-                let mut pieces = rewrite::pieces(text, edits)?;
+                let mut pieces = edit::pieces(text, edits)?;
                 if !prefix.is_empty() {
                     pieces.insert(0, prefix);
                 }

@@ -755,7 +755,7 @@ pub(super) fn plan_list(
         match item {
             Some(item) => edits.extend(file.edits.iter().map(|e| {
                 let r = e.range();
-                crate::updater::rewrite::Edit::new(
+                crate::yaml::edit::Edit::new(
                     r.start + item.base..r.end + item.base,
                     e.replacement(),
                 )
@@ -796,7 +796,7 @@ fn new_items_edit(
     layout: &crate::updater::source::resource_list::ListLayout,
     items: &[ListItem],
     new: &[(String, String)],
-) -> Result<crate::updater::rewrite::Edit, Error> {
+) -> Result<crate::yaml::edit::Edit, Error> {
     let last = layout
         .items
         .as_deref()
@@ -832,7 +832,7 @@ fn new_items_edit(
             out.push_str(", ");
             out.push_str(&value.to_string());
         }
-        return Ok(crate::updater::rewrite::Edit::new(last.end..last.end, out));
+        return Ok(crate::yaml::edit::Edit::new(last.end..last.end, out));
     }
     let dash = prefix.find('-').unwrap_or(0);
     let key = " ".repeat(prefix.len());
@@ -868,7 +868,7 @@ fn new_items_edit(
         }
     }
     let at = after_line(text, last.end);
-    Ok(crate::updater::rewrite::Edit::new(at..at, out))
+    Ok(crate::yaml::edit::Edit::new(at..at, out))
 }
 
 /// Just past the end of the line `offset` is on.

@@ -6,7 +6,7 @@
 
 use crate::policies::{PolicyTable, Resolution};
 use crate::text::Position;
-use crate::updater::rewrite::{self, Edit};
+use crate::yaml::edit::{self, Edit};
 use crate::updater::scan::{self, Layout, ObjectInfo};
 
 /// One field whose value changes, and the edit that changes it.
@@ -75,7 +75,7 @@ pub enum PlanError {
     #[error("{message}")]
     Parse { position: Position, message: String },
     #[error("internal error")]
-    Edit(#[from] rewrite::EditError),
+    Edit(#[from] edit::EditError),
 }
 
 /// Plan the updates of one YAML text against `table`, and splice them.
@@ -97,7 +97,7 @@ pub fn plan(
     let new_text = if planned.changes.is_empty() {
         None
     } else {
-        Some(rewrite::apply(text, &mut planned.edits())?)
+        Some(edit::apply(text, &mut planned.edits())?)
     };
     Ok(Plan { planned, new_text })
 }
@@ -172,7 +172,7 @@ pub(crate) fn plan_edits(
                 }
                 planned.changes.push(PlannedChange {
                     object: marker.object,
-                    edit: rewrite::edit_for(&marker, &new_value),
+                    edit: edit::write_scalar(&marker.target, &new_value, marker.in_flow),
                     old_value: marker.value,
                     new_value,
                     setter: marker.setter,
@@ -315,7 +315,7 @@ mod tests {
             .map(|w| (w.object, w.field_path.as_deref()))
             .collect();
         assert_eq!(warnings, [(Some(1), Some("other"))]);
-        let new = rewrite::apply(text, &mut only_b.edits()).unwrap();
+        let new = edit::apply(text, &mut only_b.edits()).unwrap();
         assert_eq!(
             new,
             text.replacen("- kind: B\n  image: app:1", "- kind: B\n  image: app:2", 1)

@@ -32,6 +32,7 @@ use granit_parser::{Event, Parser, ScalarStyle, Span, StructureStyle};
 use self::marker::Comment;
 use crate::object::ObjectId;
 use crate::text::Position;
+use crate::yaml::edit::{Slot, Style};
 
 /// How the objects of a YAML stream are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,24 +65,6 @@ pub struct ObjectInfo {
     pub offset: usize,
 }
 
-/// How the value governed by a marker is written in the source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Style {
-    Plain,
-    SingleQuoted,
-    DoubleQuoted,
-}
-
-/// What to do with the bytes of a marked value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// Replace `range` (the scalar including its quotes).
-    Replace { range: Range<usize>, style: Style },
-    /// The value is empty (`key: # marker`): insert ` VALUE` at this offset,
-    /// just after the `:`.
-    Insert { at: usize },
-}
-
 /// A scalar governed by a marker.
 #[derive(Debug, Clone)]
 pub(crate) struct Marker {
@@ -93,7 +76,7 @@ pub(crate) struct Marker {
     pub field_path: String,
     /// The current (decoded) value; `""` for an empty value.
     pub value: String,
-    pub target: Target,
+    pub target: Slot,
     /// Whether the scalar sits inside a flow collection (`[...]`, `{...}`),
     /// where more characters need quoting.
     pub in_flow: bool,
@@ -747,17 +730,12 @@ impl<'a> Walker<'a> {
                 return;
             };
             let position = c.start.after(&self.text[c.range.start..colon]);
-            (Target::Insert { at: colon }, position, String::new())
+            (Slot::Empty { at: colon }, position, String::new())
         } else {
-            let style = match c.style {
-                ScalarStyle::SingleQuoted => Style::SingleQuoted,
-                ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
-                _ => Style::Plain,
-            };
             (
-                Target::Replace {
+                Slot::Scalar {
                     range: c.range.clone(),
-                    style,
+                    style: Style::of(c.style),
                 },
                 c.start,
                 c.value.clone().into_owned(),

@@ -12,6 +12,9 @@
 //! ([`objects`]) and reads the identity fields every reader needs
 //! ([`is_kind`], [`namespace_name`], [`labels`]).
 
+pub(crate) mod edit;
+pub(crate) mod tree;
+
 use std::collections::BTreeMap;
 use std::fmt;
 

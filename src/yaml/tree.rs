@@ -20,8 +20,9 @@ use std::ops::Range;
 use granit_parser::{Event, Parser, ScalarStyle, StructureStyle};
 
 use crate::text::{LineIndex, Position};
+use crate::yaml::edit::lines;
 
-/// Index of a node in its [`SpanTree`].
+/// Index of a node in its [`Tree`].
 pub(crate) type NodeId = usize;
 
 /// A scalar's explicit tag.
@@ -42,9 +43,9 @@ pub enum Kind<'a> {
         /// Boxed: tags are rare, and a node is 64 bytes with it boxed, 80 without.
         tag: Option<Box<Tag>>,
     },
-    /// Its entries are [`SpanTree::entries`].
+    /// Its entries are [`Tree::entries`].
     Map { entries: Children, flow: bool },
-    /// Its items are [`SpanTree::items`].
+    /// Its items are [`Tree::items`].
     Seq { items: Children, flow: bool },
     /// `*name`: the anchored node it refers to.
     Alias(NodeId),
@@ -109,7 +110,7 @@ pub struct SpanError {
 
 /// A parsed YAML stream with byte ranges.
 #[derive(Debug)]
-pub struct SpanTree<'a> {
+pub struct Tree<'a> {
     text: &'a str,
     nodes: Vec<Node<'a>>,
     /// Every mapping's entries, each mapping's together.
@@ -136,7 +137,7 @@ struct Pending {
     elements: Vec<NodeId>,
 }
 
-impl<'a> SpanTree<'a> {
+impl<'a> Tree<'a> {
     /// Parse every document of `text`.
     ///
     /// # Errors
@@ -150,7 +151,7 @@ impl<'a> SpanTree<'a> {
         // collection): sized for that, the node array is seldom grown, and growing it (a copy of
         // every node into a new block twice the size) made half of the parse's memory.
         let line_count = lines.lines();
-        let mut tree = SpanTree {
+        let mut tree = Tree {
             text,
             nodes: Vec::with_capacity(2 * line_count),
             pairs: Vec::with_capacity(line_count),
@@ -482,49 +483,27 @@ impl<'a> SpanTree<'a> {
     /// Whether the text's lines end with `\r\n`.
     #[must_use]
     pub fn crlf(&self) -> bool {
-        memchr::memchr(b'\n', self.text.as_bytes())
-            .is_some_and(|i| i > 0 && self.text.as_bytes()[i - 1] == b'\r')
+        lines::newline(self.text) == "\r\n"
     }
 
     /// The 0-based column (in bytes) of an offset within its line.
     #[must_use]
     pub fn column(&self, offset: usize) -> usize {
-        offset - line_start(self.text, offset)
+        lines::column(self.text, offset)
     }
 
     /// The offset just after the line holding the end of node `id` (after its `\n`; the text's
     /// end when the line has none).
     #[must_use]
     pub fn end_of_line_after(&self, id: NodeId) -> usize {
-        let end = self.nodes[id].range.end;
-        // A block scalar's range already ends at the start of the next line.
-        if end > 0 && self.text.as_bytes().get(end - 1) == Some(&b'\n') {
-            return end;
-        }
-        memchr::memchr(b'\n', &self.text.as_bytes()[end..]).map_or(self.text.len(), |i| end + i + 1)
+        lines::after_line(self.text, self.nodes[id].range.end)
     }
 
     /// The offset of the `-` that opens the sequence item starting at `offset`.
     #[must_use]
     pub fn dash_before(&self, offset: usize) -> Option<usize> {
-        let bytes = self.text.as_bytes();
-        let mut i = offset;
-        while i > 0 {
-            i -= 1;
-            match bytes[i] {
-                b' ' | b'\t' | b'\r' | b'\n' => {}
-                b'-' => return Some(i),
-                _ => return None,
-            }
-        }
-        None
+        lines::dash_before(self.text, offset)
     }
-}
-
-/// The offset where the line holding `offset` starts.
-#[must_use]
-pub(crate) fn line_start(text: &str, offset: usize) -> usize {
-    memchr::memrchr(b'\n', &text.as_bytes()[..offset.min(text.len())]).map_or(0, |i| i + 1)
 }
 
 fn char_to_byte(text: &str, chars: usize) -> usize {
@@ -538,7 +517,7 @@ mod tests {
     use super::*;
 
     fn ranges(text: &str) -> Vec<(String, String)> {
-        let t = SpanTree::parse(text).unwrap();
+        let t = Tree::parse(text).unwrap();
         t.nodes
             .iter()
             .map(|n| {
@@ -567,7 +546,7 @@ mod tests {
                 .any(|(k, s)| k == "map" && s == "c: \"x\" # note\n  d: &v tag\n  e: *v")
         );
         assert!(r.iter().any(|(k, s)| k.starts_with("alias:") && s == "*v"));
-        let t = SpanTree::parse(text).unwrap();
+        let t = Tree::parse(text).unwrap();
         let root = t.docs()[0].root.unwrap();
         let e = t.at(root, &["b", "e"]).unwrap();
         assert_eq!(t.scalar(e), Some("tag"));
@@ -589,7 +568,7 @@ mod tests {
     #[test]
     fn merge_keys_are_followed_when_reading() {
         let text = "base: &b {x: 1}\nobj:\n  <<: *b\n  y: 2\n";
-        let t = SpanTree::parse(text).unwrap();
+        let t = Tree::parse(text).unwrap();
         let root = t.docs()[0].root.unwrap();
         assert_eq!(
             t.at(root, &["obj", "x"]).and_then(|n| t.scalar(n)),
@@ -600,11 +579,11 @@ mod tests {
 
     #[test]
     fn documents_and_errors() {
-        let t = SpanTree::parse("%YAML 1.2\n---\na: 1\n---\n- b\n").unwrap();
+        let t = Tree::parse("%YAML 1.2\n---\na: 1\n---\n- b\n").unwrap();
         assert_eq!(t.docs().len(), 2);
         assert!(t.docs()[0].explicit_start);
-        let e = SpanTree::parse("a: [1\nb: 2\n").unwrap_err();
+        let e = Tree::parse("a: [1\nb: 2\n").unwrap_err();
         assert!(e.offset > 0, "{e:?}");
-        assert!(SpanTree::parse("a: *nope\n").is_err());
+        assert!(Tree::parse("a: *nope\n").is_err());
     }
 }
