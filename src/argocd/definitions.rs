@@ -8,11 +8,16 @@
 //! * `secret:NAMESPACE/NAME#FIELD`: the field of a Secret among the policy documents, holding
 //!   `USER:PASSWORD`;
 //! * `env:VARIABLE`: `USER:PASSWORD` in the environment of the run;
-//! * `ext:/PATH`: Argo CD Image Updater runs that program for the credentials; a program named in
-//!   a repository is not run here, so this is an error (give the credentials another way).
+//! * `ext:/PATH`: a program printing `USER:PASSWORD`, as Argo CD Image Updater runs it. The
+//!   annotation comes from the repository, so the program runs only if the operator allowed that
+//!   exact program (`--allow-credential-program`, the registry settings'
+//!   `allowed_credential_programs`, checked when fetching), and never one that lies inside the
+//!   tree being updated (symlinks resolved, checked here).
 //!
 //! `USER:PASSWORD` becomes a Docker `config.json` for the image's registry, kept as a
 //! [`Secret`](image_update_registry::Secret) like every credential.
+
+use std::path::Path;
 
 use base64::Engine;
 use serde_json::Value;
@@ -55,6 +60,7 @@ pub(crate) fn definitions(
     catalog: &Catalog<'_>,
     documents: &[PolicyDocument],
     env: &dyn Environment,
+    tree: Option<&Path>,
 ) -> Result<Vec<Definition>, Vec<Diagnostic>> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
@@ -65,7 +71,7 @@ pub(crate) fn definitions(
     {
         let credentials = match &s.pull_secret {
             None => None,
-            Some(secret) => match credential(s, secret, documents, env) {
+            Some(secret) => match credential(s, secret, documents, env, tree) {
                 Ok(c) => Some(c),
                 Err(message) => {
                     errors.push(
@@ -90,6 +96,7 @@ pub(crate) fn definitions(
             config: s.config.clone(),
             location: s.location.clone(),
             insecure: false,
+            provider: image_update_registry::Provider::Generic,
             credentials,
             previous: None,
             observed_previous: None,
@@ -114,6 +121,7 @@ fn credential(
     secret: &PullSecret,
     documents: &[PolicyDocument],
     env: &dyn Environment,
+    tree: Option<&Path>,
 ) -> Result<RegistryCredential, String> {
     match secret {
         PullSecret::DockerConfig { namespace, name } => {
@@ -162,10 +170,35 @@ fn credential(
             })?;
             basic(s, &pair, &format!("environment variable {variable}"))
         }
-        PullSecret::Ext(program) => Err(format!(
-            "pull secret ext:{program} runs a program for the credentials, which image-update does not do for a program named in the repository; give the registry credentials with env:VARIABLE, pullsecret:NAMESPACE/NAME or the registry settings"
-        )),
+        PullSecret::Ext(program) => program_credential(program, tree),
     }
+}
+
+/// An `ext:` program, checked before it can run: an absolute path that exists, outside the tree
+/// being updated whether its symlinks are resolved or not (anyone who can change the repository
+/// could change a program there). Whether the operator allows it is checked when fetching.
+fn program_credential(program: &str, tree: Option<&Path>) -> Result<RegistryCredential, String> {
+    let what = format!("pull secret ext:{program}");
+    if !program.starts_with('/') {
+        return Err(format!("{what}: the program must be an absolute path"));
+    }
+    let resolved = fs_err::canonicalize(program).map_err(|e| format!("{what}: {e}"))?;
+    if let Some(tree) = tree {
+        let inside = |p: &Path| {
+            p.starts_with(tree) || fs_err::canonicalize(tree).is_ok_and(|t| p.starts_with(t))
+        };
+        if inside(Path::new(program)) || inside(&resolved) {
+            return Err(format!(
+                "{what}: the program lies inside the tree being updated ({}), where whoever can change the repository can change it, so it is never run; install it outside the tree and allow it with --allow-credential-program",
+                resolved.display()
+            ));
+        }
+    }
+    Ok(RegistryCredential::Program {
+        given: program.to_owned(),
+        path: resolved,
+        origin: what,
+    })
 }
 
 /// The Secret `namespace`/`name` among `documents`, and how to name it (`Ok(None)`: none).
@@ -277,7 +310,7 @@ mod tests {
             RegistryCredential::Secret { config_json, .. } => {
                 serde_json::from_str(config_json.expose()).unwrap()
             }
-            RegistryCredential::File(_) => panic!("a file"),
+            other => panic!("not a Secret: {other:?}"),
         }
     }
 
@@ -290,7 +323,7 @@ mod tests {
         }];
         let catalog = collect(&files, &CollectOptions::default()).unwrap();
         let env = Env([("DB_CREDS", "dbuser:dbpass")].into());
-        let defs = definitions(&catalog, &documents(), &env).unwrap();
+        let defs = definitions(&catalog, &documents(), &env, None).unwrap();
         let by_alias = |alias: &str| {
             defs.iter()
                 .find(|d| d.key.name == format!("shop/{alias}"))
@@ -321,7 +354,7 @@ mod tests {
     #[test]
     fn missing_secrets_and_programs_are_errors_at_the_setting() {
         let text = APP
-            .replace("env:DB_CREDS", "ext:/usr/local/bin/creds")
+            .replace("env:DB_CREDS", "ext:/nonexistent/bin/creds")
             .replace("pullsecret:argocd/regcred", "pullsecret:argocd/absent");
         let files = [InputFile {
             origin: "apps/shop.yaml".into(),
@@ -329,7 +362,7 @@ mod tests {
             text: &text,
         }];
         let catalog = collect(&files, &CollectOptions::default()).unwrap();
-        let errors = definitions(&catalog, &documents(), &Env(BTreeMap::new())).unwrap_err();
+        let errors = definitions(&catalog, &documents(), &Env(BTreeMap::new()), None).unwrap_err();
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(messages.len(), 2, "{messages:?}");
         assert!(
@@ -340,9 +373,41 @@ mod tests {
         assert!(
             messages
                 .iter()
-                .any(|m| m.contains("ext:/usr/local/bin/creds runs a program"))
+                .any(|m| m.contains("pull secret ext:/nonexistent/bin/creds: ")
+                    && m.contains("No such file"))
         );
         assert!(messages.iter().all(|m| m.starts_with("apps/shop.yaml:")));
+    }
+
+    #[test]
+    fn programs_inside_the_tree_are_never_run() {
+        let outside = tempfile::tempdir().unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let program = outside.path().join("creds");
+        fs_err::write(&program, "#!/bin/sh\necho u:p\n").unwrap();
+        let inside = tree.path().join("creds");
+        fs_err::write(&inside, "#!/bin/sh\necho u:p\n").unwrap();
+        let link_in = outside.path().join("link-in");
+        std::os::unix::fs::symlink(&inside, &link_in).unwrap();
+        let link_out = tree.path().join("link-out");
+        std::os::unix::fs::symlink(&program, &link_out).unwrap();
+        let resolved = fs_err::canonicalize(&program).unwrap();
+        match program_credential(program.to_str().unwrap(), Some(tree.path())).unwrap() {
+            RegistryCredential::Program { path, given, .. } => {
+                assert_eq!(path, resolved);
+                assert_eq!(given, program.to_str().unwrap());
+            }
+            other => panic!("{other:?}"),
+        }
+        for refused in [&inside, &link_in, &link_out] {
+            let e = program_credential(refused.to_str().unwrap(), Some(tree.path())).unwrap_err();
+            assert!(e.contains("inside the tree being updated"), "{e}");
+        }
+        assert!(
+            program_credential("relative/creds", None)
+                .unwrap_err()
+                .contains("absolute path")
+        );
     }
 
     #[test]
@@ -362,7 +427,7 @@ mod tests {
             }];
             let catalog = collect(&files, &CollectOptions::default()).unwrap();
             let env = Env([(variable_static(variable), "user:token")].into());
-            let errors = definitions(&catalog, &documents(), &env).unwrap_err();
+            let errors = definitions(&catalog, &documents(), &env, None).unwrap_err();
             let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
             assert!(
                 messages

@@ -38,6 +38,8 @@ pub const INPUTS: &[&str] = &[
     "report-file",
     "fail-on-warnings",
     "registry-config",
+    "registry-provider",
+    "allow-credential-program",
     "verify-key",
     "verify-identity",
     "verify-identity-regexp",
@@ -343,7 +345,11 @@ fn fetch_settings(inputs: &Inputs, workspace: &Path) -> Result<Option<FetchSetti
     if !inputs.flag("fetch")? {
         return match SUPPLY_CHAIN_INPUTS
             .iter()
-            .chain(&["registry-config"])
+            .chain(&[
+                "registry-config",
+                "registry-provider",
+                "allow-credential-program",
+            ])
             .find(|name| inputs.value(name).is_some())
         {
             Some(name) => Err(Error::Usage(format!(
@@ -409,9 +415,25 @@ fn fetch_settings(inputs: &Inputs, workspace: &Path) -> Result<Option<FetchSetti
     let supply_chain =
         config::supply_chain(signers, &names, min_age, age_source, "the verify-* inputs")
             .map_err(|e| Error::Usage(e.to_string()))?;
+    let providers = inputs
+        .lines("registry-provider")
+        .map(|line| {
+            image_update_registry::cloud::parse_host_provider(line)
+                .map_err(|e| usage("registry-provider", &e))
+        })
+        .collect::<Result<_, _>>()?;
+    let allowed_programs = inputs
+        .lines("allow-credential-program")
+        .map(|line| {
+            line.parse()
+                .map_err(|e: String| usage("allow-credential-program", &e))
+        })
+        .collect::<Result<_, _>>()?;
     Ok(Some(FetchSettings {
         registry_config: inputs.value("registry-config").map(|f| workspace.join(f)),
         supply_chain,
+        providers,
+        allowed_programs,
         ..FetchSettings::default()
     }))
 }

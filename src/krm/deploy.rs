@@ -17,6 +17,8 @@
 //! fleet: images
 //! state: true
 //! parallelism: 2
+//! cloudIdentity: aws=arn:aws:iam::123456789012:role/image-update  # a ServiceAccount for it
+//! registryProviders: {123456789012.dkr.ecr.eu-west-1.amazonaws.com: aws}
 //! path: image-update           # where the workloads' files go
 //! ```
 //!
@@ -121,6 +123,27 @@ fn settings(config: &Value) -> Result<Settings, Vec<String>> {
                 Some(n) if n > 0 => options.parallelism = n,
                 _ => errors.push(format!("{field}: expected a number of Pods, at least 1")),
             },
+            "cloudIdentity" => match text().map(|t| t.parse::<deploy::CloudIdentity>()) {
+                Some(Ok(identity)) => options.cloud_identity = Some(identity),
+                Some(Err(e)) => errors.push(format!("{field}: {e}")),
+                None => errors.push(format!("{field}: expected PROVIDER=ID")),
+            },
+            "registryProviders" => match v {
+                Value::Object(map) => {
+                    for (host, p) in map {
+                        match image_update_registry::cloud::parse_host_provider(&format!(
+                            "{host}={}",
+                            p.as_str().unwrap_or("")
+                        )) {
+                            Ok(pair) => options.registry_providers.push(pair),
+                            Err(e) => errors.push(format!("{field}: {e}")),
+                        }
+                    }
+                }
+                _ => errors.push(format!(
+                    "{field}: expected a map of registry host to aws, azure, gcp or generic"
+                )),
+            },
             "path" => match text() {
                 Some(p) if !p.starts_with('/') && !p.split('/').any(|s| s == "..") => {
                     path = crate::automation::normalise_path(&p);
@@ -130,7 +153,7 @@ fn settings(config: &Value) -> Result<Settings, Vec<String>> {
                 )),
             },
             _ => errors.push(format!(
-                "{field}: unknown field; {DEPLOY_KIND} has image, namespace, fleet, state, parallelism and path"
+                "{field}: unknown field; {DEPLOY_KIND} has image, namespace, fleet, state, parallelism, cloudIdentity, registryProviders and path"
             )),
         }
     }

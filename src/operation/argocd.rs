@@ -292,6 +292,7 @@ pub(super) fn definitions(
         catalog,
         documents,
         &crate::argocd::definitions::ProcessEnvironment,
+        names.root.as_ref().map(|r| r.path.as_path()),
     )
     .map_err(|errors| {
         Error::invalid_with(

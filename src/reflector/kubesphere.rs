@@ -146,6 +146,7 @@ pub(super) fn definitions(
                 repository,
                 config,
                 insecure: false,
+                provider: image_update_registry::Provider::Generic,
                 credentials,
                 previous: None,
                 observed_previous: None,
