@@ -105,6 +105,8 @@ not set); paths are relative to GITHUB_WORKSPACE (default: the current directory
   report-file       also write the ResultV2 report (JSON) to this file
   fail-on-warnings  true: when the run raises a warning, write nothing and exit 1
   registry-config   with fetch: the registry settings file (docs/registry.md)
+  registry-provider with fetch: HOST=aws|gcp|azure per line: log in with the job's cloud identity
+  allow-credential-program  with fetch: [HOST=]PATH per line an Argo CD ext: pull secret may run
 The supply-chain gate, with fetch (for every fetched policy; see docs/security.md):
   verify-key        public keys (PEM files) that must have signed, one per line
   verify-identity   keyless signer identities (certificate subjects), one per line

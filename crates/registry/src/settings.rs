@@ -91,6 +91,9 @@ pub struct HostConfig {
     /// default chosen by host (Docker Hub, ghcr.io, quay.io,
     /// registry.gitlab.com).
     pub push_time: Option<PushTimeConfig>,
+    /// The HTTP proxy (`http://HOST:PORT`, CONNECT) requests to this host
+    /// go through, instead of `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`.
+    pub proxy: Option<String>,
     /// Who logs in to this registry: `aws`, `azure`, `gcp` or `generic`
     /// (the default: its own credentials); see `crate::cloud`. Per
     /// registry only (never guessed from the host, never in `defaults`).
@@ -662,6 +665,7 @@ impl ClientSettings {
                 .unwrap_or(DEFAULT_MAX_PAGES)
                 .max(1),
             max_tags: own.max_tags.or(d.max_tags).unwrap_or(DEFAULT_MAX_TAGS),
+            proxy: own.proxy.or_else(|| d.proxy.clone()),
         }
     }
 }
@@ -679,6 +683,8 @@ pub struct HostSettings {
     pub max_pages: u32,
     /// Most tags read for one repository.
     pub max_tags: usize,
+    /// The proxy of this host (else the environment's).
+    pub proxy: Option<String>,
 }
 
 /// Lowercase, scheme and path stripped, `docker.io` → `index.docker.io`.

@@ -212,7 +212,15 @@ impl Transport {
             }
         }
         tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&roots));
-        let config = ureq::Agent::config_builder()
+        let mut config = ureq::Agent::config_builder();
+        if let Some(proxy) = &hs.proxy {
+            // The URL is not quoted: it may hold a password.
+            let proxy = ureq::Proxy::new(proxy).map_err(|e| {
+                Error::InvalidSetting(format!("the proxy of {authority} is not a proxy URL: {e}"))
+            })?;
+            config = config.proxy(Some(proxy));
+        }
+        let config = config
             .http_status_as_error(false)
             .max_redirects(0)
             .max_redirects_will_error(false)

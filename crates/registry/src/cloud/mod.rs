@@ -655,6 +655,16 @@ const IDENTITY_VARIABLES: [&str; 14] = [
 ];
 
 impl RegistryClient {
+    /// The registry credential the cloud login of `repo`'s registry gives
+    /// (`None`: no provider logs in to it), without asking the registry
+    /// itself: for diagnostics and tests. Errors are redacted.
+    pub fn cloud_login(&self, repo: &Repository) -> Result<Option<(Credential, CredentialSource)>> {
+        self.boundary(repo, false, || match self.cloud_provider(repo) {
+            None => Ok(None),
+            Some(provider) => self.cloud_credential(repo, provider).map(Some),
+        })
+    }
+
     /// The registry credential a cloud login gives for `repo`.
     pub(crate) fn cloud_credential(
         &self,
