@@ -16,6 +16,9 @@
 //!     timeout: 10s
 //!     max_pages: 100        # tag-list pages per repository
 //!     max_tags: 100000      # tags per repository
+//!     proxy: http://proxy.example:3128   # instead of HTTPS_PROXY
+//!   123456789012.dkr.ecr.eu-west-1.amazonaws.com:
+//!     provider: aws         # log in with the workload's identity (crate::cloud)
 //! deadline: 5m              # for the whole run; 0 = none
 //! retry:
 //!   max_retries: 4
@@ -26,6 +29,7 @@
 //!   dir: /var/cache/image-update
 //!   ttl: 5m
 //! exclusion_list: ['^.*\.sig$']
+//! allowed_credential_programs: ['ghcr.io=/usr/local/bin/ghcr-creds']
 //! ```
 //!
 //! Unknown keys are errors, so a typo does not silently fall back to a default.

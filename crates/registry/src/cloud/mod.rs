@@ -1,10 +1,10 @@
 //! Cloud registries that log in by themselves with the workload's identity:
-//! Amazon ECR ([`aws`]), Google Artifact Registry and Container Registry
-//! ([`gcp`]), Azure Container Registry ([`azure`]), as Flux's
+//! Amazon ECR (`aws.rs`), Google Artifact Registry and Container Registry
+//! (`gcp.rs`), Azure Container Registry (`azure.rs`), as Flux's
 //! `ImageRepository.spec.provider` asks (`aws`, `gcp`, `azure`; `generic`
 //! logs in with nothing of the cloud's).
 //!
-//! A provider is chosen per registry host ([`ClientSettings::provider`]:
+//! A provider is chosen per registry host ([`crate::ClientSettings::provider`]:
 //! the settings file, a front end's `--registry-provider`, a definition's
 //! `spec.provider`), never guessed from the host. It names a login, which
 //! checks that the host is that cloud's registry before anything is sent
