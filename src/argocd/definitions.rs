@@ -33,9 +33,19 @@ use crate::yaml;
 
 /// The prefixes of the variables an `env:` pull secret may not name: image-update's own
 /// (`IMAGE_UPDATE_GIT_TOKEN`, `IMAGE_UPDATE_REGISTRY_*`...), the GitHub Action's inputs (its
-/// `token`), the runner's (`GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`).
-const RESERVED_ENV_PREFIXES: [&str; 5] =
-    ["IMAGE_UPDATE_", "INPUT_", "GITHUB_", "ACTIONS_", "RUNNER_"];
+/// `token`), the runner's (`GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`), and the cloud identity the
+/// registry logins use (`AWS_SECRET_ACCESS_KEY`, `AZURE_CLIENT_SECRET`...).
+const RESERVED_ENV_PREFIXES: [&str; 9] = [
+    "IMAGE_UPDATE_",
+    "INPUT_",
+    "GITHUB_",
+    "ACTIONS_",
+    "RUNNER_",
+    "AWS_",
+    "AZURE_",
+    "GOOGLE_",
+    "GCE_",
+];
 
 /// Where a run's environment variables come from (the process, or a test's map).
 pub(crate) trait Environment {
@@ -160,7 +170,7 @@ fn credential(
                 .find(|p| variable.starts_with(**p))
             {
                 return Err(format!(
-                    "pull secret env:{variable}: variables named {prefix}* hold image-update's or the CI runner's own settings and credentials, so a repository cannot name them; give the registry credentials in a variable of another name"
+                    "pull secret env:{variable}: variables named {prefix}* hold image-update's, the CI runner's or the cloud identity's own settings and credentials, so a repository cannot name them; give the registry credentials in a variable of another name"
                 ));
             }
             let pair = env.var(variable).ok_or_else(|| {
@@ -418,6 +428,8 @@ mod tests {
             "INPUT_TOKEN",
             "GITHUB_TOKEN",
             "ACTIONS_RUNTIME_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "AZURE_CLIENT_SECRET",
         ] {
             let text = APP.replace("env:DB_CREDS", &format!("env:{variable}"));
             let files = [InputFile {
