@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::kubesphere::Interval;
-use crate::reflector::kubesphere::ImageEntry;
+use crate::reflector::kubesphere::{self, ImageEntry};
 
 /// Flux's image API version.
 pub(crate) const FLUX_IMAGE_API: &str = "image.toolkit.fluxcd.io/v1";
@@ -532,18 +532,26 @@ pub(crate) fn image_updater(meta: &Meta, a: &ImageUpdater) -> Result<Value, Crea
     if a.images.is_empty() {
         return fail("at least one image is required (--image [ALIAS=]IMAGE[:CONSTRAINT])");
     }
+    let engine = match a.engine {
+        Engine::Fluxcd { .. } => kubesphere::Engine::FluxCd,
+        Engine::Argocd { .. } => kubesphere::Engine::ArgoCd,
+    };
+    let mut names = Vec::new();
+    // What the per-alias flags may name: an alias, or an image written without one.
     let mut aliases = Vec::new();
     for entry in &a.images {
-        let e = ImageEntry::parse(entry).map_err(|m| CreateError(format!("--image {m}")))?;
+        let e =
+            ImageEntry::parse(entry, engine).map_err(|m| CreateError(format!("--image {m}")))?;
         image_update_registry::reference::Repository::parse(&e.image)
             .map_err(|err| CreateError(format!("--image {entry:?}: {err}")))?;
-        if aliases.contains(&e.alias) {
+        if names.contains(&e.alias) {
             return fail(format!(
                 "--image {entry:?}: the alias {:?} is given twice",
                 e.alias
             ));
         }
-        aliases.push(e.alias);
+        aliases.extend(e.setting_keys().map(str::to_owned));
+        names.push(e.alias);
     }
     let mut spec = Map::new();
     spec.insert("images".to_owned(), json!(a.images));
@@ -842,5 +850,17 @@ mod tests {
                 .to_string()
                 .contains("use semver, newest-build")
         );
+        // An image without an alias, its registry with a port: named by its repository path
+        // (or as written) for argocd; a marker name, so refused, for fluxcd.
+        let mut ported = argo(&[("acme/web", "latest")]);
+        ported.images = vec!["localhost:5000/acme/web:~1.2".into()];
+        assert!(image_updater(&meta("demo"), &ported).is_ok());
+        if let Engine::Argocd {
+            update_strategy, ..
+        } = &mut ported.engine
+        {
+            *update_strategy = [("localhost:5000/acme/web".to_owned(), "latest".to_owned())].into();
+        }
+        assert!(image_updater(&meta("demo"), &ported).is_ok());
     }
 }

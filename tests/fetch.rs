@@ -395,6 +395,46 @@ fn update_fetch_kubesphere_newest_build_and_digest() {
     );
 }
 
+/// A fluxcd KubeSphere ImageUpdater whose image has a constraint (`^0.1`) and whose
+/// `spec.fluxcd.policy` is another range (`5.0.x`): the policy governs, as the Flux ImagePolicy
+/// the image stands for would, and the run says so at the image entry, naming both; with
+/// `--fail-on-warnings` nothing is written.
+fn update_fetch_kubesphere_policy_over_constraint_is_warned() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    push_tags(&reg, "team/nginx", &["0.1.0", "0.1.4", "5.0.0", "5.0.3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(
+        &root,
+        "updater.yaml",
+        &format!(
+            "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {{name: demo, namespace: demo}}\nspec:\n  kind: fluxcd\n  images:\n  - nginx={host}/team/nginx:^0.1\n  fluxcd:\n    interval: 1m\n    policy:\n      semver:\n        range: 5.0.x\n"
+        ),
+    );
+    let text = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: {host}/team/nginx:0.1.0 # {{\"$imagepolicy\": \"demo:nginx\"}}\n"
+    );
+    let deploy = write(&root, "web.yaml", &text);
+    let warning = format!(
+        "updater.yaml:7:5: warning: ImageUpdater demo/demo: image \"nginx={host}/team/nginx:^0.1\": its constraint ^0.1 is not applied: spec.fluxcd.policy (semver range 5.0.x) governs every image of a fluxcd updater"
+    );
+    let out = run(cmd(dir.path())
+        .arg("update")
+        .arg(&root)
+        .args(["--fetch", "--fail-on-warnings"]));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
+    assert_eq!(read(&deploy), text);
+    let out = run(cmd(dir.path()).arg("update").arg(&root).arg("--fetch"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
+    assert_eq!(
+        read(&deploy),
+        text.replace("nginx:0.1.0 #", "nginx:5.0.3 #")
+    );
+}
+
 fn update_fetch_htpasswd_with_secret_manifest() {
     let reg = Registry::start(Auth::Htpasswd {
         user: "robot".into(),
@@ -1277,6 +1317,11 @@ fn main() {
             "update_fetch_kubesphere_newest_build_and_digest",
             &["docker-registry"],
             update_fetch_kubesphere_newest_build_and_digest,
+        ),
+        trial(
+            "update_fetch_kubesphere_policy_over_constraint_is_warned",
+            &["docker-registry"],
+            update_fetch_kubesphere_policy_over_constraint_is_warned,
         ),
         trial(
             "update_fetch_htpasswd_with_secret_manifest",

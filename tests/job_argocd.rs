@@ -50,6 +50,12 @@ fn main() {
         ),
         trial(
             &env,
+            "images_verification_with_the_key_mounted",
+            true,
+            images_verification_with_the_key_mounted,
+        ),
+        trial(
+            &env,
             "applications_name_two_repositories",
             false,
             applications_name_two_repositories,
@@ -437,6 +443,107 @@ fn image_updater_git_config_and_long_branch(env: &Env) -> TestResult {
         || "the write branch is not on top of release".to_owned(),
     )?;
     expect_override(env, &fixture, &branch, &host)?;
+    empty_dir(&parent)
+}
+
+/// Mounts `pem` as the key `cosign.pub` of the Secret `web-key` under `dir`, as the kubelet
+/// mounts a Secret volume at `dir/web-key`: the key a link to `..data/cosign.pub`, `..data` a
+/// link to the timestamped directory holding the files.
+fn mount_key(dir: &Path, pem: &str) -> std::io::Result<()> {
+    let secret = dir.join("web-key");
+    if secret.exists() {
+        fs::remove_dir_all(&secret)?;
+    }
+    let files = secret.join("..2026_01_01_00_00_00.000000001");
+    fs::create_dir_all(&files)?;
+    fs::write(files.join("cosign.pub"), pem)?;
+    std::os::unix::fs::symlink("..2026_01_01_00_00_00.000000001", secret.join("..data"))?;
+    std::os::unix::fs::symlink("..data/cosign.pub", secret.join("cosign.pub"))
+}
+
+/// Argo CD Image Updater's `imagesVerification` through the Job: the CR's `cosignKey` Secret is
+/// mounted as files (`--secrets-dir`); signed with another key, no candidate passes, the run fails
+/// and nothing is pushed; with the right key, the newest signed tag (not the newer unsigned one)
+/// is written back with the digest that was verified.
+fn images_verification_with_the_key_mounted(env: &Env) -> TestResult {
+    use image_update_testkit::sigstore::{self as ts, TestKey};
+    let registry = Registry::start(Auth::Anonymous);
+    let host = registry.authority();
+    let image = |day: u32| {
+        ImageSpec::new(
+            "linux",
+            "amd64",
+            None,
+            &format!("2024-01-{day:02}T00:00:00Z"),
+        )
+    };
+    registry.push_image("team/web", "1.0.0", &image(1));
+    let (_, signed) = registry.push_image("team/web", "1.2.0", &image(2));
+    registry.push_image("team/web", "1.3.0", &image(3));
+    let key = TestKey::p256();
+    registry.push_sig_tag("team/web", &signed, &[ts::legacy_key_layer(&signed, &key)]);
+    let name = "argocd-verify";
+    let (fixture, _) = fleet(env, name, &host)?;
+    let url = env.http_url(&fixture);
+    let main = git(env, &fixture, &["rev-parse", "main"])?;
+    let policies = env.root.join("trees").join(format!("{name}-updater.yaml"));
+    fs::write(
+        &policies,
+        updater(&url, "      branch: main\n", &host).replace(
+            "spec:\n  writeBackConfig:",
+            "spec:\n  imagesVerification:\n    cosignKey: {secretName: web-key, key: cosign.pub}\n  writeBackConfig:",
+        ),
+    )?;
+    let secrets = env.root.join("secrets").join(name);
+    // The Job with the key `pem` mounted.
+    let with_key =
+        |run_name: &str, pem: &str| -> Result<(Ran, std::path::PathBuf), libtest_mimic::Failed> {
+            mount_key(&secrets, pem)?;
+            let (mut command, parent) = job(env, run_name);
+            command
+                .arg("--policies")
+                .arg(&policies)
+                .args(["--fetch", "--secrets-dir"])
+                .arg(&secrets);
+            Ok((run(&mut command)?, parent))
+        };
+
+    let (ran, parent) = with_key(&format!("{name}-other-key"), &TestKey::p256().public_pem())?;
+    let error = ran.status["error"]["message"].to_string();
+    ensure(
+        ran.code == Some(1)
+            && ran.status["result"] == "failed"
+            && error.contains("no candidate passed the supply-chain gate")
+            && error.contains("1.3.0 unsigned: no signature found")
+            && error.contains("1.2.0 unsigned: no valid signature"),
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    ensure(git(env, &fixture, &["rev-parse", "main"])? == main, || {
+        "main moved".to_owned()
+    })?;
+    empty_dir(&parent)?;
+
+    let (ran, parent) = with_key(name, &key.public_pem())?;
+    ensure(
+        ran.code == Some(0) && ran.status["result"] == "pushed",
+        || format!("{:?} {:#}\n{}", ran.code, ran.status, ran.stderr),
+    )?;
+    let file = git(
+        env,
+        &fixture,
+        &["show", "main:deploy/web/.argocd-source-web.yaml"],
+    )?;
+    let expected = format!(
+        "kustomize:\n  images:\n  - {host}/team/web:1.2.0@{signed} # set by the image updater"
+    );
+    ensure(file == expected, || {
+        format!("{file}\nexpected:\n{expected}")
+    })?;
+    let chain = ran.status["supplyChain"].to_string();
+    ensure(
+        chain.contains("cosign.pub of Secret argocd/web-key") && chain.contains("1.3.0"),
+        || format!("{:#}", ran.status),
+    )?;
     empty_dir(&parent)
 }
 

@@ -102,16 +102,23 @@ fn sign_keyless(reg: &Registry, store: &TestSigstore, manifest: &[u8], digest: &
     );
 }
 
+/// Pushes 1.0.0, signed with a new key as cosign signs with a key, and a newer 1.1.0 unsigned;
+/// returns the key and 1.0.0's digest.
+fn signed_then_unsigned(reg: &Registry) -> (TestKey, String) {
+    let key = TestKey::p256();
+    let (_, signed) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
+    reg.push_image(REPO, "1.1.0", &image("2026-02-01T00:00:00Z"));
+    reg.push_sig_tag(REPO, &signed, &[ts::legacy_key_layer(&signed, &key)]);
+    (key, signed)
+}
+
 /// The newest tag is unsigned: the newest signed one is written, with the
 /// digest that was verified, and the run says what it skipped and who
 /// signed.
 fn signed_tag_is_chosen_over_newer_unsigned() {
     let reg = Registry::start(Auth::Anonymous);
     let host = reg.authority();
-    let key = TestKey::p256();
-    let (_, signed) = reg.push_image(REPO, "1.0.0", &image("2026-01-01T00:00:00Z"));
-    reg.push_image(REPO, "1.1.0", &image("2026-02-01T00:00:00Z"));
-    reg.push_sig_tag(REPO, &signed, &[ts::legacy_key_layer(&signed, &key)]);
+    let (key, signed) = signed_then_unsigned(&reg);
     let (dir, root, deploy) = tree(&host, "");
     write(dir.path(), "cosign.pub", &key.public_pem());
     let out = update_requiring_key(dir.path(), &host, &root);
@@ -930,8 +937,176 @@ fn oversized_signature_is_named() {
     );
 }
 
+/// A tree with an Argo CD Application (its own kustomize images, written back by the `argocd`
+/// method) and Argo CD Image Updater's ImageUpdater asking for `imagesVerification` with the key
+/// `cosign.pub` of the Secret `argocd/app-key`.
+fn argo_tree(host: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let app = write(
+        &root,
+        "apps/shop.yaml",
+        &format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {{name: shop, namespace: argocd}}\nspec:\n  source:\n    repoURL: https://git.example.test/fleet.git\n    path: shop\n    kustomize:\n      images:\n      - {host}/{REPO}:0.9.0\n"
+        ),
+    );
+    write(
+        &root,
+        "apps/updater.yaml",
+        &format!(
+            "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {{name: fleet, namespace: argocd}}\nspec:\n  imagesVerification:\n    cosignKey: {{secretName: app-key, key: cosign.pub}}\n  applicationRefs:\n  - namePattern: shop\n    images:\n    - {{alias: app, imageName: '{host}/{REPO}:^1'}}\n"
+        ),
+    );
+    (dir, root, app)
+}
+
+/// A policy file with the Secret `argocd/app-key` holding `pem` as `cosign.pub`.
+fn key_secret(dir: &Path, pem: &str) -> PathBuf {
+    use base64::Engine as _;
+    write(
+        dir,
+        "keys.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: app-key, namespace: argocd}}\ndata:\n  cosign.pub: {}\n",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        ),
+    )
+}
+
+/// Argo CD Image Updater's `imagesVerification.cosignKey` is a signer the gate requires: the
+/// newest candidate signed with the key of the Secret is written back (with the digest checked),
+/// newer unsigned ones skipped with the reason; signed with another key, or the key nowhere to be
+/// found, the run fails and writes nothing; without `--fetch` the image is left alone.
+fn argo_images_verification_gates_the_write_back() {
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let (key, signed) = signed_then_unsigned(&reg);
+    let (dir, root, app) = argo_tree(&host);
+    let before = fs_err::read_to_string(&app).unwrap();
+    let update = |args: &[&std::ffi::OsStr]| {
+        cmd(dir.path())
+            .arg("update")
+            .arg(&root)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+
+    // The key nowhere: an error at the field, nothing written.
+    let out = update(&["--fetch".as_ref()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("apps/updater.yaml:6:16: error: ") && err.contains("imagesVerification.cosignKey: no Secret argocd/app-key among the policy documents (--policies files, the package's items), and no --secrets-dir where it is mounted"),
+        "{err}"
+    );
+    assert_eq!(fs_err::read_to_string(&app).unwrap(), before);
+
+    // Signed with another key: no candidate passes, nothing written.
+    let other = key_secret(dir.path(), &TestKey::p256().public_pem());
+    let out = update(&["--fetch".as_ref(), "--policies".as_ref(), other.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no candidate passed the supply-chain gate (2 examined): 1.1.0 unsigned: no signature found; 1.0.0 unsigned: no valid signature"),
+        "{err}"
+    );
+    assert_eq!(fs_err::read_to_string(&app).unwrap(), before);
+
+    // The right key, from a Secret manifest: 1.0.0 with the digest verified.
+    let right = key_secret(dir.path(), &key.public_pem());
+    let out = update(&["--fetch".as_ref(), "--policies".as_ref(), right.as_os_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("signed by key cosign.pub of Secret argocd/app-key (sha256:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped 1.1.0 (unsigned: no signature found)"),
+        "{err}"
+    );
+    let written = fs_err::read_to_string(&app).unwrap();
+    assert_eq!(
+        written,
+        before.replace(&format!("{REPO}:0.9.0"), &format!("{REPO}:1.0.0@{signed}"))
+    );
+
+    // The right key, mounted as a Secret volume under --secrets-dir.
+    fs_err::write(&app, &before).unwrap();
+    let mounted = dir.path().join("secrets");
+    write(&mounted, "app-key/cosign.pub", &key.public_pem());
+    let out = update(&[
+        "--fetch".as_ref(),
+        "--secrets-dir".as_ref(),
+        mounted.as_os_str(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(fs_err::read_to_string(&app).unwrap(), written);
+
+    // A result supplied as a value is checked by nothing: the image is left alone.
+    fs_err::write(&app, &before).unwrap();
+    let value = format!("argocd:shop/app={host}/{REPO}:1.1.0");
+    let out = update(&["--policy".as_ref(), value.as_ref()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("must be signed with the key cosign.pub of Secret argocd/app-key (imagesVerification), which only a fetched result is checked against; without fetching it is left alone"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fs_err::read_to_string(&app).unwrap(), before);
+    let out = update(&["--secrets-dir".as_ref(), mounted.as_os_str()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// The KRM function: the package's Secret item holds the key `imagesVerification.cosignKey`
+/// names; the Application item's image moves to the signed tag with its digest, and without the
+/// Secret the function fails at the field and edits nothing.
+fn argo_images_verification_in_a_package() {
+    use base64::Engine as _;
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let (key, signed) = signed_then_unsigned(&reg);
+    let secret = format!(
+        "- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: app-key\n    namespace: argocd\n    annotations: {{config.kubernetes.io/path: apps/keys.yaml}}\n  data:\n    cosign.pub: {}\n",
+        base64::engine::general_purpose::STANDARD.encode(key.public_pem())
+    );
+    let list = |secret: &str| {
+        format!(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig:\n  apiVersion: fn.image-update.dev/v1alpha1\n  kind: ImageUpdate\n  metadata: {{name: fetch}}\n  fetch: true\nitems:\n- apiVersion: argoproj.io/v1alpha1\n  kind: Application\n  metadata:\n    name: shop\n    namespace: argocd\n    annotations: {{config.kubernetes.io/path: apps/shop.yaml}}\n  spec:\n    source:\n      repoURL: https://git.example.test/fleet.git\n      path: shop\n      kustomize:\n        images:\n        - {host}/{REPO}:0.9.0\n- apiVersion: argocd-image-updater.argoproj.io/v1alpha1\n  kind: ImageUpdater\n  metadata:\n    name: fleet\n    namespace: argocd\n    annotations: {{config.kubernetes.io/path: apps/updater.yaml}}\n  spec:\n    imagesVerification:\n      cosignKey: {{secretName: app-key, key: cosign.pub}}\n    applicationRefs:\n    - namePattern: shop\n      images:\n      - {{alias: app, imageName: '{host}/{REPO}:^1'}}\n{secret}"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let function = |input: &str| run_fn(dir.path(), input);
+    let out = function(&list(&secret));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    assert!(
+        text.contains(&format!("- {host}/{REPO}:1.0.0@{signed}\n")),
+        "{text}"
+    );
+    let out = function(&list(""));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("- {host}/{REPO}:0.9.0\n")), "{text}");
+    assert!(
+        text.contains("imagesVerification.cosignKey: no Secret argocd/app-key"),
+        "{text}"
+    );
+}
+
 fn main() {
     run(vec![
+        trial(
+            "argo_images_verification_in_a_package",
+            &["docker-registry"],
+            argo_images_verification_in_a_package,
+        ),
+        trial(
+            "argo_images_verification_gates_the_write_back",
+            &["docker-registry"],
+            argo_images_verification_gates_the_write_back,
+        ),
         trial(
             "oversized_signature_is_named",
             &["docker-registry"],

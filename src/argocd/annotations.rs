@@ -262,7 +262,7 @@ pub(crate) fn read(
             constraint,
             settings,
             target,
-            verify: false,
+            verify: None,
             config,
             location: list_location.clone(),
         };

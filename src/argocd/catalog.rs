@@ -17,8 +17,8 @@ use image_update_registry::Repository;
 
 use super::annotations;
 use super::application::{self, AppId, Application, InputFile, ObjectRef, ParsedFile, kind_of};
-use super::config::{AppConfig, ConfigOrigin, ImageSpec, split_entry};
-use super::crd::{self, ImageUpdater};
+use super::config::{AppConfig, ConfigOrigin, CosignKeyRef, ImageSpec, split_entry};
+use super::crd::{self, ImageUpdater, Verification};
 use super::image::ArgoImage;
 use super::kubesphere::{self, KubeSphereUpdater};
 use super::settings::{PullSecret, policy_config};
@@ -38,6 +38,10 @@ pub struct CollectOptions {
     /// A Job's repository and branch: Applications writing back to git elsewhere are left
     /// alone (with a warning naming both repositories).
     pub git_scope: Option<GitScope>,
+    /// The run fetches its results, through the supply-chain gate: an image that must be signed
+    /// (`imagesVerification`) is written back only then; with results supplied as values, which
+    /// nothing checks, it is left alone with a warning.
+    pub fetching: bool,
 }
 
 impl Default for CollectOptions {
@@ -45,6 +49,7 @@ impl Default for CollectOptions {
         Self {
             controller_namespace: "argocd".to_owned(),
             git_scope: None,
+            fetching: false,
         }
     }
 }
@@ -93,6 +98,8 @@ pub struct Selection {
     /// The reflector's definitions already read this image (a KubeSphere entry, same key and
     /// configuration): the operation must not define it twice.
     pub defined_by_reflector: bool,
+    /// The key its candidates must be signed with (`imagesVerification`).
+    pub verify: Option<CosignKeyRef>,
 }
 
 /// Everything read.
@@ -362,8 +369,9 @@ pub fn collect<'a>(
                 match annotations_of(ai, &mut warnings) {
                     Ok(mut a) => {
                         // Only the reference's image verification applies in this mode.
+                        let verify = Verification::required(&[r.verify.as_ref()]);
                         for i in &mut a.images {
-                            i.verify = r.verify.unwrap_or(false);
+                            i.verify.clone_from(&verify);
                         }
                         configs.push(AppConfig {
                             app: ai,
@@ -395,7 +403,11 @@ pub fn collect<'a>(
                     constraint,
                     settings: settings.merged(&img.settings),
                     target: img.target.clone(),
-                    verify: img.verify.or(r.verify).or(u.verify).unwrap_or(false),
+                    verify: Verification::required(&[
+                        u.verify.as_deref(),
+                        r.verify.as_ref(),
+                        img.verify.as_ref(),
+                    ]),
                     config: img.config.clone(),
                     location: img.location.clone(),
                 });
@@ -436,10 +448,10 @@ pub fn collect<'a>(
         let app = &apps[config.app];
         let origin = &parsed[app.object.file].origin;
         for image in &config.images {
-            if image.verify {
+            if let Some(key) = image.verify.as_ref().filter(|_| !options.fetching) {
                 warnings.push(
                     Diagnostic::warning(format!(
-                        "image {:?} of Application {} asks for signature verification (imagesVerification), which image-update does not do; it is left alone",
+                        "image {:?} of Application {} must be signed with the key {key} (imagesVerification), which only a fetched result is checked against; without fetching it is left alone",
                         image.key_alias(),
                         app.id
                     ))
@@ -494,6 +506,7 @@ pub fn collect<'a>(
                 ),
                 location: image.location.clone(),
                 defined_by_reflector: config.kubesphere,
+                verify: image.verify.clone(),
             });
         }
         (selections, errors, warnings)

@@ -49,12 +49,34 @@ pub struct ImageSpec {
     /// The settings after every layer is merged.
     pub settings: UpdateSettings,
     pub target: ManifestTarget,
-    /// `imagesVerification` is enabled for it (what that asks of the image is decided where its
-    /// selection is made, in `catalog::collect`).
-    pub verify: bool,
+    /// The key its signatures must verify with, when `imagesVerification` is enabled for it (the
+    /// supply-chain gate requires it of the fetched candidates: `argocd::definitions`).
+    pub verify: Option<CosignKeyRef>,
     /// Its selection, once validated where it was read.
     pub config: Option<crate::reflector::selection::PolicyConfig>,
     pub location: Location,
+}
+
+/// `imagesVerification.cosignKey`: the field `key` of the Secret `namespace/secret_name` (the
+/// namespace of the ImageUpdater that names it), holding a PEM public key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CosignKeyRef {
+    pub namespace: String,
+    pub secret_name: String,
+    pub key: String,
+    /// Where `cosignKey` is written.
+    pub location: Location,
+}
+
+impl std::fmt::Display for CosignKeyRef {
+    /// `KEY of Secret NAMESPACE/NAME`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of Secret {}/{}",
+            self.key, self.namespace, self.secret_name
+        )
+    }
 }
 
 impl ImageSpec {

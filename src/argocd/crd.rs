@@ -4,7 +4,7 @@
 //! spec:
 //!   commonUpdateSettings: {updateStrategy, forceUpdate, allowTags, ignoreTags[], pullSecret, platforms[]}
 //!   writeBackConfig: {method, gitConfig: {repository, branch, writeBackTarget, pullRequest}}
-//!   imagesVerification: {enabled, cosignKey}
+//!   imagesVerification: {enabled, cosignKey: {secretName, key}}
 //!   applicationRefs:                       # at least one
 //!   - namePattern: "shop-*"                # a glob (Go's filepath.Match)
 //!     labelSelectors: {matchLabels, matchExpressions}
@@ -27,7 +27,9 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::application::{Application, ParsedFile, namespace_name};
-use super::config::{MAX_IMAGES_PER_APPLICATION, over_limit, split_entry, too_many_images};
+use super::config::{
+    CosignKeyRef, MAX_IMAGES_PER_APPLICATION, over_limit, split_entry, too_many_images,
+};
 use super::settings::{
     Located, MAX_PULL_REQUEST_LABELS, ManifestTarget, PullRequestSettings, PullSecret,
     UpdateSettings, WriteBackSettings, policy_config,
@@ -53,7 +55,8 @@ pub(crate) struct ImageUpdater {
     pub name: String,
     pub settings: UpdateSettings,
     pub write_back: WriteBackSettings,
-    pub verify: Option<bool>,
+    /// Boxed: most CRs have none, and the CR is read into a list of every object found.
+    pub verify: Option<Box<Verification>>,
     pub refs: Vec<AppRef>,
     /// `refs` by what an Application must have to be selected by each.
     index: Box<RefIndex>,
@@ -148,7 +151,7 @@ pub(crate) struct AppRef {
     pub use_annotations: bool,
     pub settings: UpdateSettings,
     pub write_back: WriteBackSettings,
-    pub verify: Option<bool>,
+    pub verify: Option<Verification>,
     pub images: Vec<CrImage>,
     pub location: Location,
     /// Its [`specificity`], computed once.
@@ -163,9 +166,48 @@ pub(crate) struct CrImage {
     pub config: Option<crate::reflector::selection::PolicyConfig>,
     pub image_name: String,
     pub settings: UpdateSettings,
-    pub verify: Option<bool>,
+    pub verify: Option<Verification>,
     pub target: ManifestTarget,
     pub location: Location,
+}
+
+/// One `imagesVerification` block as written (`{enabled, cosignKey: {secretName, key}}`), at the
+/// CR's, a reference's or an image's scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Verification {
+    pub enabled: Option<bool>,
+    pub cosign_key: Option<CosignKeyRef>,
+}
+
+impl Verification {
+    /// The key an image must be signed with under the blocks of its scopes, least specific first
+    /// (Argo CD Image Updater's merge: a more specific block's fields replace the others', and
+    /// every block says `enabled`, true unless written false, as the API server defaults it; no
+    /// block at all, or a most specific `enabled: false`, asks for nothing).
+    #[must_use]
+    pub(crate) fn required(scopes: &[Option<&Verification>]) -> Option<CosignKeyRef> {
+        let mut merged: Option<Verification> = None;
+        for block in scopes.iter().flatten() {
+            let m = merged.get_or_insert(Verification {
+                enabled: None,
+                cosign_key: None,
+            });
+            if block.enabled.is_some() {
+                m.enabled = block.enabled;
+            }
+            if block.cosign_key.is_some() {
+                m.cosign_key.clone_from(&block.cosign_key);
+            }
+        }
+        let merged = merged?;
+        // Every block that is enabled names its key (checked where it is read), so an enabled
+        // merge has one.
+        merged
+            .enabled
+            .unwrap_or(true)
+            .then_some(merged.cosign_key)
+            .flatten()
+    }
 }
 
 impl AppRef {
@@ -207,6 +249,18 @@ pub(crate) fn specificity(pattern: &str, selector_requirements: Option<usize>) -
         score += 10_000 + 100 * n;
     }
     score
+}
+
+/// Whether `key` is a key of a Secret's data: 1 to 253 letters, digits, `-`, `_`, `.`, and not `.`
+/// or `..` (Kubernetes's rule).
+fn secret_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 253
+        && key != "."
+        && key != ".."
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 impl ImageUpdater {
@@ -447,21 +501,69 @@ impl Fields<'_, '_> {
         })
     }
 
-    fn verify(&mut self, parent: NodeId, field: &str) -> Option<bool> {
-        let map = self.map(
-            parent,
-            "imagesVerification",
-            &format!("{field}.imagesVerification"),
-        )?;
-        // A present block enables verification unless it says otherwise.
-        Some(
-            self.boolean(
+    /// `FIELD.imagesVerification`: `enabled` (default true when the block is present) and
+    /// `cosignKey: {secretName, key}`, a Secret in the CR's namespace. As the CRD's rule says, a
+    /// block that is not `enabled: false` names its key: a requirement without a key is an error,
+    /// never dropped.
+    fn verify(&mut self, parent: NodeId, field: &str, namespace: &str) -> Option<Verification> {
+        let f = format!("{field}.imagesVerification");
+        let map = self.map(parent, "imagesVerification", &f)?;
+        self.known(map, &f, &["enabled", "cosignKey"]);
+        let enabled = self.boolean(map, "enabled", &format!("{f}.enabled"));
+        let cosign_key = self.cosign_key(map, &format!("{f}.cosignKey"), namespace);
+        if enabled != Some(false) && self.tree().get(map, "cosignKey").is_none() {
+            self.error(
                 map,
-                "enabled",
-                &format!("{field}.imagesVerification.enabled"),
-            )
-            .unwrap_or(true),
-        )
+                format!(
+                    "{f} asks for signature verification without a key: give cosignKey {{secretName, key}}, or enabled: false to ask for none"
+                ),
+            );
+        }
+        Some(Verification {
+            // The API server stores the CRD's default, true, in a block that does not say.
+            enabled: Some(enabled.unwrap_or(true)),
+            cosign_key,
+        })
+    }
+
+    /// `cosignKey: {secretName, key}` of the `imagesVerification` block `map`.
+    fn cosign_key(&mut self, map: NodeId, field: &str, namespace: &str) -> Option<CosignKeyRef> {
+        let node = self.tree().get(map, "cosignKey")?;
+        let key_map = self.map(map, "cosignKey", field)?;
+        self.known(key_map, field, &["secretName", "key"]);
+        let secret_name = self.string(key_map, "secretName", &format!("{field}.secretName"));
+        let key = self.string(key_map, "key", &format!("{field}.key"));
+        let (Some(secret_name), Some(key)) = (secret_name, key) else {
+            self.error(node, format!("{field} needs secretName and key"));
+            return None;
+        };
+        // Both name a file below --secrets-dir (SECRET/KEY): a Kubernetes name and a Secret's key,
+        // never a path.
+        if !crate::object::dns_subdomain(&secret_name.value) {
+            let message = format!(
+                "{field}.secretName {:?} is not a Kubernetes Secret name",
+                secret_name.value
+            );
+            let d = Diagnostic::error(format!("{}: {message}", self.what))
+                .at(secret_name.location.clone());
+            self.errors.push(d);
+            return None;
+        }
+        if !secret_key(&key.value) {
+            let message = format!(
+                "{field}.key {:?} is not a key a Secret can hold (letters, digits, '-', '_', '.'; not '.' or '..')",
+                key.value
+            );
+            let d = Diagnostic::error(format!("{}: {message}", self.what)).at(key.location.clone());
+            self.errors.push(d);
+            return None;
+        }
+        Some(CosignKeyRef {
+            namespace: namespace.to_owned(),
+            secret_name: secret_name.value,
+            key: key.value,
+            location: self.at(node),
+        })
     }
 
     fn target(&mut self, parent: NodeId, field: &str) -> ManifestTarget {
@@ -612,7 +714,7 @@ pub(crate) fn read(
     );
     updater.settings = f.settings(spec, "spec");
     updater.write_back = f.write_back(spec, "spec");
-    updater.verify = f.verify(spec, "spec");
+    updater.verify = f.verify(spec, "spec", &updater.namespace).map(Box::new);
     let refs = file
         .tree
         .get(spec, "applicationRefs")
@@ -674,7 +776,7 @@ pub(crate) fn read(
             .unwrap_or(false);
         let settings = f.settings(r, &field);
         let write_back = f.write_back(r, &field);
-        let verify = f.verify(r, &field);
+        let verify = f.verify(r, &field, &updater.namespace);
         let mut images = Vec::new();
         let mut aliases = HashSet::new();
         let image_nodes: Vec<NodeId> = file
@@ -759,7 +861,7 @@ pub(crate) fn read(
             images.push(CrImage {
                 config,
                 settings: image_settings,
-                verify: f.verify(img, &ifield),
+                verify: f.verify(img, &ifield, &updater.namespace),
                 target: f.target(img, &ifield),
                 location: image_name.location.clone(),
                 alias: alias.value,
@@ -930,6 +1032,59 @@ mod tests {
                 "t.yaml:10006:5: error: ImageUpdater argocd/u: spec.applicationRefs lists 10001 references; at most 10000 are read per ImageUpdater (split them over several)"
             ]
         );
+    }
+
+    /// `imagesVerification` at each scope: the most specific block's fields win, `enabled: false`
+    /// opts an image out, and a block that asks for verification names its key (the CRD's rule).
+    #[test]
+    fn images_verification_merges_and_needs_a_key() {
+        let cr = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: u, namespace: shop}\nspec:\n  imagesVerification:\n    cosignKey: {secretName: org-key, key: cosign.pub}\n  applicationRefs:\n  - namePattern: web\n    images:\n    - {alias: a, imageName: ghcr.io/acme/a}\n    - alias: b\n      imageName: ghcr.io/acme/b\n      imagesVerification: {enabled: false}\n    - alias: c\n      imageName: ghcr.io/acme/c\n      imagesVerification:\n        cosignKey: {secretName: c-key, key: c.pub}\n  - namePattern: api\n    imagesVerification: {enabled: false}\n    images:\n    - {alias: d, imageName: ghcr.io/acme/d}\n    - alias: e\n      imageName: ghcr.io/acme/e\n      imagesVerification: {cosignKey: {secretName: e-key, key: e.pub}}\n";
+        let file = parsed(cr);
+        let root = file.tree.docs()[0].root.unwrap();
+        let u = read(&file, root, "argocd", &mut Vec::new()).unwrap();
+        let required = |r: usize, i: usize| {
+            Verification::required(&[
+                u.verify.as_deref(),
+                u.refs[r].verify.as_ref(),
+                u.refs[r].images[i].verify.as_ref(),
+            ])
+            .map(|k| k.to_string())
+        };
+        assert_eq!(
+            required(0, 0).as_deref(),
+            Some("cosign.pub of Secret shop/org-key")
+        );
+        assert_eq!(required(0, 1), None);
+        assert_eq!(
+            required(0, 2).as_deref(),
+            Some("c.pub of Secret shop/c-key")
+        );
+        assert_eq!(required(1, 0), None);
+        // enabled again by the image's block (true unless it says otherwise), with its key.
+        assert_eq!(
+            required(1, 1).as_deref(),
+            Some("e.pub of Secret shop/e-key")
+        );
+        let key = Verification::required(&[u.verify.as_deref()]).unwrap();
+        assert_eq!(key.location.to_string(), "t.yaml:6:16");
+
+        let bad = cr
+            .replace(
+                "      imagesVerification: {enabled: false}\n",
+                "      imagesVerification: {enabled: true}\n",
+            )
+            .replace("secretName: c-key, key: c.pub", "secretName: ../c, key: ..")
+            .replace("key: e.pub", "key: a/b");
+        assert_eq!(
+            errors(&bad),
+            [
+                "t.yaml:13:27: error: ImageUpdater shop/u: spec.applicationRefs[0].images[1].imagesVerification asks for signature verification without a key: give cosignKey {secretName, key}, or enabled: false to ask for none",
+                "t.yaml:17:33: error: ImageUpdater shop/u: spec.applicationRefs[0].images[2].imagesVerification.cosignKey.secretName \"../c\" is not a Kubernetes Secret name",
+                "t.yaml:24:64: error: ImageUpdater shop/u: spec.applicationRefs[1].images[1].imagesVerification.cosignKey.key \"a/b\" is not a key a Secret can hold (letters, digits, '-', '_', '.'; not '.' or '..')",
+            ]
+        );
+        assert!(!secret_key(".."));
+        assert!(secret_key("cosign.pub"));
     }
 
     #[test]

@@ -22,13 +22,20 @@ use std::path::Path;
 use base64::Engine;
 use serde_json::Value;
 
+use image_update_registry::settings::{KeyConfig, VerifyConfig};
+use image_update_verify::PublicKey;
+
 use super::catalog::{Catalog, Selection};
+use super::config::CosignKeyRef;
 use super::settings::PullSecret;
 use crate::diagnostic::Diagnostic;
+use crate::input::SizeLimit;
 use crate::policies::PolicyDocument;
 use crate::reflector::definitions::{
     Definition, Kind, RegistryCredential, is_secret, secret_config_json,
 };
+use crate::reflector::selection::spec::GateConfig;
+use crate::sink::door::Door;
 use crate::yaml;
 
 /// The prefixes of the variables an `env:` pull secret may not name: image-update's own
@@ -69,6 +76,7 @@ impl Environment for ProcessEnvironment {
 pub(crate) fn definitions(
     catalog: &Catalog<'_>,
     documents: &[PolicyDocument],
+    secrets_dir: Option<&Path>,
     env: &dyn Environment,
     tree: Option<&Path>,
 ) -> Result<Vec<Definition>, Vec<Diagnostic>> {
@@ -87,6 +95,25 @@ pub(crate) fn definitions(
                     errors.push(
                         Diagnostic::error(format!("{}: {message}", s.source))
                             .at(s.location.clone()),
+                    );
+                    continue;
+                }
+            },
+        };
+        let gate = match &s.verify {
+            None => GateConfig::default(),
+            Some(key) => match signer(key, documents, secrets_dir) {
+                Ok(verify) => GateConfig {
+                    verify: Some(verify),
+                    ..GateConfig::default()
+                },
+                Err(message) => {
+                    errors.push(
+                        Diagnostic::error(format!(
+                            "{}: imagesVerification.cosignKey: {message}",
+                            s.source
+                        ))
+                        .at(key.location.clone()),
                     );
                     continue;
                 }
@@ -111,12 +138,14 @@ pub(crate) fn definitions(
             previous: None,
             observed_previous: None,
             labels,
-            // Argo CD Image Updater has no place for a minimum age or an
-            // alias: the settings file's and the front end's apply.
-            gate: crate::reflector::selection::spec::GateConfig::default(),
+            // Argo CD Image Updater has no place for a minimum age or an alias (the settings
+            // file's and the front end's apply); its imagesVerification key is required besides
+            // theirs.
+            gate,
             kind: Kind::ArgoCd {
                 app: s.app.to_string(),
             },
+            notes: Vec::new(),
         });
     }
     if errors.is_empty() {
@@ -208,6 +237,66 @@ fn program_credential(program: &str, tree: Option<&Path>) -> Result<RegistryCred
         given: program.to_owned(),
         path: resolved,
         origin: what,
+    })
+}
+
+/// The most bytes of a key read from `--secrets-dir`: Kubernetes keeps a Secret under 1 MiB.
+const MAX_KEY_FILE: SizeLimit = SizeLimit(1 << 20);
+
+/// The signer `imagesVerification.cosignKey` names: the field of its Secret among `documents` (a
+/// Secret manifest in a policy file or among a package's items), else the file `SECRET/KEY` below
+/// `secrets_dir` (a Secret mounted as a volume, `--secrets-dir`), read through that directory's
+/// door (no path out of it, regular files only, at most [`MAX_KEY_FILE`]); its PEM must be a
+/// public key.
+///
+/// # Errors
+/// No Secret and no file holds the key, a Secret without the field, a file that cannot be read,
+/// a key that does not parse: each a message naming the Secret, never the key's text.
+fn signer(
+    key: &CosignKeyRef,
+    documents: &[PolicyDocument],
+    secrets_dir: Option<&Path>,
+) -> Result<VerifyConfig, String> {
+    let CosignKeyRef {
+        namespace,
+        secret_name,
+        key: field,
+        ..
+    } = key;
+    let pem = match find_secret(documents, namespace, secret_name)? {
+        Some((value, origin)) => secret_field(value, field)
+            .ok_or_else(|| format!("{origin} has no field {field:?} (data or stringData)"))?,
+        None => {
+            let Some(dir) = secrets_dir else {
+                return Err(format!(
+                    "no Secret {namespace}/{secret_name} among the policy documents (--policies files, the package's items), and no --secrets-dir where it is mounted"
+                ));
+            };
+            let rel = format!("{secret_name}/{field}");
+            let missing = || {
+                format!(
+                    "no Secret {namespace}/{secret_name} among the policy documents (--policies files, the package's items), and no file {}",
+                    dir.join(&rel).display()
+                )
+            };
+            let door =
+                Door::new(dir).map_err(|e| format!("--secrets-dir {}: {e}", dir.display()))?;
+            match door.read(&rel, MAX_KEY_FILE) {
+                Ok(Some(text)) => text,
+                Ok(None) => return Err(missing()),
+                Err(refusal) => return Err(format!("--secrets-dir: {refusal}")),
+            }
+        }
+    };
+    PublicKey::from_pem(&pem).map_err(|e| format!("{key} is not a public key: {e}"))?;
+    Ok(VerifyConfig {
+        keys: vec![KeyConfig {
+            pem: Some(pem),
+            // Reports name the key after its Secret.
+            name: Some(key.to_string()),
+            ..KeyConfig::default()
+        }],
+        ..VerifyConfig::default()
     })
 }
 
@@ -333,7 +422,7 @@ mod tests {
         }];
         let catalog = collect(&files, &CollectOptions::default()).unwrap();
         let env = Env([("DB_CREDS", "dbuser:dbpass")].into());
-        let defs = definitions(&catalog, &documents(), &env, None).unwrap();
+        let defs = definitions(&catalog, &documents(), None, &env, None).unwrap();
         let by_alias = |alias: &str| {
             defs.iter()
                 .find(|d| d.key.name == format!("shop/{alias}"))
@@ -372,7 +461,8 @@ mod tests {
             text: &text,
         }];
         let catalog = collect(&files, &CollectOptions::default()).unwrap();
-        let errors = definitions(&catalog, &documents(), &Env(BTreeMap::new()), None).unwrap_err();
+        let errors =
+            definitions(&catalog, &documents(), None, &Env(BTreeMap::new()), None).unwrap_err();
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(messages.len(), 2, "{messages:?}");
         assert!(
@@ -439,7 +529,7 @@ mod tests {
             }];
             let catalog = collect(&files, &CollectOptions::default()).unwrap();
             let env = Env([(variable_static(variable), "user:token")].into());
-            let errors = definitions(&catalog, &documents(), &env, None).unwrap_err();
+            let errors = definitions(&catalog, &documents(), None, &env, None).unwrap_err();
             let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
             assert!(
                 messages
@@ -448,6 +538,121 @@ mod tests {
                 "{messages:?}"
             );
         }
+    }
+
+    const SIGNED: &str = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: shop, namespace: argocd}\nspec:\n  source: {repoURL: https://git.example.test/fleet, path: shop, kustomize: {}}\n---\napiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: fleet, namespace: argocd}\nspec:\n  imagesVerification:\n    cosignKey: {secretName: org-key, key: cosign.pub}\n  applicationRefs:\n  - namePattern: shop\n    images:\n    - {alias: web, imageName: 'ghcr.io/acme/web:^1'}\n";
+
+    fn catalog_of(text: &str, fetching: bool) -> Catalog<'_> {
+        let files = [InputFile {
+            origin: "apps/shop.yaml".into(),
+            tree_path: Some("apps/shop.yaml".into()),
+            text,
+        }];
+        let options = CollectOptions {
+            fetching,
+            ..CollectOptions::default()
+        };
+        collect(&files, &options).unwrap()
+    }
+
+    fn key_secret(pem: &str, field: &str) -> Vec<PolicyDocument> {
+        let text = format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: org-key, namespace: argocd}}\ndata:\n  {field}: {}\n",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        );
+        yaml::parse_documents(&text)
+            .unwrap()
+            .into_iter()
+            .map(|document| PolicyDocument {
+                document,
+                origin: "keys.yaml".into(),
+                positions: true,
+                dir: None,
+                supplies: true,
+            })
+            .collect()
+    }
+
+    /// `imagesVerification.cosignKey` becomes a signer the gate requires, read from the Secret
+    /// among the documents, else from `--secrets-dir` (the layout of a Secret volume, its
+    /// symlinks included); a key that cannot be had is an error at the field.
+    #[test]
+    fn images_verification_is_a_required_signer() {
+        let pem = image_update_testkit::sigstore::TestKey::p256().public_pem();
+        let env = Env(BTreeMap::new());
+        // Without fetching, nothing checks a result: the image is left alone, with a warning.
+        let catalog = catalog_of(SIGNED, false);
+        assert!(catalog.selections.is_empty());
+        assert!(
+            catalog.diagnostics[0]
+                .to_string()
+                .contains("must be signed with the key cosign.pub of Secret argocd/org-key (imagesVerification), which only a fetched result is checked against"),
+            "{:?}",
+            catalog.diagnostics
+        );
+        let catalog = catalog_of(SIGNED, true);
+        let signers = |defs: &[Definition]| -> Vec<String> {
+            defs[0]
+                .gate
+                .verify
+                .iter()
+                .flat_map(|v| &v.keys)
+                .map(|k| format!("{:?} {}", k.name, k.pem.as_deref() == Some(pem.as_str())))
+                .collect()
+        };
+        let defs =
+            definitions(&catalog, &key_secret(&pem, "cosign.pub"), None, &env, None).unwrap();
+        assert_eq!(
+            signers(&defs),
+            ["Some(\"cosign.pub of Secret argocd/org-key\") true"]
+        );
+        let error = |documents: &[PolicyDocument], dir: Option<&Path>| -> String {
+            let errors = definitions(&catalog, documents, dir, &env, None).unwrap_err();
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            errors[0].to_string()
+        };
+        let message = error(&key_secret(&pem, "other.pub"), None);
+        assert!(
+            message.starts_with("apps/shop.yaml:12:16: error: apps/shop.yaml (Application argocd/shop, image \"web\"): imagesVerification.cosignKey: Secret argocd/org-key in keys.yaml has no field \"cosign.pub\""),
+            "{message}"
+        );
+        let message = error(&key_secret("not a key", "cosign.pub"), None);
+        assert!(
+            message.contains(
+                "cosign.pub of Secret argocd/org-key is not a public key: no PEM PUBLIC KEY block"
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("not a key"), "{message}");
+        assert!(
+            error(&[], None).contains("no Secret argocd/org-key among the policy documents (--policies files, the package's items), and no --secrets-dir where it is mounted")
+        );
+        // Mounted as Kubernetes mounts a Secret volume: KEY -> ..data/KEY, ..data -> ..TIMESTAMP.
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = dir.path().join("org-key");
+        fs_err::create_dir_all(mounted.join("..2026_01_01_00_00_00.1")).unwrap();
+        fs_err::write(mounted.join("..2026_01_01_00_00_00.1/cosign.pub"), &pem).unwrap();
+        std::os::unix::fs::symlink("..2026_01_01_00_00_00.1", mounted.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/cosign.pub", mounted.join("cosign.pub")).unwrap();
+        let defs = definitions(&catalog, &[], Some(dir.path()), &env, None).unwrap();
+        assert_eq!(
+            signers(&defs),
+            ["Some(\"cosign.pub of Secret argocd/org-key\") true"]
+        );
+        // A link out of the directory is not followed.
+        let outside = tempfile::tempdir().unwrap();
+        fs_err::write(outside.path().join("cosign.pub"), &pem).unwrap();
+        fs_err::remove_file(mounted.join("cosign.pub")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("cosign.pub"),
+            mounted.join("cosign.pub"),
+        )
+        .unwrap();
+        let message = error(&[], Some(dir.path()));
+        assert!(message.contains("--secrets-dir: "), "{message}");
+        fs_err::remove_file(mounted.join("cosign.pub")).unwrap();
+        let message = error(&[], Some(dir.path()));
+        assert!(message.contains("and no file "), "{message}");
     }
 
     fn variable_static(name: &str) -> &'static str {

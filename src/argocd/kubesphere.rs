@@ -25,7 +25,7 @@ use super::image::ArgoImage;
 use super::settings::{Located, ManifestTarget, UpdateSettings};
 use super::spans::NodeId;
 use crate::diagnostic::{Diagnostic, Location};
-use crate::reflector::kubesphere::ImageEntry;
+use crate::reflector::kubesphere::{Engine, ImageEntry};
 
 /// The API group of KubeSphere's ImageUpdater.
 pub(crate) const GROUP: &str = crate::reflector::kubesphere::KUBESPHERE_GROUP;
@@ -98,45 +98,56 @@ pub(crate) fn read(
         t.text_value(n)
             .map(|v| Located::new(v.to_owned(), file.location(n)))
     });
-    // `FIELD.ALIAS` of a per-alias map, with its location.
-    let per_alias =
-        |field: &str, alias: &str| -> Result<Option<(Vec<String>, Location)>, Diagnostic> {
-            let Some(map) = argo.and_then(|a| t.get(a, field)) else {
-                return Ok(None);
-            };
-            if t.text_value(map).is_none() && !t.is_map(map) {
-                return Ok(None);
-            }
-            if !t.is_map(map) {
-                return Err(Diagnostic::error(format!(
-                    "{what}: spec.argocd.{field} is not a map of alias to value"
-                ))
-                .at(file.location(map)));
-            }
-            let Some(v) = t.get(map, alias) else {
-                return Ok(None);
-            };
-            let at = file.location(v);
-            if let Some(s) = t.text_value(v) {
-                return Ok(Some((vec![s.to_owned()], at)));
-            }
-            if t.is_seq(v) {
-                let items = t
-                    .items(v)
-                    .iter()
-                    .map(|i| {
-                        t.text_value(*i).map(str::to_owned).ok_or_else(|| {
-                            Diagnostic::error(format!(
-                                "{what}: spec.argocd.{field}.{alias} holds a non-string"
-                            ))
-                            .at(file.location(*i))
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                return Ok(Some((items, at)));
-            }
-            Ok(None)
+    // The entry's value of the per-alias map `FIELD` (under one of its setting keys), with its
+    // location.
+    let per_alias = |field: &str,
+                     entry: &ImageEntry|
+     -> Result<Option<(Vec<String>, Location)>, Diagnostic> {
+        let Some(map) = argo.and_then(|a| t.get(a, field)) else {
+            return Ok(None);
         };
+        if t.text_value(map).is_none() && !t.is_map(map) {
+            return Ok(None);
+        }
+        if !t.is_map(map) {
+            return Err(Diagnostic::error(format!(
+                "{what}: spec.argocd.{field} is not a map of alias to value"
+            ))
+            .at(file.location(map)));
+        }
+        let mut found = entry
+            .setting_keys()
+            .filter_map(|k| t.get(map, k).map(|v| (v, k)));
+        let Some((v, key)) = found.next() else {
+            return Ok(None);
+        };
+        if let Some((twice, other)) = found.next() {
+            return Err(Diagnostic::error(format!(
+                "{what}: spec.argocd.{field} gives the image's setting twice, under {key:?} and {other:?}; keep one"
+            ))
+            .at(file.location(twice)));
+        }
+        let at = file.location(v);
+        if let Some(s) = t.text_value(v) {
+            return Ok(Some((vec![s.to_owned()], at)));
+        }
+        if t.is_seq(v) {
+            let items = t
+                .items(v)
+                .iter()
+                .map(|i| {
+                    t.text_value(*i).map(str::to_owned).ok_or_else(|| {
+                        Diagnostic::error(format!(
+                            "{what}: spec.argocd.{field}.{key} holds a non-string"
+                        ))
+                        .at(file.location(*i))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Some((items, at)));
+        }
+        Ok(None)
+    };
     let mut images = Vec::new();
     let entries: Vec<NodeId> = t
         .at(node, &["spec", "images"])
@@ -158,7 +169,7 @@ pub(crate) fn read(
                 .push(Diagnostic::error(format!("{what}: spec.images holds a non-string")).at(at));
             continue;
         };
-        let entry = match ImageEntry::parse(text) {
+        let entry = match ImageEntry::parse(text, Engine::ArgoCd) {
             Ok(entry) => entry,
             Err(m) => {
                 errors.push(Diagnostic::error(format!("{what}: image {text:?}: {m}")).at(at));
@@ -168,7 +179,7 @@ pub(crate) fn read(
         let alias = entry.alias.clone();
         let mut settings = UpdateSettings::default();
         let mut one = |field: &str| -> Option<(Vec<String>, Location)> {
-            per_alias(field, &alias).unwrap_or_else(|d| {
+            per_alias(field, &entry).unwrap_or_else(|d| {
                 errors.push(d);
                 None
             })
@@ -203,7 +214,7 @@ pub(crate) fn read(
             constraint: entry.constraint,
             settings,
             target: ManifestTarget::default(),
-            verify: false,
+            verify: None,
             config: None,
             location: at,
         });
@@ -231,7 +242,7 @@ mod tests {
     use crate::policies::PolicyDocument;
     use crate::reflector::definitions;
 
-    const SEED: &str = "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: demo, namespace: demo}\nspec:\n  images:\n  - nginx:^0.1\n  - myalias=some/image\n  - edge=ghcr.io/acme/edge:stable\n  kind: argocd\n  argocd:\n    app: {name: demo, namespace: demo}\n    write: git\n    update-strategy: {nginx: semver, myalias: latest, edge: digest}\n    allow-tags: {nginx: any}\n    ignore-tags: {myalias: '*-dev, *-old', edge: [a, b]}\n    platforms: {nginx: linux/amd64}\n";
+    const SEED: &str = "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: demo, namespace: demo}\nspec:\n  images:\n  - nginx:^0.1\n  - myalias=some/image\n  - edge=ghcr.io/acme/edge:stable\n  - localhost:5000/acme/api:~1.2\n  - ghcr.io/acme/jobs\n  kind: argocd\n  argocd:\n    app: {name: demo, namespace: demo}\n    write: git\n    update-strategy: {nginx: semver, myalias: latest, edge: digest, ghcr.io/acme/jobs: latest}\n    allow-tags: {nginx: any, acme/api: 'regexp:^1'}\n    ignore-tags: {myalias: '*-dev, *-old', edge: [a, b]}\n    platforms: {nginx: linux/amd64}\n";
 
     /// The write-back side reads the same configuration, under the same keys, as the reflector's
     /// definitions (which fetch these images).
@@ -272,6 +283,15 @@ mod tests {
             .collect();
         let defs = definitions::collect(&docs).unwrap();
         assert_eq!(defs.len(), u.images.len());
+        // Images without an alias are keyed by their repository path, their settings found
+        // under it or under the image as written.
+        let aliases: Vec<&str> = u.images.iter().map(|i| i.alias.as_str()).collect();
+        assert_eq!(
+            aliases,
+            ["nginx", "myalias", "edge", "acme/api", "acme/jobs"]
+        );
+        assert!(u.images[3].settings.allow_tags.is_some());
+        assert!(u.images[4].settings.update_strategy.is_some());
         for image in &u.images {
             let def = defs
                 .iter()

@@ -634,7 +634,10 @@ fn resolve<'c>(
         }
     };
     let mut planned = Vec::new();
-    for spec in config.images.iter().filter(|i| !i.verify) {
+    // An image that must be signed is written back only with a fetched result, which the gate
+    // checked (`catalog::collect` warned about the others).
+    let verified = |i: &&ImageSpec| i.verify.is_none() || catalog.options.fetching;
+    for spec in config.images.iter().filter(verified) {
         let key = catalog.key_of(config, spec);
         let Some(image) = chosen(&key) else {
             warnings.push(

@@ -357,7 +357,7 @@ mod tests {
             constraint,
             settings: Default::default(),
             target,
-            verify: false,
+            verify: None,
             config: None,
             location: Location::new("a", None),
         }

@@ -402,6 +402,13 @@ pub(crate) struct ArgoArgs {
     /// Image Updater's default message.
     #[arg(long, value_name = "FILE", help_heading = "Argo CD")]
     pub argocd_commit_template: Option<PathBuf>,
+
+    /// Where Kubernetes Secrets are mounted, each at DIR/NAME (a Secret
+    /// volume): an ImageUpdater's imagesVerification.cosignKey {secretName,
+    /// key} is read from DIR/SECRETNAME/KEY when no Secret manifest in the
+    /// --policies files holds it. Needs --fetch.
+    #[arg(long, value_name = "DIR", help_heading = "Argo CD")]
+    pub secrets_dir: Option<PathBuf>,
 }
 
 /// A namespace flag ([`crate::operation::config::namespace`]), for clap.
@@ -410,16 +417,28 @@ pub(crate) fn parse_namespace(s: &str) -> Result<String, String> {
 }
 
 impl ArgoArgs {
-    /// Sets the Argo CD settings of `config`.
+    /// Sets the Argo CD settings of `config` (whose fetch settings are set
+    /// already).
     ///
     /// # Errors
-    /// An unreadable template file (or one over `limit`).
+    /// An unreadable template file (or one over `limit`); `--secrets-dir`
+    /// without `--fetch`.
     pub(crate) fn apply(&self, config: &mut UpdateConfig, limit: SizeLimit) -> Result<(), Error> {
         if let Some(namespace) = &self.argocd_namespace {
             config.argocd.controller_namespace.clone_from(namespace);
         }
         if let Some(file) = &self.argocd_commit_template {
             config.argocd.commit_template = Some(crate::input::read_text(file, limit)?);
+        }
+        if let Some(dir) = &self.secrets_dir {
+            // Only a fetched result is checked against the key it gives.
+            if config.fetch.is_none() {
+                return Err(Error::Usage(
+                    "--secrets-dir gives the keys fetched images are checked against: add --fetch"
+                        .to_owned(),
+                ));
+            }
+            config.argocd.secrets_dir = Some(dir.clone());
         }
         Ok(())
     }

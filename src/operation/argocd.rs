@@ -215,6 +215,7 @@ fn options(config: &UpdateConfig) -> CollectOptions {
     CollectOptions {
         controller_namespace: config.argocd.controller_namespace.clone(),
         git_scope: config.argocd.git_scope.clone(),
+        fetching: config.fetch.is_some(),
     }
 }
 
@@ -281,6 +282,7 @@ pub(super) fn collect_except<'a>(
 /// # Errors
 /// Pull secrets that cannot be had.
 pub(super) fn definitions(
+    config: &UpdateConfig,
     catalog: Option<&Catalog<'_>>,
     documents: &[PolicyDocument],
     names: &Names,
@@ -291,6 +293,7 @@ pub(super) fn definitions(
     crate::argocd::definitions::definitions(
         catalog,
         documents,
+        config.argocd.secrets_dir.as_deref(),
         &crate::argocd::definitions::ProcessEnvironment,
         names.root.as_ref().map(|r| r.path.as_path()),
     )
@@ -394,19 +397,38 @@ pub(super) fn plan_tree(
         regular,
         DirFiles::through(door, config.max_file_size),
     );
-    let wb = plan_with(catalog, table, &files, names)?;
+    let wb = plan_with(catalog, table, &outcome.fetched, &files, names)?;
     // Written where named: the sink resolves each file through the same door.
     absorb(config, catalog, wb, names, outcome, door.root())
 }
 
-/// Plan with the table's images; errors named for the user.
+/// Plan with the table's images; errors named for the user. An image that must be signed
+/// (`imagesVerification`) takes only a result fetched through the supply-chain gate (among
+/// `fetched`), never one supplied as a value, which nothing checked.
 pub(super) fn plan_with(
     catalog: &Catalog<'_>,
     table: &PolicyTable,
+    fetched: &[crate::reflector::Resolved],
     files: &dyn Files,
     names: &Names,
 ) -> Result<WriteBack, Error> {
-    let lookup = |k: &PolicyKey| table.latest(k).cloned();
+    let signed: HashSet<&PolicyKey> = catalog
+        .selections
+        .iter()
+        .filter(|s| s.verify.is_some())
+        .map(|s| &s.key)
+        .collect();
+    let gated: HashSet<&PolicyKey> = fetched
+        .iter()
+        .filter(|r| signed.contains(&r.key))
+        .map(|r| &r.key)
+        .collect();
+    let lookup = |k: &PolicyKey| {
+        if signed.contains(k) && !gated.contains(k) {
+            return None;
+        }
+        table.latest(k).cloned()
+    };
     plan::plan(catalog, &lookup, files).map_err(|errors| Error::invalid(names.fix(errors)))
 }
 
@@ -680,7 +702,7 @@ pub(super) fn plan_list(
         }
     }
     let files = plan::MemoryFiles(texts);
-    let wb = plan_with(catalog, table, &files, names)?;
+    let wb = plan_with(catalog, table, &outcome.fetched, &files, names)?;
     let by_key: HashMap<&str, &ListItem> = items.iter().map(|i| (i.key.as_str(), i)).collect();
     let marked: HashSet<String> = outcome.changes.iter().map(|c| c.file.clone()).collect();
     let mut diagnostics = names.fix(catalog.diagnostics.clone());

@@ -79,6 +79,11 @@ pub struct ArgoSettings {
     /// The repository and branch a Job writes: Applications that write back
     /// to git elsewhere are left alone.
     pub git_scope: Option<crate::argocd::catalog::GitScope>,
+    /// Where Kubernetes Secrets are mounted (`--secrets-dir`), each at
+    /// `DIR/NAME` with its keys as files: the ImageUpdater CRD's
+    /// `imagesVerification.cosignKey` is read from `DIR/NAME/KEY` when no
+    /// Secret manifest among the policy documents holds it.
+    pub secrets_dir: Option<PathBuf>,
 }
 
 impl Default for ArgoSettings {
@@ -87,6 +92,7 @@ impl Default for ArgoSettings {
             controller_namespace: DEFAULT_ARGOCD_NAMESPACE.to_owned(),
             commit_template: None,
             git_scope: None,
+            secrets_dir: None,
         }
     }
 }

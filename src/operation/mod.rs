@@ -29,7 +29,7 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::outcome::{Change, Outcome, Stats, StdoutOutput, TreeRoot};
 use crate::policies::{PolicyDocument, PolicyKey, PolicyTable};
-use crate::reflector::{emit, may_define};
+use crate::reflector::{emit, may_define, may_define_item};
 use crate::render::report::Report;
 use crate::sink::door::Door;
 use crate::sink::{self, dir::FileWrite};
@@ -156,7 +156,7 @@ pub(crate) fn run_then(
             argo_base = Some(base);
         }
         Input::ResourceList { text, layout, .. } => {
-            documents.extend(list_documents(text, layout)?);
+            documents.extend(list_documents(text, layout, config.fetch.is_some())?);
             list_items = argocd::list_items(text, layout, &mut argo);
             for file in argo_policy_files {
                 argo.add_policy(file);
@@ -186,7 +186,7 @@ pub(crate) fn run_then(
     } else {
         None
     };
-    let argo_definitions = argocd::definitions(early_catalog.as_ref(), &documents, &names)?;
+    let argo_definitions = argocd::definitions(config, early_catalog.as_ref(), &documents, &names)?;
     let gathered = policies::gather(config, &documents, argo_definitions)?;
     let mut diagnostics = gathered.notes;
     diagnostics.extend(early);
@@ -469,12 +469,22 @@ fn check_item_paths(base: &str, scan: &Scan) -> Result<(), Error> {
 }
 
 /// The items of a ResourceList that may hold ImagePolicies, definitions or
-/// the Secrets they name (screened by substring, then parsed).
-fn list_documents(text: &str, layout: &ListLayout) -> Result<Vec<PolicyDocument>, Error> {
+/// the Secrets they name (screened by substring, then parsed); every Secret
+/// only when `fetching` (a fetched definition may name any).
+fn list_documents(
+    text: &str,
+    layout: &ListLayout,
+    fetching: bool,
+) -> Result<Vec<PolicyDocument>, Error> {
+    let screen = if fetching {
+        may_define_item
+    } else {
+        may_define
+    };
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for (i, item) in layout.items.as_deref().unwrap_or(&[]).iter().enumerate() {
-        if !text.get(item.range.clone()).is_some_and(may_define) {
+        if !text.get(item.range.clone()).is_some_and(screen) {
             continue;
         }
         match parse_node(text, item) {

@@ -96,10 +96,11 @@ pub(super) fn gather(
                         definitions.push(d);
                     }
                 }
-                for d in definitions {
+                for mut d in definitions {
                     if let Some(why) = config.scope.excludes(&d.key, &d.labels) {
                         g.table.exclude(d.key.clone(), &why);
                     } else {
+                        g.notes.append(&mut d.notes);
                         g.definitions.push(d);
                     }
                 }

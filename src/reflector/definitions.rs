@@ -49,6 +49,26 @@ pub(crate) fn may_define(text: &str) -> bool {
     SCREEN.iter().any(|s| text.contains(s))
 }
 
+/// Whether the text of one object of a ResourceList (valid YAML already) may be a definition or
+/// a Secret of any type: a package's Secret may hold the key an Argo CD ImageUpdater's
+/// `imagesVerification.cosignKey` names. A tree's files are not screened so: a chart's templated
+/// Secret is no YAML, and would only be a warning.
+#[must_use]
+pub(crate) fn may_define_item(text: &str) -> bool {
+    may_define(text)
+        || text.lines().any(|line| {
+            // `kind: Secret`, as an item's first line (`- kind: Secret`) too; a nested `kind`
+            // only has one more object parsed.
+            let line = line.trim();
+            line.strip_prefix("- ")
+                .unwrap_or(line)
+                .trim_start()
+                .strip_prefix("kind:")
+                .map(|k| k.trim().trim_matches(['"', '\'']))
+                == Some("Secret")
+        })
+}
+
 /// A problem with a definition: a message and the field it is about (a
 /// JSON pointer relative to the object; `""` is the object itself).
 #[derive(Debug)]
@@ -166,6 +186,9 @@ pub struct Definition {
     pub kind: Kind,
     /// The supply-chain gate settings of the definition (minimum age, alias).
     pub gate: GateConfig,
+    /// Warnings about the definition, told once per run that fetches it (a
+    /// constraint another setting overrides), each at its field.
+    pub notes: Vec<Diagnostic>,
 }
 
 /// The prefix of a Flux ImagePolicy's annotations for the supply-chain
@@ -686,6 +709,7 @@ fn flux_policy(
         kind: Kind::FluxPolicy {
             object: value.clone(),
         },
+        notes: Vec::new(),
     })
 }
 
@@ -1051,25 +1075,72 @@ status: {latestRef: {name: a, tag: '1'}}
     }
 
     #[test]
+    fn package_secrets_are_screened_in() {
+        for item in [
+            "- apiVersion: v1\n  kind: Secret\n  metadata: {name: k}\n",
+            "- kind: \"Secret\"\n  apiVersion: v1\n",
+            "apiVersion: v1\nkind: 'Secret'\n",
+        ] {
+            assert!(may_define_item(item), "{item}");
+            assert!(!may_define(item), "{item}");
+        }
+        for item in [
+            "- apiVersion: v1\n  kind: ConfigMap\n",
+            "kind: SecretStore\n",
+            "spec: {imagePullSecrets: [{name: Secret}]}\n",
+        ] {
+            assert!(!may_define_item(item), "{item}");
+        }
+    }
+
+    #[test]
     fn image_entries() {
-        let e = ImageEntry::parse("nginx:^0.1").unwrap();
-        assert_eq!((e.alias.as_str(), e.image.as_str()), ("nginx", "nginx"));
-        assert_eq!(e.constraint.as_deref(), Some("^0.1"));
-        let e = ImageEntry::parse("myalias=some/image").unwrap();
+        use crate::reflector::kubesphere::Engine::{ArgoCd, FluxCd};
+        for engine in [ArgoCd, FluxCd] {
+            let e = ImageEntry::parse("nginx:^0.1", engine).unwrap();
+            assert_eq!((e.alias.as_str(), e.image.as_str()), ("nginx", "nginx"));
+            assert_eq!(e.constraint.as_deref(), Some("^0.1"));
+            assert!(!e.aliased);
+            let e = ImageEntry::parse("myalias=some/image", engine).unwrap();
+            assert_eq!(
+                (e.alias.as_str(), e.image.as_str()),
+                ("myalias", "some/image")
+            );
+            assert_eq!(e.constraint, None);
+            assert_eq!(e.setting_keys().collect::<Vec<_>>(), ["myalias"]);
+            let e = ImageEntry::parse("web=localhost:5000/team/web:>=1.0 <2", engine).unwrap();
+            assert_eq!(e.image, "localhost:5000/team/web");
+            assert_eq!(e.constraint.as_deref(), Some(">=1.0 <2"));
+            assert!(ImageEntry::parse("a=", engine).is_err());
+            assert!(
+                ImageEntry::parse("a:b=ghcr.io/acme/web", engine)
+                    .unwrap_err()
+                    .contains("the alias \"a:b\" cannot name a policy")
+            );
+        }
+        // Without an alias, an argocd updater's image is named as Argo CD Image Updater names
+        // it, by its repository path without the registry, whatever the registry's port.
+        let e = ImageEntry::parse("localhost:5000/team/web:~1.2", ArgoCd).unwrap();
         assert_eq!(
             (e.alias.as_str(), e.image.as_str()),
-            ("myalias", "some/image")
+            ("team/web", "localhost:5000/team/web")
         );
-        assert_eq!(e.constraint, None);
-        let e = ImageEntry::parse("web=localhost:5000/team/web:>=1.0 <2").unwrap();
-        assert_eq!(e.image, "localhost:5000/team/web");
-        assert_eq!(e.constraint.as_deref(), Some(">=1.0 <2"));
+        assert_eq!(
+            e.setting_keys().collect::<Vec<_>>(),
+            ["team/web", "localhost:5000/team/web"]
+        );
+        let e = ImageEntry::parse("docker.io/library/nginx", ArgoCd).unwrap();
+        assert_eq!(e.alias, "nginx");
+        // A fluxcd updater's images are marker names: the image as written, which then cannot
+        // hold a registry's port.
+        let e = ImageEntry::parse("ghcr.io/acme/web", FluxCd).unwrap();
+        assert_eq!(e.alias, "ghcr.io/acme/web");
+        assert_eq!(e.setting_keys().collect::<Vec<_>>(), ["ghcr.io/acme/web"]);
         assert!(
-            ImageEntry::parse("localhost:5000/team/web")
+            ImageEntry::parse("localhost:5000/team/web", FluxCd)
                 .unwrap_err()
                 .contains("write ALIAS=IMAGE")
         );
-        assert!(ImageEntry::parse("a=").is_err());
     }
 
     #[test]
@@ -1146,6 +1217,121 @@ spec:
             errors[1].contains("needs the tag to follow"),
             "{}",
             errors[1]
+        );
+    }
+
+    /// A constraint another setting overrides is not applied silently: the definition carries a
+    /// warning at the image entry naming both and the one that governs.
+    #[test]
+    fn overridden_constraints_are_warned_at_the_entry() {
+        let text = r"
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: flux, namespace: demo}
+spec:
+  kind: fluxcd
+  images:
+  - nginx:^0.1
+  - same=ghcr.io/a/same:5.0.x
+  - free=ghcr.io/a/free
+  fluxcd:
+    policy: {semver: {range: 5.0.x}}
+---
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: argo, namespace: demo}
+spec:
+  kind: argocd
+  images:
+  - nb=ghcr.io/a/nb:~1.2
+  - name=ghcr.io/a/name:^2
+  - ver=ghcr.io/a/ver:~1.2
+  - pin=ghcr.io/a/pin:stable
+  - ghcr.io/a/plain:^3
+  argocd:
+    update-strategy: {nb: latest, name: alphabetical, ver: semver, pin: digest, ghcr.io/a/plain: newest-build}
+";
+        let defs = collect(&docs(text)).unwrap();
+        let notes = |k: &str| -> Vec<String> {
+            defs.iter()
+                .find(|d| d.key.to_string() == k)
+                .unwrap()
+                .notes
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            notes("demo:nginx"),
+            [
+                "defs.yaml:8:5: warning: ImageUpdater demo/flux: image \"nginx:^0.1\": its constraint ^0.1 is not applied: spec.fluxcd.policy (semver range 5.0.x) governs every image of a fluxcd updater, as the policy of the Flux ImagePolicy the image stands for, so it may choose a version the constraint excludes; remove one of the two, or give the image an updater of its own"
+            ]
+        );
+        assert_eq!(
+            by_key(&defs, "demo:nginx").config.strategy,
+            Strategy::SemVer {
+                range: "5.0.x".into()
+            }
+        );
+        for quiet in ["demo:same", "demo:free", "demo:ver", "demo:pin"] {
+            assert_eq!(notes(quiet), Vec::<String>::new(), "{quiet}");
+        }
+        assert_eq!(
+            notes("demo:nb"),
+            [
+                "defs.yaml:20:5: warning: ImageUpdater demo/argo: image \"nb=ghcr.io/a/nb:~1.2\": its constraint ~1.2 is not applied: spec.argocd.update-strategy.nb (latest) governs, and a newest-build strategy reads no constraint (as in Argo CD Image Updater), so it may choose a version the constraint excludes; remove the constraint, or filter the tags with allow-tags"
+            ]
+        );
+        assert!(
+            notes("demo:name")[0]
+                .contains("spec.argocd.update-strategy.name (alphabetical) governs")
+        );
+        // Found under the image as written, keyed by its repository path.
+        assert!(notes("demo:a/plain")[0].contains(
+            "its constraint ^3 is not applied: spec.argocd.update-strategy.ghcr.io/a/plain (newest-build) governs"
+        ));
+    }
+
+    fn by_key<'d>(defs: &'d [Definition], key: &str) -> &'d Definition {
+        defs.iter().find(|d| d.key.to_string() == key).unwrap()
+    }
+
+    /// An argocd updater's image without an alias is keyed by its repository path; its
+    /// settings may be written under that name or the image as written, not both.
+    #[test]
+    fn an_image_without_an_alias_is_keyed_as_argo_names_it() {
+        let text = r"
+apiVersion: gitops.kubesphere.io/v1alpha1
+kind: ImageUpdater
+metadata: {name: demo, namespace: demo}
+spec:
+  images: ['localhost:5000/team/web:~1.2', 'ghcr.io/acme/api']
+  argocd:
+    ignore-tags: {team/web: '*-rc', ghcr.io/acme/api: '*-dev'}
+";
+        let defs = collect(&docs(text)).unwrap();
+        let web = by_key(&defs, "demo:team/web");
+        assert_eq!(web.image, "localhost:5000/team/web");
+        assert_eq!(web.config.ignore_tags, ["*-rc"]);
+        assert_eq!(by_key(&defs, "demo:acme/api").config.ignore_tags, ["*-dev"]);
+        let twice = text.replace(
+            "ghcr.io/acme/api: '*-dev'}",
+            "ghcr.io/acme/api: '*-dev', acme/api: x}",
+        );
+        let found = errors(&twice);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(
+            found[0].contains("spec.argocd.ignore-tags gives the image's setting twice, under \"acme/api\" and \"ghcr.io/acme/api\""),
+            "{}",
+            found[0]
+        );
+        // A fluxcd updater names markers: an image with a port needs an alias.
+        let flux = "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: f}\nspec:\n  kind: fluxcd\n  images: ['localhost:5000/team/web']\n";
+        let flux_errors = errors(flux);
+        assert!(
+            flux_errors[0].starts_with("defs.yaml:6:12: error: ImageUpdater default/f: image \"localhost:5000/team/web\": \"localhost:5000/team/web\": a fluxcd updater's images are the policies of $imagepolicy markers"),
+            "{}",
+            flux_errors[0]
         );
     }
 

@@ -21,5 +21,5 @@ pub(crate) mod kubesphere;
 pub(crate) mod selection;
 pub(crate) mod verdicts;
 
-pub(crate) use definitions::{Definition, collect, may_define};
+pub(crate) use definitions::{Definition, collect, may_define, may_define_item};
 pub(crate) use fetch::{Resolved, resolve};

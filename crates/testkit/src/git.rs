@@ -45,6 +45,12 @@ pub const SECRETS: [&str; 5] = [
 ];
 
 const HTTP_BACKEND: &str = "/usr/lib/git-core/git-http-backend";
+/// The owner whose repositories the HTTP servers also serve at a forge's paths:
+/// `/acme/NAME` is `repos/acme/NAME.git` (as `https://github.com/acme/NAME` through
+/// [`crate::proxy`]), with the users of [`Env::hosted_users`].
+pub const HOSTED_OWNER: &str = "acme";
+/// The users file of [`HOSTED_OWNER`]'s paths, below the bed's root.
+const HOSTED_USERS: &str = "users-hosted";
 const MOD_OPENSSL: &str = "/usr/lib/lighttpd/mod_openssl.so";
 
 /// What a trial returns.
@@ -266,6 +272,13 @@ impl Env {
             Need::Ssh => self.ssh.as_ref().err().cloned(),
             Need::Gpg => self.gpg.as_ref().err().cloned(),
         })
+    }
+
+    /// The Basic auth users (`user:password` lines) of [`HOSTED_OWNER`]'s paths, which a test
+    /// may rewrite (lighttpd reads it at every request); at first the same as `/git/`'s.
+    #[must_use]
+    pub fn hosted_users(&self) -> PathBuf {
+        self.root.join(HOSTED_USERS)
     }
 
     /// lighttpd's port (0 when it did not start).
@@ -526,11 +539,9 @@ fn start_http(
     } else {
         "lighttpd"
     };
-    fs::write(
-        root.join("users"),
-        format!("{HTTP_USER}:{HTTP_PASSWORD}\nx-access-token:{INSTALLATION_TOKEN}\n"),
-    )
-    .map_err(|e| e.to_string())?;
+    let users = format!("{HTTP_USER}:{HTTP_PASSWORD}\nx-access-token:{INSTALLATION_TOKEN}\n");
+    fs::write(root.join("users"), &users).map_err(|e| e.to_string())?;
+    fs::write(root.join(HOSTED_USERS), &users).map_err(|e| e.to_string())?;
     let tls_config = match tls {
         Some(ca) => {
             let cert = root.join("https-cert.pem");
@@ -547,20 +558,24 @@ fn start_http(
         None => String::new(),
     };
     let config = format!(
-        r#"server.modules = ("mod_alias", "mod_setenv", "mod_auth", "mod_authn_file", "mod_cgi", "mod_redirect")
+        r#"server.modules = ("mod_alias", "mod_setenv", "mod_auth", "mod_authn_file", "mod_cgi", "mod_redirect", "mod_rewrite")
 {tls_config}server.document-root = "{root}/www"
 server.bind = "127.0.0.1"
 server.port = {port}
 server.errorlog = "{root}/{name}-error.log"
 server.stream-request-body = 0
-alias.url = ( "/git/" => "{HTTP_BACKEND}/" )
+alias.url = ( "/git/" => "{HTTP_BACKEND}/", "/hosted/" => "{HTTP_BACKEND}/" )
 url.redirect = ( "^/moved/(.*)$" => "/git/$1" )
-$HTTP["url"] =~ "^/git/" {{
+url.rewrite-once = ( "^/({HOSTED_OWNER}/.*)$" => "/hosted/$1" )
+$HTTP["url"] =~ "^/(git|hosted)/" {{
   cgi.assign = ( "" => "" )
   setenv.set-environment = ( "GIT_PROJECT_ROOT" => "{root}/repos", "GIT_HTTP_EXPORT_ALL" => "1" )
   auth.backend = "plain"
   auth.backend.plain.userfile = "{root}/users"
   auth.require = ( "" => ( "method" => "basic", "realm" => "git", "require" => "valid-user" ) )
+}}
+$HTTP["url"] =~ "^/hosted/" {{
+  auth.backend.plain.userfile = "{root}/{HOSTED_USERS}"
 }}
 "#,
         root = root.display()

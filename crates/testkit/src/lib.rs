@@ -18,6 +18,8 @@
 //!   forwarder.
 //! * [`sigstore`]: signing images as cosign does (keys, a test Fulcio and
 //!   transparency log minted per run) and pushing the signatures.
+//! * [`proxy`]: an HTTPS proxy that answers for real host names (`ghcr.io`, `github.com`) with
+//!   the servers above, so that documented commands run as written.
 //! * [`git`]: lighttpd + `git-http-backend` with Basic auth, sshd with keys, GnuPG keys, and
 //!   bare repositories to clone from and push to.
 #![allow(
@@ -35,6 +37,7 @@ pub mod git;
 pub mod golden;
 pub mod kube;
 pub mod openapi;
+pub mod proxy;
 pub mod registry;
 pub mod scratch;
 pub mod sigstore;
