@@ -297,16 +297,25 @@ fn annotated(objects: Vec<Value>, path: &str) -> Vec<Value> {
                 format!("{path}/{namespace}/{workload}.yaml")
             };
             let index = counts.entry(file.clone()).or_default();
-            let annotations = serde_json::json!({
-                GENERATED_BY: "deploy",
-                "config.kubernetes.io/path": file,
-                "internal.config.kubernetes.io/path": file,
-                "config.kubernetes.io/index": index.to_string(),
-                "internal.config.kubernetes.io/index": index.to_string(),
-            });
+            let ours = [
+                (GENERATED_BY, "deploy".to_owned()),
+                ("config.kubernetes.io/path", file.clone()),
+                ("internal.config.kubernetes.io/path", file),
+                ("config.kubernetes.io/index", index.to_string()),
+                ("internal.config.kubernetes.io/index", index.to_string()),
+            ];
             *index += 1;
+            // Added to the object's own annotations (a ServiceAccount's
+            // cloud identity), which stay.
             if let Some(metadata) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-                metadata.insert("annotations".to_owned(), annotations);
+                let annotations = metadata
+                    .entry("annotations")
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Some(annotations) = annotations.as_object_mut() {
+                    for (key, value) in ours {
+                        annotations.insert(key.to_owned(), Value::from(value));
+                    }
+                }
             }
             o
         })
