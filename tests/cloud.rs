@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use image_update_testkit::cloud::{
-    ConnectProxy, MOTO_ACCOUNT, MOTO_BIN, Moto, forwarder, moto_ecr_password,
+    ConnectProxy, EcrBed, MOTO_ACCOUNT, MOTO_BIN, Moto, isolate, moto_ecr_password,
 };
 use image_update_testkit::registry::{
     Auth, FakeServer, ImageSpec, Recorded, Registry, Reply, TestCa,
@@ -22,7 +22,6 @@ use image_update_testkit::{self as testkit, trial};
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
 const ECR: &str = "123456789012.dkr.ecr.eu-west-1.amazonaws.com";
 const GAR: &str = "europe-west4-docker.pkg.dev";
-const TARGET: &str = "AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken";
 
 /// The binary, isolated from the user's credentials and cloud identity.
 fn cmd(home: &Path) -> Command {
@@ -32,17 +31,7 @@ fn cmd(home: &Path) -> Command {
         .env_remove("REGISTRY_AUTH_FILE")
         .env_remove("RUST_LOG")
         .env("NO_COLOR", "1");
-    for (k, _) in std::env::vars() {
-        if ["AWS_", "AZURE_", "GOOGLE_", "GCE_"]
-            .iter()
-            .any(|p| k.starts_with(p))
-            || k.to_ascii_lowercase().ends_with("_proxy")
-        {
-            c.env_remove(k);
-        }
-    }
-    // Off any machine's own metadata service.
-    c.env("AWS_EC2_METADATA_DISABLED", "true");
+    isolate(&mut c);
     c
 }
 
@@ -99,30 +88,17 @@ fn tree(dir: &Path, names: &[&str], host: &str, provider: &str) -> (PathBuf, Pat
     (root, file)
 }
 
-fn ecr_calls(front: &FakeServer) -> usize {
-    front.count(|r: &Recorded| r.header("x-amz-target") == Some(TARGET))
-}
-
 /// `update --fetch` over a tree of ImageRepositories with `provider: aws`,
 /// nothing but the keys in the environment: the registry is reached under
 /// its ECR name through `HTTPS_PROXY` with TLS (the test CA in
 /// `SSL_CERT_FILE`), moto signs the password off, one login for all.
 fn update_fetch_provider_aws_over_tls() {
-    let moto = Moto::start();
-    let (id, secret) = moto.user("puller", &["ecr:GetAuthorizationToken"]);
-    moto.require_auth(0);
-    let front = forwarder(&format!("127.0.0.1:{}", moto.port));
     let ca = TestCa::for_names(&[ECR, "127.0.0.1"]);
-    let reg = Registry::start_with(
-        Auth::Htpasswd {
-            user: "AWS".to_owned(),
-            password: moto_ecr_password(MOTO_ACCOUNT),
-        },
-        Some(&ca),
-    );
+    let bed = EcrBed::start(Some(&ca));
+    let (front, id, secret, reg) = (&bed.front, &bed.id, &bed.secret, &bed.registry);
     let names = ["web", "api", "worker"];
     for n in names {
-        push(&reg, &format!("team/{n}"), &["1.0.0", "1.4.0", "2.0.0"]);
+        push(reg, &format!("team/{n}"), &["1.0.0", "1.4.0", "2.0.0"]);
     }
     let proxy = ConnectProxy::start(&[(ECR, reg.authority())]);
     let dir = tempfile::tempdir().unwrap();
@@ -134,15 +110,15 @@ fn update_fetch_provider_aws_over_tls() {
         .env("HTTPS_PROXY", proxy.url())
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("SSL_CERT_FILE", &ca_file)
-        .env("AWS_ACCESS_KEY_ID", &id)
-        .env("AWS_SECRET_ACCESS_KEY", &secret)
+        .env("AWS_ACCESS_KEY_ID", id)
+        .env("AWS_SECRET_ACCESS_KEY", secret)
         .env("AWS_ENDPOINT_URL_ECR", front.url("")));
     assert!(out.status.success(), "{}", stderr(&out));
     let text = fs_err::read_to_string(&file).unwrap();
     for n in names {
         assert!(text.contains(&format!("{ECR}/team/{n}:1.4.0 #")), "{text}");
     }
-    assert_eq!(ecr_calls(&front), 1);
+    assert_eq!(bed.logins(), 1);
     assert!(proxy.connects().iter().all(|c| c == &format!("{ECR}:443")));
     // The same definitions with provider: generic get no login (no guessing from the host).
     let (root, _) = tree(&dir.path().join("generic"), &names, ECR, "generic");
@@ -152,12 +128,12 @@ fn update_fetch_provider_aws_over_tls() {
         .env("HTTPS_PROXY", proxy.url())
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("SSL_CERT_FILE", &ca_file)
-        .env("AWS_ACCESS_KEY_ID", &id)
-        .env("AWS_SECRET_ACCESS_KEY", &secret)
+        .env("AWS_ACCESS_KEY_ID", id)
+        .env("AWS_SECRET_ACCESS_KEY", secret)
         .env("AWS_ENDPOINT_URL_ECR", front.url("")));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("401"), "{}", stderr(&out));
-    assert_eq!(ecr_calls(&front), 1);
+    assert_eq!(bed.logins(), 1);
 }
 
 /// moto, a registry (plain HTTP) accepting moto's ECR password with

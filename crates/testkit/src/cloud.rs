@@ -382,3 +382,67 @@ pub fn forwarder_with(
         }
     })
 }
+
+/// The `X-Amz-Target` of ECR's `GetAuthorizationToken`.
+pub const ECR_LOGIN_TARGET: &str = "AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken";
+
+/// Remove from `command` the variables of the clouds' identities (`AWS_*`,
+/// `AZURE_*`, `GOOGLE_*`, `GCE_*`) and the proxies, which a trial must not
+/// take from the machine it runs on, and keep it off any instance
+/// metadata service (`AWS_EC2_METADATA_DISABLED`).
+pub fn isolate(command: &mut Command) {
+    for (k, _) in std::env::vars() {
+        if ["AWS_", "AZURE_", "GOOGLE_", "GCE_"]
+            .iter()
+            .any(|p| k.starts_with(p))
+            || k.to_ascii_lowercase().ends_with("_proxy")
+        {
+            command.env_remove(k);
+        }
+    }
+    command.env("AWS_EC2_METADATA_DISABLED", "true");
+}
+
+/// A real ECR login: moto checking every signature, a user allowed
+/// `ecr:GetAuthorizationToken` (`id`, `secret`), a counting [`forwarder`]
+/// in front of moto (`front`, for `AWS_ENDPOINT_URL_ECR`), and a real
+/// registry (TLS with `ca`) that accepts only the password moto's ECR
+/// hands out.
+pub struct EcrBed {
+    pub moto: Moto,
+    pub front: FakeServer,
+    pub id: String,
+    pub secret: String,
+    pub registry: crate::registry::Registry,
+}
+
+impl EcrBed {
+    /// Start it (in a trial that needs `docker-registry` and [`MOTO_BIN`]).
+    pub fn start(ca: Option<&crate::registry::TestCa>) -> Self {
+        let moto = Moto::start();
+        let (id, secret) = moto.user("puller", &["ecr:GetAuthorizationToken"]);
+        moto.require_auth(0);
+        let front = forwarder(&format!("127.0.0.1:{}", moto.port));
+        let registry = crate::registry::Registry::start_with(
+            crate::registry::Auth::Htpasswd {
+                user: "AWS".to_owned(),
+                password: moto_ecr_password(MOTO_ACCOUNT),
+            },
+            ca,
+        );
+        Self {
+            moto,
+            front,
+            id,
+            secret,
+            registry,
+        }
+    }
+
+    /// How many `GetAuthorizationToken` calls reached moto.
+    pub fn logins(&self) -> usize {
+        self.front.count(|r: &crate::registry::Recorded| {
+            r.header("x-amz-target") == Some(ECR_LOGIN_TARGET)
+        })
+    }
+}
