@@ -1182,7 +1182,7 @@ fn real_acr_with_the_exchanged_refresh_token() {
 }
 
 fn main() {
-    let moto = &["docker-registry", MOTO_BIN][1..];
+    let moto: &[&str] = &[MOTO_BIN];
     let both = &["docker-registry", MOTO_BIN];
     let registry = &["docker-registry"];
     testkit::run(vec![
