@@ -367,7 +367,9 @@ fn argocd() -> Result<(), Failed> {
     // The Application of another repository: a warning naming it, its repoURL and the clone's.
     let warnings = &ran.stderr;
     ensure(
-        warnings.contains("legacy") && warnings.contains("https://github.com/acme/legacy"),
+        // At the file's path in the repository, not in the run's temporary work tree.
+        warnings.contains("\nargocd/legacy.yaml:12:14: warning: Application argocd/legacy")
+            && warnings.contains("https://github.com/acme/legacy"),
         || {
             format!(
                 "no warning about Application argocd/legacy: {warnings}\n{}",
@@ -467,15 +469,17 @@ fn kubesphere() -> Result<(), Failed> {
         format!("update --automation --dry-run shows no change to 2.4.1:\n{preview}")
     })?;
 
-    // job: the fluxcd automation and the argocd write-back, both from the repository.
-    let work = bed.dir("kubesphere-job")?;
+    // job: the fluxcd automation and the argocd write-back, both from the repository; the
+    // argocd updater named with --policies too (its Application only in the clone).
     twice(&bed, "pushed", |_| {
         bed.image_update(
-            &work,
+            &clone,
             &[
                 "job",
                 "--url",
                 "https://github.com/acme/fleet",
+                "--policies",
+                "argocd/imageupdater.yaml",
                 "--fetch",
                 "--author-name",
                 "fluxbot",

@@ -68,6 +68,9 @@ pub struct GitScope {
     pub branch: Option<String>,
     /// The branch is the remote's default branch.
     pub default_branch: bool,
+    /// The Applications push to their own branches (no `--push-branch` or `--pull-request` sends
+    /// every change to one): a run writes back the Applications of one branch.
+    pub own_branches: bool,
 }
 
 impl GitScope {

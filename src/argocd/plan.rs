@@ -353,7 +353,11 @@ pub fn plan(
     // leaves the others for the next run, with a warning, so that every run makes progress.
     if errors.is_empty()
         && file_errors.is_empty()
-        && catalog.options.git_scope.is_some()
+        && catalog
+            .options
+            .git_scope
+            .as_ref()
+            .is_some_and(|s| s.own_branches)
         && let Some((keep, left)) = first_push_branch(&apps)
     {
         warnings.extend(left.iter().map(|(a, branch)| {

@@ -703,6 +703,7 @@ fn run_in(
         &url,
         checkout.checkout_branch(),
         reference == CheckoutRef::DefaultBranch,
+        config.push.branch.is_none() && config.pull_request.is_none(),
     );
     let work_tree = checkout.work_dir().to_owned();
     let outcome = operation::run(&update, Input::Tree(&work_tree))
