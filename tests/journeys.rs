@@ -524,5 +524,14 @@ fn kubesphere() -> Result<(), Failed> {
     ensure(web.contains("ghcr.io/acme/web:2.4.1"), || {
         format!("web.yaml:\n{web}")
     })?;
+    // The argocd updater's write-back (argocd/shop.yaml) is outside the automation's update path:
+    // not written, and not in the commit message.
+    let message = bed.world.git(&["log", "-1", "--format=%B", "main"])?;
+    ensure(!message.contains("shop"), || {
+        format!("the commit message names Application shop, which was not written:\n{message}")
+    })?;
+    ensure(bed.file("argocd/shop.yaml")?.contains("api:1.0.0"), || {
+        "argocd/shop.yaml was written".to_owned()
+    })?;
     Ok(())
 }

@@ -429,13 +429,14 @@ fn plan_files(
     (out_files, apps, errors)
 }
 
+/// An Application left for the next run, and the branch it pushes to (`None`: its base branch).
+type LeftApp<'a> = (&'a AppPlan, Option<String>);
+
 /// When the Applications of `apps` that changed and write back to git push to more than one
 /// branch: the branch this run pushes (`None`: the base branch, chosen first; else the first by
 /// name), and the Applications left, each with its branch.
-fn first_push_branch(
-    apps: &[AppPlan],
-) -> Option<(Option<String>, Vec<(&AppPlan, Option<String>)>)> {
-    let changed: Vec<(&AppPlan, Option<String>)> = apps
+fn first_push_branch(apps: &[AppPlan]) -> Option<(Option<String>, Vec<LeftApp<'_>>)> {
+    let changed: Vec<LeftApp<'_>> = apps
         .iter()
         .filter(|a| !a.images.is_empty())
         .filter_map(|a| a.git.as_ref().map(|g| (a, g.push.clone())))
