@@ -257,6 +257,7 @@ pub(super) fn collect<'a>(
 ///
 /// # Errors
 /// As [`collect`].
+#[cfg(feature = "job")]
 pub(super) fn collect_part<'a>(
     config: &UpdateConfig,
     files: &[&'a [ArgoFile]],
