@@ -20,6 +20,12 @@
 //!     Markdown file it reads); ignored here with that name.
 //!   - `sandbox: NAME`: the working directory is a copy of `testdata/docs/NAME/` (a user's
 //!     repository) instead of the checkout's `examples/`, `testdata/demo/` and `deploy/`.
+//!   - `journey: NAME` (optionally followed by `skip: REASON`): a step of the journey NAME. The
+//!     journey's steps in one document run in order, as one trial, in one sandbox as in one
+//!     terminal (the working directory and exported variables carry over), from an empty
+//!     working directory, with `github.com/acme/fleet` seeded from `testdata/journeys/NAME/`; a
+//!     step with a reason is not run, and its `kubectl apply -f FILE` files are validated where
+//!     the journey stands. The user's git has an identity and the token in its credential store.
 //!
 //! GitHub shows only the language; the attribute is for this test.
 //!
