@@ -533,6 +533,22 @@ mod tests {
     }
 
     #[test]
+    fn credentials_from_the_environment_or_ssh_key_make_the_secret_optional() {
+        assert!(!git_credentials_given(false, &Vars::default()));
+        assert!(!git_credentials_given(
+            false,
+            &vars(&[("IMAGE_UPDATE_GIT_USERNAME", "flux")])
+        ));
+        assert!(git_credentials_given(true, &Vars::default()));
+        for variable in GIT_CREDENTIAL_VARIABLES {
+            assert!(
+                git_credentials_given(false, &vars(&[(variable, "x")])),
+                "{variable}"
+            );
+        }
+    }
+
+    #[test]
     fn a_secret_bearer_token_wins_over_its_password() {
         let dir = tempfile::tempdir().unwrap();
         let secrets = secret(dir.path(), &[("bearerToken", "bt"), ("password", "pw")]);
