@@ -292,9 +292,13 @@ fn flux() -> Result<(), Failed> {
     ensure(forge.violations().is_empty(), || {
         format!("{:?}", forge.violations())
     })?;
+    // The request's page under the name users see (the fake forge names pages as github.com).
+    let request = &ran.status["pullRequest"];
     ensure(
-        ran.status["pullRequest"].is_object() || ran.stderr.contains("pull"),
-        || format!("the status names no request: {:#}", ran.status),
+        request["action"] == "created"
+            && request["url"] == "https://github.com/acme/fleet/pull/1"
+            && request["head"] == head.as_str(),
+        || format!("the status's pullRequest: {request:#}"),
     )?;
     Ok(())
 }
@@ -345,6 +349,9 @@ fn argocd() -> Result<(), Failed> {
     let kustomization = bed.file("apps/web/kustomization.yaml")?;
     ensure(kustomization.contains("2.4.1"), || {
         format!("apps/web/kustomization.yaml:\n{kustomization}")
+    })?;
+    ensure(ran.status["pullRequest"]["action"] == "created", || {
+        format!("the status's pullRequest: {:#}", ran.status["pullRequest"])
     })?;
     // The ImageUpdater CR's Helm write-back, in a pull request.
     let pulls = forge.pulls();
