@@ -85,6 +85,11 @@ fn main() {
             flux_objects_over_http_signed,
         ),
         env.trial(
+            "flux_objects_with_credentials_from_the_environment",
+            HTTP_GPG,
+            flux_objects_with_credentials_from_the_environment,
+        ),
+        env.trial(
             "flux_objects_over_ssh_semver",
             SSH,
             flux_objects_over_ssh_semver,
@@ -908,6 +913,63 @@ fn flux_objects_over_http_signed(env: &Env) -> TestResult {
         String::from_utf8_lossy(&verified.stderr).into_owned()
     })?;
     empty_dir(&parent)
+}
+
+/// The GitRepository's `secretRef` and the automation's `signingKey` with no `--secret` file:
+/// the git credentials and the signing key come from the environment (as the CronJobs `deploy`
+/// writes give them, from the Secrets' keys, and as a terminal does), which take precedence, so
+/// the Secrets' manifests are not needed. Without them, the error says what else would do.
+fn flux_objects_with_credentials_from_the_environment(env: &Env) -> TestResult {
+    let fixture = env.fixture("job-flux-env")?;
+    let dir = env.root.join("flux-env");
+    fs::create_dir_all(&dir)?;
+    fs::write(
+        dir.join("repository.yaml"),
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  interval: 1m\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: git-auth\n",
+            env.http_url(&fixture)
+        ),
+    )?;
+    fs::write(
+        dir.join("automation.yaml"),
+        automation_yaml(
+            "      signingKey:\n        secretRef:\n          name: signing\n",
+            "main",
+        ),
+    )?;
+    let command = || {
+        let (mut command, _) = job_without_author(env, &fixture.name);
+        command
+            .arg("--git-repository")
+            .arg(dir.join("repository.yaml"))
+            .arg("--automation")
+            .arg(dir.join("automation.yaml"))
+            .args(["--policy", POLICY_2]);
+        command
+    };
+    // Without them: the Secret's manifest, or the environment.
+    let ran = parse(&output(&mut command()))?;
+    expect_code(&ran, 2)?;
+    ensure(
+        ran.stderr.contains("references Secret flux-system/git-auth, which no --secret file holds: give its manifest with --secret FILE, or the credentials in the environment"),
+        || ran.stderr.clone(),
+    )?;
+    let ran = parse(&output(
+        command()
+            .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
+            .env("IMAGE_UPDATE_GIT_PASSWORD", HTTP_PASSWORD)
+            .env("IMAGE_UPDATE_SIGNING_KEY", &env.gpg().ed25519_armored)
+            .env("IMAGE_UPDATE_SIGNING_PASSPHRASE", GPG_PASSPHRASE),
+    ))?;
+    expect_code(&ran, 0)?;
+    let verified = env
+        .git(&fixture.bare)
+        .env("GNUPGHOME", &env.gpg().home)
+        .args(["verify-commit", "main"])
+        .output()?;
+    ensure(verified.status.success(), || {
+        String::from_utf8_lossy(&verified.stderr).into_owned()
+    })
 }
 
 /// HTTPS to a server whose certificate a private CA signed: the CA comes from the GitRepository

@@ -303,7 +303,11 @@ pub(crate) fn generate(
     // Where each object was first read: an object given twice (the same file twice, or a copy)
     // is one object when both are the same, an error naming both when they differ.
     let mut first: BTreeMap<(&str, &str, String, String), (&Document, &str)> = BTreeMap::new();
+    let mut notes = Vec::new();
     for source in sources {
+        // The objects of this file that deploy does not read, and where the first is.
+        let mut passed_over: Vec<String> = Vec::new();
+        let mut passed_over_at = None;
         for doc in source.documents {
             let at = |pointer: &str| Location::new(source.origin, doc.position(pointer));
             let value = &doc.value;
@@ -391,14 +395,27 @@ pub(crate) fn generate(
                     )
                     .at(at("")),
                 ),
-                _ => errors.push(
+                // A kind of the image API that does not exist: a misspelt kind, never passed over.
+                ("image.toolkit.fluxcd.io", _) => errors.push(
                     Diagnostic::error(format!(
                         "{} {kind}: deploy reads ImageUpdateAutomations, ImageUpdaters (kind: fluxcd), GitRepositories, ImageRepositories and ImagePolicies",
                         value.get("apiVersion").and_then(Value::as_str).unwrap_or("")
                     ))
                     .at(at("")),
                 ),
+                // Anything else (the Kustomization beside a Flux repository's GitRepository in
+                // gotk-sync.yaml, the manifests of a directory given whole) is passed over, with
+                // a note per file.
+                _ => {
+                    let (namespace, name) = crate::yaml::namespace_name(value);
+                    let id = if namespace.is_empty() { name } else { format!("{namespace}/{name}") };
+                    passed_over.push(format!("{kind} {id}").trim_end().to_owned());
+                    passed_over_at.get_or_insert_with(|| at(""));
+                }
             }
+        }
+        if let Some(at) = passed_over_at {
+            notes.push(passed_over_note(&passed_over).at(at));
         }
     }
     if entries.is_empty() && errors.is_empty() {
@@ -424,7 +441,10 @@ pub(crate) fn generate(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut output = Output::default();
+    let mut output = Output {
+        notes,
+        ..Output::default()
+    };
     match &options.fleet {
         None => {
             let mut names: BTreeMap<(String, String), &Location> = BTreeMap::new();
@@ -460,7 +480,10 @@ pub(crate) fn generate(
             }
         }
         Some(fleet) => match fleet_objects(fleet, &units, &entries, options) {
-            Ok(out) => output = out,
+            Ok(out) => {
+                output.objects = out.objects;
+                output.notes.extend(out.notes);
+            }
             Err(e) => errors.extend(e),
         },
     }
@@ -469,6 +492,23 @@ pub(crate) fn generate(
     } else {
         Err(errors)
     }
+}
+
+/// The note for the objects of one file that `deploy` does not read (at most three named).
+fn passed_over_note(objects: &[String]) -> Diagnostic {
+    const NAMED: usize = 3;
+    let mut named = objects
+        .iter()
+        .take(NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if objects.len() > NAMED {
+        named.push_str(&format!(" and {} more", objects.len() - NAMED));
+    }
+    Diagnostic::note(format!(
+        "passed over {named}: deploy reads ImageUpdateAutomations, ImageUpdaters (kind: fluxcd), GitRepositories, ImageRepositories and ImagePolicies"
+    ))
 }
 
 /// What one automation's workload needs.

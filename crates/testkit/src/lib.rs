@@ -22,6 +22,10 @@
 //!   the servers above, so that documented commands run as written.
 //! * [`git`]: lighttpd + `git-http-backend` with Basic auth, sshd with keys, GnuPG keys, and
 //!   bare repositories to clone from and push to.
+//! * [`world`]: the registry, the git bed and the fake GitHub behind the proxy, by the names
+//!   users type (`ghcr.io`, `github.com/acme/fleet`).
+//! * [`job`]: `image-update job`'s outcome, and a CronJob's container run as the kubelet runs
+//!   it.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -35,12 +39,14 @@ pub mod forge;
 pub mod forge_graphql;
 pub mod git;
 pub mod golden;
+pub mod job;
 pub mod kube;
 pub mod openapi;
 pub mod proxy;
 pub mod registry;
 pub mod scratch;
 pub mod sigstore;
+pub mod world;
 
 use std::path::PathBuf;
 
