@@ -116,6 +116,11 @@ fn main() {
             "deployed_cronjob_runs_on_a_flux_repository",
             deployed_cronjob_runs_on_a_flux_repository,
         ),
+        cloud_trial(
+            &env,
+            "provider_aws_logs_in_with_the_pods_identity",
+            provider_aws_logs_in_with_the_pods_identity,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     drop(env);
@@ -1275,6 +1280,86 @@ fn registry_trial(
     } else {
         image_update_testkit::trial_with(name, &["docker-registry"], || Ok(()))
     }
+}
+
+/// A trial that needs the HTTP git server, Debian's `docker-registry` and PyPI's `moto_server`.
+fn cloud_trial(
+    env: &std::sync::Arc<Env>,
+    name: &str,
+    test: fn(&Env) -> TestResult,
+) -> libtest_mimic::Trial {
+    let needs = ["docker-registry", image_update_testkit::cloud::MOTO_BIN];
+    if image_update_testkit::missing(&needs).is_empty() {
+        env.trial(name, HTTP, test)
+    } else {
+        image_update_testkit::trial_with(name, &needs, || Ok(()))
+    }
+}
+
+/// `job --fetch` over an ImageRepository with `provider: aws` and nothing but the Pod's AWS
+/// identity in the environment (keys here; IRSA and Pod Identity take the same path once they
+/// have keys, crates/registry/tests/cloud.rs): moto's ECR signs the password off, the registry
+/// under its ECR name (through `HTTPS_PROXY`, TLS with `SSL_CERT_FILE`) accepts only that
+/// password, and the update is committed and pushed after one `GetAuthorizationToken`.
+fn provider_aws_logs_in_with_the_pods_identity(env: &Env) -> TestResult {
+    use image_update_testkit::cloud::{ConnectProxy, EcrBed, isolate};
+    use image_update_testkit::registry::{ImageSpec, TestCa};
+    const ECR: &str = "123456789012.dkr.ecr.eu-west-1.amazonaws.com";
+    let ca = TestCa::for_names(&[ECR, "127.0.0.1"]);
+    let bed = EcrBed::start(Some(&ca));
+    let reg = &bed.registry;
+    let spec = ImageSpec::new("linux", "amd64", None, "2026-01-01T00:00:00Z");
+    reg.push_image("team/app", "1.0.0", &spec);
+    reg.push_image("team/app", "1.5.0", &spec);
+    let proxy = ConnectProxy::start(&[(ECR, reg.authority())]);
+
+    let name = "job-cloud-aws";
+    let tree = env.root.join("trees").join(name);
+    fs::create_dir_all(tree.join("deploy"))?;
+    fs::write(
+        tree.join("deploy/app.yaml"),
+        format!("image: {ECR}/team/app:1.0.0 # {{\"$imagepolicy\": \"flux-system:app\"}}\n"),
+    )?;
+    let fixture = env.fixture_from_tree(name, &tree)?;
+    let files = env.root.join("job-cloud-aws-files");
+    fs::create_dir_all(&files)?;
+    let policies = files.join("policies.yaml");
+    fs::write(
+        &policies,
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: flux-system}}\nspec: {{image: {ECR}/team/app, provider: aws}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: flux-system}}\nspec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n"
+        ),
+    )?;
+    let ca_file = files.join("ca.pem");
+    fs::write(&ca_file, &ca.ca_pem)?;
+    let (mut command, _) = http_job(env, &fixture);
+    isolate(&mut command);
+    command
+        .args(["--branch", "main", "--fetch", "--policies"])
+        .arg(&policies)
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env("HTTPS_PROXY", proxy.url())
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("SSL_CERT_FILE", &ca_file)
+        .env("AWS_ACCESS_KEY_ID", &bed.id)
+        .env("AWS_SECRET_ACCESS_KEY", &bed.secret)
+        .env("AWS_ENDPOINT_URL_ECR", bed.front.url(""));
+    let ran = parse(&output(&mut command))?;
+    expect_result(&ran, 0, "pushed")?;
+    let app = show(env, &fixture, "main:deploy/app.yaml")?;
+    ensure(app.contains(&format!("{ECR}/team/app:1.5.0 #")), || {
+        app.clone()
+    })?;
+    let logins = bed.logins();
+    ensure(logins == 1, || {
+        format!("{logins} GetAuthorizationToken calls")
+    })?;
+    ensure(
+        proxy.connects().iter().all(|c| c == &format!("{ECR}:443")),
+        || format!("{:?}", proxy.connects()),
+    )?;
+    Ok(())
 }
 
 /// `job --fetch` with the supply-chain flags: the newer unsigned tag is

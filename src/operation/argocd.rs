@@ -327,6 +327,7 @@ pub(super) fn definitions(
         documents,
         config.argocd.secrets_dir.as_deref(),
         &crate::argocd::definitions::ProcessEnvironment,
+        names.root.as_ref().map(|r| r.path.as_path()),
     )
     .map_err(|errors| {
         Error::invalid_with(
