@@ -28,7 +28,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use image_update_registry::{ClientSettings, RegistryClient, Repository};
@@ -36,45 +36,10 @@ use image_update_testkit::registry::{Auth, ImageSpec, Registry, TestCa, many_tag
 
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name}={v} is not a number"))
-        })
-        .unwrap_or(default)
-}
+#[path = "common/measure.rs"]
+mod measure;
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// `median (min to max)` of `runs`, in ms.
-fn summary(runs: &[Duration]) -> (f64, String) {
-    let mut sorted = runs.to_vec();
-    sorted.sort();
-    let median = ms(sorted[sorted.len() / 2]);
-    (
-        median,
-        format!(
-            "{median:.1} ms ({:.1} to {:.1} ms)",
-            ms(sorted[0]),
-            ms(sorted[sorted.len() - 1])
-        ),
-    )
-}
-
-fn checked(what: &str, out: std::io::Result<Output>) -> Output {
-    let out = out.unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use measure::{checked, env_number, summary};
 
 fn main() {
     let missing = image_update_testkit::missing(&["docker-registry", "skopeo"]);

@@ -119,6 +119,23 @@ impl Error {
         matches!(self, Error::Usage(_))
     }
 
+    /// The same error with `f` applied to each located problem of an input error (any other
+    /// error as it is).
+    #[must_use]
+    #[cfg(feature = "job")]
+    pub(crate) fn map_diagnostics(self, f: impl FnMut(Diagnostic) -> Diagnostic) -> Self {
+        match self {
+            Error::Invalid {
+                summary,
+                diagnostics,
+            } => Error::Invalid {
+                summary,
+                diagnostics: Diagnostics(diagnostics.0.into_iter().map(f).collect()),
+            },
+            other => other,
+        }
+    }
+
     /// The signal (SIGTERM, SIGINT, SIGHUP) that interrupted a commit, so
     /// that the process ends with 128 + it.
     #[must_use]

@@ -342,7 +342,7 @@ impl Reader<'_> {
             Some("argocd") | None => {
                 self.fail(
                     if kind.is_some() { "/spec/kind" } else { "/spec" },
-                    "kind argocd (the default) updates an Argo CD Application (spec.argocd.app, write: built-in or git), which is not an automation: its write-back is done by `update --fetch` and `job --policies FILE --fetch` with the ImageUpdater in the tree or a --policies file (docs/argocd.md); an automation needs kind fluxcd with spec.fluxcd (interval, sourceRef, git, update)",
+                    "kind argocd (the default) updates an Argo CD Application (spec.argocd.app, write: built-in or git), which is not an automation: its write-back is done by `update --fetch` over the repository and by `job --url REPOSITORY --fetch` (the ImageUpdater and its Application in the repository, or in --policies files; docs/argocd.md); an automation needs kind fluxcd with spec.fluxcd (interval, sourceRef, git, update)",
                 );
                 return None;
             }

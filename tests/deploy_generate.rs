@@ -215,16 +215,24 @@ fn as_function(case: &Path) -> Result<(), Failed> {
         "functionConfig:\n  apiVersion: fn.image-update.dev/v1alpha1\n  kind: Deploy\n  metadata: {name: deploy}\n",
     );
     let mut words = args.lines().filter(|l| !l.is_empty());
+    let mut providers = serde_json::Map::new();
     while let Some(flag) = words.next() {
         let field = match flag {
             "--state" => {
                 config.push_str("  state: true\n");
                 continue;
             }
+            "--registry-provider" => {
+                let pair = words.next().ok_or("a flag without its value")?;
+                let (host, provider) = pair.split_once('=').ok_or("not HOST=PROVIDER")?;
+                providers.insert(host.to_owned(), Value::from(provider));
+                continue;
+            }
             "--fleet" => "fleet",
             "--image" => "image",
             "--namespace" => "namespace",
             "--parallelism" => "parallelism",
+            "--cloud-identity" => "cloudIdentity",
             other => return Err(format!("no functionConfig field for {other}").into()),
         };
         let value = words.next().ok_or("a flag without its value")?;
@@ -234,6 +242,12 @@ fn as_function(case: &Path) -> Result<(), Failed> {
             format!("{value:?}")
         };
         config.push_str(&format!("  {field}: {value}\n"));
+    }
+    if !providers.is_empty() {
+        config.push_str(&format!(
+            "  registryProviders: {}\n",
+            Value::Object(providers)
+        ));
     }
     let mut files: Vec<PathBuf> = fs_err::read_dir(case.join("in"))?
         .map(|e| e.unwrap().path())
@@ -288,12 +302,20 @@ fn as_function(case: &Path) -> Result<(), Failed> {
             if annotations.get("fn.image-update.dev/generated-by") != Some(&Value::from("deploy")) {
                 panic!("a generated item without its annotation: {o}");
             }
-            o["metadata"].as_object_mut().unwrap().remove("annotations");
+            // The function's own and kpt's annotations; an object's own (a
+            // ServiceAccount's cloud identity) stay, as deploy writes them.
+            annotations.retain(|k, _| {
+                k != "fn.image-update.dev/generated-by" && !k.contains("config.kubernetes.io/")
+            });
+            if annotations.is_empty() {
+                o["metadata"].as_object_mut().unwrap().remove("annotations");
+            }
             o
         })
         .collect();
     let expected = image_update::api::yaml::parse_values(&expected)?;
     if generated != expected {
+        fs_err::write("/tmp/exp.json", serde_json::to_string_pretty(&expected)?)?;
         return Err(format!(
             "the function's objects differ from deploy's:\n{}",
             serde_json::to_string_pretty(&generated)?

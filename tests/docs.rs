@@ -20,6 +20,12 @@
 //!     Markdown file it reads); ignored here with that name.
 //!   - `sandbox: NAME`: the working directory is a copy of `testdata/docs/NAME/` (a user's
 //!     repository) instead of the checkout's `examples/`, `testdata/demo/` and `deploy/`.
+//!   - `journey: NAME` (optionally followed by `skip: REASON`): a step of the journey NAME. The
+//!     journey's steps in one document run in order, as one trial, in one sandbox as in one
+//!     terminal (the working directory and exported variables carry over), from an empty
+//!     working directory, with `github.com/acme/fleet` seeded from `testdata/journeys/NAME/`; a
+//!     step with a reason is not run, and its `kubectl apply -f FILE` files are validated where
+//!     the journey stands. The user's git has an identity and the token in its credential store.
 //!
 //! GitHub shows only the language; the attribute is for this test.
 //!
@@ -40,17 +46,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test harness code
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use fs_err as fs;
-use image_update_testkit::forge::{FakeForge, Flavor};
-use image_update_testkit::git::{Env, Need, Servers};
-use image_update_testkit::proxy::Proxy;
-use image_update_testkit::registry::{Auth, ImageSpec, Registry};
+use image_update_testkit::forge::Flavor;
+use image_update_testkit::registry::{ImageSpec, Registry};
+use image_update_testkit::world::{REPOSITORY, TOKEN, World};
 use image_update_testkit::{Unmet, gated};
 use libtest_mimic::{Completion, Failed, Trial};
 use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
@@ -62,18 +66,8 @@ const COMMAND_LANGUAGES: [&str; 2] = ["sh", "console"];
 const OTHER_SHELLS: [&str; 4] = ["bash", "shell", "zsh", "shell-session"];
 /// The longest a block may run.
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(120);
-/// The token the documents' git and forge commands carry (`IMAGE_UPDATE_GIT_TOKEN=ghp_...`).
-const DOC_TOKEN: &str = "ghp_...";
-/// The repository the documents clone, as the proxy serves it.
-const DOC_REPOSITORY: &str = "acme/fleet";
-/// The host names the proxy answers for.
-const HOSTS: [&str; 5] = [
-    "ghcr.io",
-    "registry-1.docker.io",
-    "index.docker.io",
-    "github.com",
-    "api.github.com",
-];
+/// Where a journey's repository comes from: `testdata/journeys/NAME/`.
+const JOURNEYS: &str = "testdata/journeys";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -90,6 +84,9 @@ enum Kind {
     Skip(String),
     /// Run by this test target.
     Tested(String),
+    /// A step of the journey NAME: run after the journey's earlier blocks, as in one terminal;
+    /// with a reason, not run (its `kubectl apply -f FILE` files validated where it stands).
+    Journey { name: String, skip: Option<String> },
 }
 
 /// One fenced command block.
@@ -212,6 +209,27 @@ fn parse_info(info: &str) -> Result<Option<(String, Kind)>, String> {
         Kind::Skip(reason.to_owned())
     } else if let Some(test) = rest.strip_prefix("tested:") {
         Kind::Tested(test.trim().to_owned())
+    } else if let Some(rest) = rest.strip_prefix("journey:") {
+        let rest = rest.trim();
+        let (name, rest) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        if !root().join(JOURNEYS).join(name).is_dir() {
+            return Err(format!("no journey repository {JOURNEYS}/{name}/"));
+        }
+        let skip = match rest.trim() {
+            "" => None,
+            rest => match rest.strip_prefix("skip:").map(str::trim) {
+                Some(reason) if !reason.is_empty() => Some(reason.to_owned()),
+                _ => {
+                    return Err(format!(
+                        "`journey: {name} {rest}`: after a journey's name, only `skip: REASON`"
+                    ));
+                }
+            },
+        };
+        Kind::Journey {
+            name: name.to_owned(),
+            skip,
+        }
     } else if let Some(name) = rest.strip_prefix("sandbox:") {
         let name = name.trim();
         if !root().join("testdata/docs").join(name).is_dir() {
@@ -222,8 +240,8 @@ fn parse_info(info: &str) -> Result<Option<(String, Kind)>, String> {
         }
     } else {
         return Err(format!(
-            "`{rest}`: after the language, `skip: REASON`, `tested: tests/NAME.rs` or \
-             `sandbox: NAME`"
+            "`{rest}`: after the language, `skip: REASON`, `tested: tests/NAME.rs`, \
+             `sandbox: NAME` or `journey: NAME [skip: REASON]`"
         ));
     };
     Ok(Some((language.to_owned(), kind)))
@@ -235,11 +253,13 @@ fn main() {
     let (blocks, problems) = blocks();
     let count = |f: fn(&Kind) -> bool| blocks.iter().filter(|b| f(&b.kind)).count();
     eprintln!(
-        "docs: {} command blocks: {} run here, {} skipped, {} run by other tests",
+        "docs: {} command blocks: {} run here, {} skipped, {} run by other tests, {} steps of \
+         journeys",
         blocks.len(),
         count(|k| matches!(k, Kind::Run { .. })),
         count(|k| matches!(k, Kind::Skip(_))),
         count(|k| matches!(k, Kind::Tested(_))),
+        count(|k| matches!(k, Kind::Journey { .. })),
     );
     let mut trials = vec![Trial::test("inventory", move || {
         if problems.is_empty() {
@@ -248,8 +268,23 @@ fn main() {
             Err(problems.join("\n").into())
         }
     })];
+    // A journey's steps, in the order of their document: one trial each journey.
+    let mut journeys: Vec<(String, String, Vec<Block>)> = Vec::new();
     for block in blocks {
-        trials.push(trial(block));
+        if let Kind::Journey { name, .. } = &block.kind {
+            match journeys
+                .iter_mut()
+                .find(|(file, n, _)| *file == block.file && n == name)
+            {
+                Some((_, _, steps)) => steps.push(block),
+                None => journeys.push((block.file.clone(), name.clone(), vec![block])),
+            }
+        } else {
+            trials.push(trial(block));
+        }
+    }
+    for (_, name, steps) in journeys {
+        trials.push(journey_trial(name, steps));
     }
     image_update_testkit::run(trials);
 }
@@ -258,7 +293,7 @@ fn trial(block: Block) -> Trial {
     let name = block.name();
     match block.kind.clone() {
         Kind::Skip(reason) => Trial::ignorable_test(name, move || {
-            validate_applied(&block)?;
+            validate_applied(&block, &root())?;
             Ok(Completion::ignored_with(format!("skip: {reason}")))
         }),
         Kind::Tested(test) => Trial::ignorable_test(name, move || {
@@ -275,86 +310,69 @@ fn trial(block: Block) -> Trial {
             Ok(Completion::ignored_with(format!("run by {test}")))
         }),
         Kind::Run { sandbox } => {
-            let mut needs = vec!["bash", "git", "docker-registry", "lighttpd"];
-            if block.text.contains("kpt ") {
-                needs.push("kpt");
-            }
-            if block.text.contains("kubectl apply") {
-                needs.push(image_update_testkit::kube::PROGRAM);
-            }
-            let pull_request = block.text.contains("--pull-request");
-            gated(
-                name,
-                move || {
-                    Unmet::programs(&needs)?;
-                    if pull_request {
-                        let description = Flavor::GitHub.description_path();
-                        if !description.is_file() {
-                            return Err(Unmet::Missing(format!(
-                                "needs {} (bash scripts/api-descriptions.sh)",
-                                description.display()
-                            )));
-                        }
-                    }
-                    Ok(())
-                },
-                move |()| run_block(&block, sandbox.as_deref()),
-            )
+            let gate = needs(std::slice::from_ref(&block));
+            gated(name, gate, move |()| run_block(&block, sandbox.as_deref()))
         }
+        Kind::Journey { .. } => unreachable!("journeys are run by journey_trial"),
+    }
+}
+
+/// What `blocks` need to run: the programs they call, and the fake GitHub's API description for
+/// pull requests.
+fn needs(blocks: &[Block]) -> impl FnOnce() -> Result<(), Unmet> + Send + 'static {
+    let mut needs = vec!["bash", "git", "docker-registry", "lighttpd"];
+    let runs = |b: &&Block| !matches!(&b.kind, Kind::Journey { skip: Some(_), .. });
+    if blocks.iter().filter(runs).any(|b| b.text.contains("kpt ")) {
+        needs.push("kpt");
+    }
+    // A skipped step's `kubectl apply -f FILE` is validated when kubernetes-validate is there.
+    if blocks
+        .iter()
+        .filter(runs)
+        .any(|b| b.text.contains("kubectl apply"))
+    {
+        needs.push(image_update_testkit::kube::PROGRAM);
+    }
+    let pull_request = blocks
+        .iter()
+        .filter(runs)
+        .any(|b| b.text.contains("--pull-request") || b.text.contains("pullRequest"));
+    move || {
+        Unmet::programs(&needs)?;
+        if pull_request {
+            let description = Flavor::GitHub.description_path();
+            if !description.is_file() {
+                return Err(Unmet::Missing(format!(
+                    "needs {} (bash scripts/api-descriptions.sh)",
+                    description.display()
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
 // ------------------------------------------------------------ the world
 
-/// The servers the documents' commands reach, started once.
-struct World {
-    proxy: Proxy,
-    _registry: Registry,
-    git: Arc<Env>,
-    _servers: Servers,
-    _git_temp: tempfile::TempDir,
-    forge: Option<FakeForge>,
+/// The servers the documents' commands reach ([`image_update_testkit::world`]), started once.
+struct Docs {
+    world: World,
     /// Held while a block uses `github.com/acme/fleet`, which each such block gets afresh.
     repository: Mutex<()>,
 }
 
-fn world() -> Result<&'static World, Failed> {
-    static WORLD: OnceLock<Result<World, String>> = OnceLock::new();
-    WORLD
-        .get_or_init(start_world)
-        .as_ref()
-        .map_err(|e| Failed::from(e.as_str()))
-}
-
-fn start_world() -> Result<World, String> {
-    let registry = Registry::start(Auth::Anonymous);
-    push_images(&registry);
-    let (git, servers, git_temp) = Env::start_with(&[Need::Http])?;
-    if let Some(reason) = git.missing(&[Need::Http]) {
-        return Err(reason);
-    }
-    let proxy = Proxy::start(&HOSTS);
-    let local = |port: u16| format!("127.0.0.1:{port}").parse().unwrap();
-    for host in ["ghcr.io", "registry-1.docker.io", "index.docker.io"] {
-        proxy.route(host, local(registry.port));
-    }
-    proxy.route("github.com", local(git.http_port()));
-    let forge = FakeForge::start(Flavor::GitHub, DOC_TOKEN, None).ok();
-    if let Some(forge) = &forge {
-        let authority = forge.api_url().trim_start_matches("http://").to_owned();
-        proxy.route("api.github.com", authority.parse().unwrap());
-    }
-    fs::write(git.hosted_users(), format!("x-access-token:{DOC_TOKEN}\n"))
-        .map_err(|e| e.to_string())?;
-    Ok(World {
-        proxy,
-        _registry: registry,
-        git,
-        _servers: servers,
-        _git_temp: git_temp,
-        forge,
-        repository: Mutex::new(()),
+fn docs() -> Result<&'static Docs, Failed> {
+    static DOCS: OnceLock<Result<Docs, String>> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        let world = World::start()?;
+        push_images(&world.registry);
+        Ok(Docs {
+            world,
+            repository: Mutex::new(()),
+        })
     })
+    .as_ref()
+    .map_err(|e| Failed::from(e.as_str()))
 }
 
 /// The tags the documents' commands find (docs/fetch.md's `policy` transcript lists
@@ -379,22 +397,49 @@ fn push_images(registry: &Registry) {
         registry.push_index("acme/app", tag, &images, false);
     }
     registry.push_one_image("acme/web", &["2.4.0", "2.4.1", "2.5.0"]);
+    registry.push_one_image("acme/api", &["1.0.0", "1.1.0", "1.1.2", "2.0.0"]);
     registry.push_one_image("library/nginx", &["stable", "5.0.0", "5.0.3", "5.1.0"]);
     registry.push_one_image("some/image", &["5.0.0", "5.0.1"]);
 }
 
 // ------------------------------------------------------------ running a block
 
-/// The sandbox of one block: its working directory, home, temporary directory and `PATH`.
+/// The sandbox of one block (or one journey): its working directory, home, temporary directory
+/// and `PATH`; for a journey, the state its steps hand on (working directory, exported
+/// variables).
 struct Sandbox {
     _temp: tempfile::TempDir,
     work: PathBuf,
     home: PathBuf,
     tmp: PathBuf,
     bin: PathBuf,
+    /// A journey's `cwd` and `env` files.
+    state: Option<PathBuf>,
 }
 
+/// The sandbox of a block: a copy of `testdata/docs/NAME/`, or of the checkout's directories.
 fn sandbox(name: Option<&str>) -> Result<Sandbox, Failed> {
+    let sandbox = empty_sandbox()?;
+    match name {
+        Some(name) => copy(
+            &root().join("testdata/docs").join(name).join("."),
+            &sandbox.work,
+        )?,
+        None => {
+            for dir in ["examples", "testdata/demo", "deploy"] {
+                let to = sandbox.work.join(dir);
+                fs::create_dir_all(to.parent().unwrap())?;
+                copy(&root().join(dir), &to)?;
+            }
+        }
+    }
+    Ok(sandbox)
+}
+
+/// A fresh sandbox with an empty working directory, and a user's git configuration in its home:
+/// an identity, and the documents' token for `github.com` in git's credential store (the proxy's
+/// CA is `GIT_SSL_CAINFO`, [`command`]).
+fn empty_sandbox() -> Result<Sandbox, Failed> {
     let temp = tempfile::Builder::new()
         .prefix("image-update-docs")
         .tempdir()?;
@@ -405,25 +450,25 @@ fn sandbox(name: Option<&str>) -> Result<Sandbox, Failed> {
     for dir in [&work, &home, &tmp, &bin] {
         fs::create_dir_all(dir)?;
     }
-    match name {
-        Some(name) => copy(&root().join("testdata/docs").join(name).join("."), &work)?,
-        None => {
-            for dir in ["examples", "testdata/demo", "deploy"] {
-                let to = work.join(dir);
-                fs::create_dir_all(to.parent().unwrap())?;
-                copy(&root().join(dir), &to)?;
-            }
-        }
-    }
     std::os::unix::fs::symlink(BIN, bin.join("image-update"))?;
     script(&bin.join("cargo"), CARGO)?;
     script(&bin.join("kubectl"), KUBECTL)?;
+    fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = A Newcomer\n\temail = newcomer@acme.example\n\
+         [credential]\n\thelper = store\n[init]\n\tdefaultBranch = main\n",
+    )?;
+    fs::write(
+        home.join(".git-credentials"),
+        format!("https://x-access-token:{TOKEN}@github.com\n"),
+    )?;
     Ok(Sandbox {
         _temp: temp,
         work,
         home,
         tmp,
         bin,
+        state: None,
     })
 }
 
@@ -481,17 +526,27 @@ fn copy(from: &Path, to: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
-/// A block's command, in its sandbox, with stderr merged into stdout.
+/// A block's command, in its sandbox, with stderr merged into stdout. In a journey it starts
+/// where the journey's last step left off (its working directory and exported variables), and
+/// leaves them for the next.
 fn command(sandbox: &Sandbox, world: &World, script: &str) -> snapbox::cmd::Command {
     let path = format!(
         "{}:{}",
         sandbox.bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let ca = sandbox.tmp.join("proxy-ca.pem");
-    fs::write(&ca, world.proxy.ca_pem()).unwrap();
+    let ca = world.ca_file(&sandbox.tmp).unwrap();
+    let script = match &sandbox.state {
+        None => format!("set -eo pipefail\n{script}"),
+        Some(state) => format!(
+            "set -eo pipefail\ncd \"$(cat '{cwd}')\"\n[ -f '{env}' ] && . '{env}'\n\
+             trap \"pwd > '{cwd}'; export -p > '{env}'\" EXIT\n{script}",
+            cwd = state.join("cwd").display(),
+            env = state.join("env").display(),
+        ),
+    };
     snapbox::cmd::Command::new("bash")
-        .args(["-c", &format!("set -eo pipefail\n{script}")])
+        .args(["-c", &script])
         .current_dir(&sandbox.work)
         .env_clear()
         .env("PATH", path)
@@ -500,40 +555,50 @@ fn command(sandbox: &Sandbox, world: &World, script: &str) -> snapbox::cmd::Comm
         .env("LANG", "C.UTF-8")
         .env("HTTPS_PROXY", world.proxy.url())
         .env("SSL_CERT_FILE", &ca)
+        // git's HTTPS (GnuTLS) reads its CAs from here, not from SSL_CERT_FILE.
+        .env("GIT_SSL_CAINFO", &ca)
         .timeout(BLOCK_TIMEOUT)
         .stderr_to_stdout()
 }
 
-fn run_block(block: &Block, sandbox_name: Option<&str>) -> Result<(), Failed> {
-    let world = world()?;
-    let sandbox = sandbox(sandbox_name)?;
-    let uses_repository = block.text.contains("image-update job");
-    let _held = uses_repository.then(|| world.repository.lock().unwrap_or_else(|e| e.into_inner()));
-    let before = if uses_repository {
-        Some(seed_repository(world)?)
-    } else {
-        None
-    };
+/// Runs `block`: a script (every command must succeed) or a transcript.
+fn run_one(block: &Block, sandbox: &Sandbox, world: &World) -> Result<(), Failed> {
     match block.language.as_str() {
-        "console" => run_transcript(block, &sandbox, world)?,
+        "console" => run_transcript(block, sandbox, world),
         _ => {
-            let out = command(&sandbox, world, &block.text).output()?;
-            if !out.status.success() {
-                return Err(format!(
+            let out = command(sandbox, world, &block.text).output()?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
                     "{} failed ({}):\n{}",
                     block.name(),
                     out.status,
                     String::from_utf8_lossy(&out.stdout)
                 )
-                .into());
+                .into())
             }
         }
     }
+}
+
+fn run_block(block: &Block, sandbox_name: Option<&str>) -> Result<(), Failed> {
+    let docs = docs()?;
+    let world = &docs.world;
+    let sandbox = sandbox(sandbox_name)?;
+    let uses_repository = block.text.contains("image-update job");
+    let _held = uses_repository.then(|| docs.repository.lock().unwrap_or_else(|e| e.into_inner()));
+    let before = if uses_repository {
+        Some(world.seed(&root().join("testdata/docs/remote"))?)
+    } else {
+        None
+    };
+    run_one(block, &sandbox, world)?;
     if let Some(before) = before {
-        let after = refs(world)?;
+        let after = world.refs()?;
         if after == before {
             return Err(format!(
-                "{}: `image-update job` ran, but no ref of {DOC_REPOSITORY} moved: {after:?}",
+                "{}: `image-update job` ran, but no ref of {REPOSITORY} moved: {after:?}",
                 block.name()
             )
             .into());
@@ -542,32 +607,42 @@ fn run_block(block: &Block, sandbox_name: Option<&str>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// `github.com/acme/fleet` afresh, from `testdata/docs/remote/`; its refs.
-fn seed_repository(world: &World) -> Result<BTreeSet<String>, Failed> {
-    let git = &world.git;
-    for dir in [
-        git.root.join("repos").join(format!("{DOC_REPOSITORY}.git")),
-        git.root.join("seed").join(DOC_REPOSITORY),
-    ] {
-        if dir.exists() {
-            fs::remove_dir_all(&dir)?;
-        }
-    }
-    let fixture = git.fixture_from_tree(DOC_REPOSITORY, &root().join("testdata/docs/remote"))?;
-    if let Some(forge) = &world.forge {
-        forge.track_branches(&fixture.bare);
-    }
-    refs(world)
+// ------------------------------------------------------------ journeys
+
+/// The trial of a journey: its steps in order.
+fn journey_trial(name: String, steps: Vec<Block>) -> Trial {
+    let title = format!("{} journey: {name}", steps[0].name());
+    let gate = needs(&steps);
+    gated(title, gate, move |()| run_journey(&name, &steps))
 }
 
-fn refs(world: &World) -> Result<BTreeSet<String>, Failed> {
-    let bare = world
-        .git
-        .root
-        .join("repos")
-        .join(format!("{DOC_REPOSITORY}.git"));
-    let listed = world.git.git_out(&bare, &["for-each-ref"])?;
-    Ok(listed.lines().map(str::to_owned).collect())
+/// A journey: `github.com/acme/fleet` afresh from `testdata/journeys/NAME/`, then each step in
+/// one sandbox, starting in its empty working directory, as in one terminal; a skipped step's
+/// `kubectl apply -f FILE` files are validated where the journey stands. When a step ran
+/// `image-update job`, a ref of the repository must have moved by the end.
+fn run_journey(name: &str, steps: &[Block]) -> Result<(), Failed> {
+    let docs = docs()?;
+    let world = &docs.world;
+    let mut sandbox = empty_sandbox()?;
+    let state = sandbox.tmp.join("journey");
+    fs::create_dir_all(&state)?;
+    fs::write(state.join("cwd"), sandbox.work.to_string_lossy().as_bytes())?;
+    sandbox.state = Some(state.clone());
+    let _held = docs.repository.lock().unwrap_or_else(|e| e.into_inner());
+    let before = world.seed(&root().join(JOURNEYS).join(name))?;
+    for step in steps {
+        match &step.kind {
+            Kind::Journey { skip: Some(_), .. } => {
+                let here = PathBuf::from(fs::read_to_string(state.join("cwd"))?.trim_end());
+                validate_applied(step, &here)?;
+            }
+            _ => run_one(step, &sandbox, world)?,
+        }
+    }
+    if steps.iter().any(|s| s.text.contains("image-update job")) && world.refs()? == before {
+        return Err(format!("journey {name}: no ref of {REPOSITORY} moved").into());
+    }
+    Ok(())
 }
 
 /// A `console` block: each `$ COMMAND` runs in turn and prints what follows it.
@@ -622,8 +697,9 @@ fn transcript(text: &str) -> Result<Vec<(String, String)>, Failed> {
         .collect())
 }
 
-/// A skipped block's `kubectl apply -f FILE`: FILE, a file of the repository, must be valid.
-fn validate_applied(block: &Block) -> Result<(), Failed> {
+/// A skipped block's `kubectl apply -f FILE`: FILE, a file under `base` (the checkout, or where
+/// a journey stands), must be valid.
+fn validate_applied(block: &Block, base: &Path) -> Result<(), Failed> {
     let words: Vec<&str> = block.text.split_whitespace().collect();
     let mut files = Vec::new();
     for (i, pair) in words.windows(2).enumerate() {
@@ -633,7 +709,7 @@ fn validate_applied(block: &Block) -> Result<(), Failed> {
             .take_while(|w| **w != "kubectl")
             .any(|w| *w == "apply");
         if applies && pair[0] == "-f" && pair[1] != "-" {
-            files.push(root().join(pair[1]));
+            files.push(base.join(pair[1]));
         }
     }
     if files.is_empty() {

@@ -85,6 +85,11 @@ fn main() {
             flux_objects_over_http_signed,
         ),
         env.trial(
+            "flux_objects_with_credentials_from_the_environment",
+            HTTP_GPG,
+            flux_objects_with_credentials_from_the_environment,
+        ),
+        env.trial(
             "flux_objects_over_ssh_semver",
             SSH,
             flux_objects_over_ssh_semver,
@@ -110,6 +115,11 @@ fn main() {
             &env,
             "deployed_cronjob_runs_on_a_flux_repository",
             deployed_cronjob_runs_on_a_flux_repository,
+        ),
+        cloud_trial(
+            &env,
+            "provider_aws_logs_in_with_the_pods_identity",
+            provider_aws_logs_in_with_the_pods_identity,
         ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
@@ -905,6 +915,63 @@ fn flux_objects_over_http_signed(env: &Env) -> TestResult {
     empty_dir(&parent)
 }
 
+/// The GitRepository's `secretRef` and the automation's `signingKey` with no `--secret` file:
+/// the git credentials and the signing key come from the environment (as the CronJobs `deploy`
+/// writes give them, from the Secrets' keys, and as a terminal does), which take precedence, so
+/// the Secrets' manifests are not needed. Without them, the error says what else would do.
+fn flux_objects_with_credentials_from_the_environment(env: &Env) -> TestResult {
+    let fixture = env.fixture("job-flux-env")?;
+    let dir = env.root.join("flux-env");
+    fs::create_dir_all(&dir)?;
+    fs::write(
+        dir.join("repository.yaml"),
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: fleet\n  namespace: flux-system\nspec:\n  interval: 1m\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: git-auth\n",
+            env.http_url(&fixture)
+        ),
+    )?;
+    fs::write(
+        dir.join("automation.yaml"),
+        automation_yaml(
+            "      signingKey:\n        secretRef:\n          name: signing\n",
+            "main",
+        ),
+    )?;
+    let command = || {
+        let (mut command, _) = job_without_author(env, &fixture.name);
+        command
+            .arg("--git-repository")
+            .arg(dir.join("repository.yaml"))
+            .arg("--automation")
+            .arg(dir.join("automation.yaml"))
+            .args(["--policy", POLICY_2]);
+        command
+    };
+    // Without them: the Secret's manifest, or the environment.
+    let ran = parse(&output(&mut command()))?;
+    expect_code(&ran, 2)?;
+    ensure(
+        ran.stderr.contains("references Secret flux-system/git-auth, which no --secret file holds: give its manifest with --secret FILE, or the credentials in the environment"),
+        || ran.stderr.clone(),
+    )?;
+    let ran = parse(&output(
+        command()
+            .env("IMAGE_UPDATE_GIT_USERNAME", HTTP_USER)
+            .env("IMAGE_UPDATE_GIT_PASSWORD", HTTP_PASSWORD)
+            .env("IMAGE_UPDATE_SIGNING_KEY", &env.gpg().ed25519_armored)
+            .env("IMAGE_UPDATE_SIGNING_PASSPHRASE", GPG_PASSPHRASE),
+    ))?;
+    expect_code(&ran, 0)?;
+    let verified = env
+        .git(&fixture.bare)
+        .env("GNUPGHOME", &env.gpg().home)
+        .args(["verify-commit", "main"])
+        .output()?;
+    ensure(verified.status.success(), || {
+        String::from_utf8_lossy(&verified.stderr).into_owned()
+    })
+}
+
 /// HTTPS to a server whose certificate a private CA signed: the CA comes from the GitRepository
 /// Secret's `ca.crt`, or from `--ca-file`; without it the job fails as untrusted (exit 1), and
 /// a file that holds no certificate is a configuration error (exit 2).
@@ -1213,6 +1280,86 @@ fn registry_trial(
     } else {
         image_update_testkit::trial_with(name, &["docker-registry"], || Ok(()))
     }
+}
+
+/// A trial that needs the HTTP git server, Debian's `docker-registry` and PyPI's `moto_server`.
+fn cloud_trial(
+    env: &std::sync::Arc<Env>,
+    name: &str,
+    test: fn(&Env) -> TestResult,
+) -> libtest_mimic::Trial {
+    let needs = ["docker-registry", image_update_testkit::cloud::MOTO_BIN];
+    if image_update_testkit::missing(&needs).is_empty() {
+        env.trial(name, HTTP, test)
+    } else {
+        image_update_testkit::trial_with(name, &needs, || Ok(()))
+    }
+}
+
+/// `job --fetch` over an ImageRepository with `provider: aws` and nothing but the Pod's AWS
+/// identity in the environment (keys here; IRSA and Pod Identity take the same path once they
+/// have keys, crates/registry/tests/cloud.rs): moto's ECR signs the password off, the registry
+/// under its ECR name (through `HTTPS_PROXY`, TLS with `SSL_CERT_FILE`) accepts only that
+/// password, and the update is committed and pushed after one `GetAuthorizationToken`.
+fn provider_aws_logs_in_with_the_pods_identity(env: &Env) -> TestResult {
+    use image_update_testkit::cloud::{ConnectProxy, EcrBed, isolate};
+    use image_update_testkit::registry::{ImageSpec, TestCa};
+    const ECR: &str = "123456789012.dkr.ecr.eu-west-1.amazonaws.com";
+    let ca = TestCa::for_names(&[ECR, "127.0.0.1"]);
+    let bed = EcrBed::start(Some(&ca));
+    let reg = &bed.registry;
+    let spec = ImageSpec::new("linux", "amd64", None, "2026-01-01T00:00:00Z");
+    reg.push_image("team/app", "1.0.0", &spec);
+    reg.push_image("team/app", "1.5.0", &spec);
+    let proxy = ConnectProxy::start(&[(ECR, reg.authority())]);
+
+    let name = "job-cloud-aws";
+    let tree = env.root.join("trees").join(name);
+    fs::create_dir_all(tree.join("deploy"))?;
+    fs::write(
+        tree.join("deploy/app.yaml"),
+        format!("image: {ECR}/team/app:1.0.0 # {{\"$imagepolicy\": \"flux-system:app\"}}\n"),
+    )?;
+    let fixture = env.fixture_from_tree(name, &tree)?;
+    let files = env.root.join("job-cloud-aws-files");
+    fs::create_dir_all(&files)?;
+    let policies = files.join("policies.yaml");
+    fs::write(
+        &policies,
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: flux-system}}\nspec: {{image: {ECR}/team/app, provider: aws}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: flux-system}}\nspec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n"
+        ),
+    )?;
+    let ca_file = files.join("ca.pem");
+    fs::write(&ca_file, &ca.ca_pem)?;
+    let (mut command, _) = http_job(env, &fixture);
+    isolate(&mut command);
+    command
+        .args(["--branch", "main", "--fetch", "--policies"])
+        .arg(&policies)
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env("HTTPS_PROXY", proxy.url())
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("SSL_CERT_FILE", &ca_file)
+        .env("AWS_ACCESS_KEY_ID", &bed.id)
+        .env("AWS_SECRET_ACCESS_KEY", &bed.secret)
+        .env("AWS_ENDPOINT_URL_ECR", bed.front.url(""));
+    let ran = parse(&output(&mut command))?;
+    expect_result(&ran, 0, "pushed")?;
+    let app = show(env, &fixture, "main:deploy/app.yaml")?;
+    ensure(app.contains(&format!("{ECR}/team/app:1.5.0 #")), || {
+        app.clone()
+    })?;
+    let logins = bed.logins();
+    ensure(logins == 1, || {
+        format!("{logins} GetAuthorizationToken calls")
+    })?;
+    ensure(
+        proxy.connects().iter().all(|c| c == &format!("{ECR}:443")),
+        || format!("{:?}", proxy.connects()),
+    )?;
+    Ok(())
 }
 
 /// `job --fetch` with the supply-chain flags: the newer unsigned tag is

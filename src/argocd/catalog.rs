@@ -42,6 +42,10 @@ pub struct CollectOptions {
     /// (`imagesVerification`) is written back only then; with results supplied as values, which
     /// nothing checks, it is left alone with a warning.
     pub fetching: bool,
+    /// The files are a part of what the run reads (a Job's `--policies` files, read before its
+    /// clone for the repository to clone): a KubeSphere updater naming an Application that is
+    /// not among them is passed over, not an error (the clone may hold it).
+    pub partial: bool,
 }
 
 impl Default for CollectOptions {
@@ -50,6 +54,7 @@ impl Default for CollectOptions {
             controller_namespace: "argocd".to_owned(),
             git_scope: None,
             fetching: false,
+            partial: false,
         }
     }
 }
@@ -63,6 +68,9 @@ pub struct GitScope {
     pub branch: Option<String>,
     /// The branch is the remote's default branch.
     pub default_branch: bool,
+    /// The Applications push to their own branches (no `--push-branch` or `--pull-request` sends
+    /// every change to one): a run writes back the Applications of one branch.
+    pub own_branches: bool,
 }
 
 impl GitScope {
@@ -317,6 +325,9 @@ pub fn collect<'a>(
             namespace: s.app_namespace.clone(),
             name: s.app_name.clone(),
         }) else {
+            if options.partial {
+                continue;
+            }
             errors.push(
                 Diagnostic::error(format!(
                     "KubeSphere ImageUpdater {}/{} names Application {}/{}, which is not among the files read",

@@ -8,16 +8,19 @@
 //! * `secret:NAMESPACE/NAME#FIELD`: the field of a Secret among the policy documents, holding
 //!   `USER:PASSWORD`;
 //! * `env:VARIABLE`: `USER:PASSWORD` in the environment of the run;
-//! * `ext:/PATH`: Argo CD Image Updater runs that program for the credentials; a program named in
-//!   a repository is not run here, so this is an error (give the credentials another way).
+//! * `ext:/PATH`: a program printing `USER:PASSWORD`, as Argo CD Image Updater runs it. The
+//!   annotation comes from the repository, so the program runs only if the operator allowed that
+//!   exact program (`--allow-credential-program`, the registry settings'
+//!   `allowed_credential_programs`, checked when fetching), and never one that lies inside the
+//!   tree being updated (symlinks resolved, checked here).
 //!
 //! `USER:PASSWORD` becomes a Docker `config.json` for the image's registry, kept as a
 //! [`Secret`](image_update_registry::Secret) like every credential.
 
+use std::path::Path;
+
 use base64::Engine;
 use serde_json::Value;
-
-use std::path::Path;
 
 use image_update_registry::settings::{KeyConfig, VerifyConfig};
 use image_update_verify::PublicKey;
@@ -37,9 +40,19 @@ use crate::yaml;
 
 /// The prefixes of the variables an `env:` pull secret may not name: image-update's own
 /// (`IMAGE_UPDATE_GIT_TOKEN`, `IMAGE_UPDATE_REGISTRY_*`...), the GitHub Action's inputs (its
-/// `token`), the runner's (`GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`).
-const RESERVED_ENV_PREFIXES: [&str; 5] =
-    ["IMAGE_UPDATE_", "INPUT_", "GITHUB_", "ACTIONS_", "RUNNER_"];
+/// `token`), the runner's (`GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`), and the cloud identity the
+/// registry logins use (`AWS_SECRET_ACCESS_KEY`, `AZURE_CLIENT_SECRET`...).
+const RESERVED_ENV_PREFIXES: [&str; 9] = [
+    "IMAGE_UPDATE_",
+    "INPUT_",
+    "GITHUB_",
+    "ACTIONS_",
+    "RUNNER_",
+    "AWS_",
+    "AZURE_",
+    "GOOGLE_",
+    "GCE_",
+];
 
 /// Where a run's environment variables come from (the process, or a test's map).
 pub(crate) trait Environment {
@@ -65,6 +78,7 @@ pub(crate) fn definitions(
     documents: &[PolicyDocument],
     secrets_dir: Option<&Path>,
     env: &dyn Environment,
+    tree: Option<&Path>,
 ) -> Result<Vec<Definition>, Vec<Diagnostic>> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
@@ -75,7 +89,7 @@ pub(crate) fn definitions(
     {
         let credentials = match &s.pull_secret {
             None => None,
-            Some(secret) => match credential(s, secret, documents, env) {
+            Some(secret) => match credential(s, secret, documents, env, tree) {
                 Ok(c) => Some(c),
                 Err(message) => {
                     errors.push(
@@ -119,6 +133,7 @@ pub(crate) fn definitions(
             config: s.config.clone(),
             location: s.location.clone(),
             insecure: false,
+            provider: image_update_registry::Provider::Generic,
             credentials,
             previous: None,
             observed_previous: None,
@@ -145,6 +160,7 @@ fn credential(
     secret: &PullSecret,
     documents: &[PolicyDocument],
     env: &dyn Environment,
+    tree: Option<&Path>,
 ) -> Result<RegistryCredential, String> {
     match secret {
         PullSecret::DockerConfig { namespace, name } => {
@@ -183,7 +199,7 @@ fn credential(
                 .find(|p| variable.starts_with(**p))
             {
                 return Err(format!(
-                    "pull secret env:{variable}: variables named {prefix}* hold image-update's or the CI runner's own settings and credentials, so a repository cannot name them; give the registry credentials in a variable of another name"
+                    "pull secret env:{variable}: variables named {prefix}* hold image-update's, the CI runner's or the cloud identity's own settings and credentials, so a repository cannot name them; give the registry credentials in a variable of another name"
                 ));
             }
             let pair = env.var(variable).ok_or_else(|| {
@@ -193,10 +209,35 @@ fn credential(
             })?;
             basic(s, &pair, &format!("environment variable {variable}"))
         }
-        PullSecret::Ext(program) => Err(format!(
-            "pull secret ext:{program} runs a program for the credentials, which image-update does not do for a program named in the repository; give the registry credentials with env:VARIABLE, pullsecret:NAMESPACE/NAME or the registry settings"
-        )),
+        PullSecret::Ext(program) => program_credential(program, tree),
     }
+}
+
+/// An `ext:` program, checked before it can run: an absolute path that exists, outside the tree
+/// being updated whether its symlinks are resolved or not (anyone who can change the repository
+/// could change a program there). Whether the operator allows it is checked when fetching.
+fn program_credential(program: &str, tree: Option<&Path>) -> Result<RegistryCredential, String> {
+    let what = format!("pull secret ext:{program}");
+    if !program.starts_with('/') {
+        return Err(format!("{what}: the program must be an absolute path"));
+    }
+    let resolved = fs_err::canonicalize(program).map_err(|e| format!("{what}: {e}"))?;
+    if let Some(tree) = tree {
+        let inside = |p: &Path| {
+            p.starts_with(tree) || fs_err::canonicalize(tree).is_ok_and(|t| p.starts_with(t))
+        };
+        if inside(Path::new(program)) || inside(&resolved) {
+            return Err(format!(
+                "{what}: the program lies inside the tree being updated ({}), where whoever can change the repository can change it, so it is never run; install it outside the tree and allow it with --allow-credential-program",
+                resolved.display()
+            ));
+        }
+    }
+    Ok(RegistryCredential::Program {
+        given: program.to_owned(),
+        path: resolved,
+        origin: what,
+    })
 }
 
 /// The most bytes of a key read from `--secrets-dir`: Kubernetes keeps a Secret under 1 MiB.
@@ -368,7 +409,7 @@ mod tests {
             RegistryCredential::Secret { config_json, .. } => {
                 serde_json::from_str(config_json.expose()).unwrap()
             }
-            RegistryCredential::File(_) => panic!("a file"),
+            other => panic!("not a Secret: {other:?}"),
         }
     }
 
@@ -381,7 +422,7 @@ mod tests {
         }];
         let catalog = collect(&files, &CollectOptions::default()).unwrap();
         let env = Env([("DB_CREDS", "dbuser:dbpass")].into());
-        let defs = definitions(&catalog, &documents(), None, &env).unwrap();
+        let defs = definitions(&catalog, &documents(), None, &env, None).unwrap();
         let by_alias = |alias: &str| {
             defs.iter()
                 .find(|d| d.key.name == format!("shop/{alias}"))
@@ -412,7 +453,7 @@ mod tests {
     #[test]
     fn missing_secrets_and_programs_are_errors_at_the_setting() {
         let text = APP
-            .replace("env:DB_CREDS", "ext:/usr/local/bin/creds")
+            .replace("env:DB_CREDS", "ext:/nonexistent/bin/creds")
             .replace("pullsecret:argocd/regcred", "pullsecret:argocd/absent");
         let files = [InputFile {
             origin: "apps/shop.yaml".into(),
@@ -420,7 +461,8 @@ mod tests {
             text: &text,
         }];
         let catalog = collect(&files, &CollectOptions::default()).unwrap();
-        let errors = definitions(&catalog, &documents(), None, &Env(BTreeMap::new())).unwrap_err();
+        let errors =
+            definitions(&catalog, &documents(), None, &Env(BTreeMap::new()), None).unwrap_err();
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(messages.len(), 2, "{messages:?}");
         assert!(
@@ -431,9 +473,41 @@ mod tests {
         assert!(
             messages
                 .iter()
-                .any(|m| m.contains("ext:/usr/local/bin/creds runs a program"))
+                .any(|m| m.contains("pull secret ext:/nonexistent/bin/creds: ")
+                    && m.contains("No such file"))
         );
         assert!(messages.iter().all(|m| m.starts_with("apps/shop.yaml:")));
+    }
+
+    #[test]
+    fn programs_inside_the_tree_are_never_run() {
+        let outside = tempfile::tempdir().unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let program = outside.path().join("creds");
+        fs_err::write(&program, "#!/bin/sh\necho u:p\n").unwrap();
+        let inside = tree.path().join("creds");
+        fs_err::write(&inside, "#!/bin/sh\necho u:p\n").unwrap();
+        let link_in = outside.path().join("link-in");
+        std::os::unix::fs::symlink(&inside, &link_in).unwrap();
+        let link_out = tree.path().join("link-out");
+        std::os::unix::fs::symlink(&program, &link_out).unwrap();
+        let resolved = fs_err::canonicalize(&program).unwrap();
+        match program_credential(program.to_str().unwrap(), Some(tree.path())).unwrap() {
+            RegistryCredential::Program { path, given, .. } => {
+                assert_eq!(path, resolved);
+                assert_eq!(given, program.to_str().unwrap());
+            }
+            other => panic!("{other:?}"),
+        }
+        for refused in [&inside, &link_in, &link_out] {
+            let e = program_credential(refused.to_str().unwrap(), Some(tree.path())).unwrap_err();
+            assert!(e.contains("inside the tree being updated"), "{e}");
+        }
+        assert!(
+            program_credential("relative/creds", None)
+                .unwrap_err()
+                .contains("absolute path")
+        );
     }
 
     #[test]
@@ -444,6 +518,8 @@ mod tests {
             "INPUT_TOKEN",
             "GITHUB_TOKEN",
             "ACTIONS_RUNTIME_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "AZURE_CLIENT_SECRET",
         ] {
             let text = APP.replace("env:DB_CREDS", &format!("env:{variable}"));
             let files = [InputFile {
@@ -453,7 +529,7 @@ mod tests {
             }];
             let catalog = collect(&files, &CollectOptions::default()).unwrap();
             let env = Env([(variable_static(variable), "user:token")].into());
-            let errors = definitions(&catalog, &documents(), None, &env).unwrap_err();
+            let errors = definitions(&catalog, &documents(), None, &env, None).unwrap_err();
             let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
             assert!(
                 messages
@@ -524,13 +600,14 @@ mod tests {
                 .map(|k| format!("{:?} {}", k.name, k.pem.as_deref() == Some(pem.as_str())))
                 .collect()
         };
-        let defs = definitions(&catalog, &key_secret(&pem, "cosign.pub"), None, &env).unwrap();
+        let defs =
+            definitions(&catalog, &key_secret(&pem, "cosign.pub"), None, &env, None).unwrap();
         assert_eq!(
             signers(&defs),
             ["Some(\"cosign.pub of Secret argocd/org-key\") true"]
         );
         let error = |documents: &[PolicyDocument], dir: Option<&Path>| -> String {
-            let errors = definitions(&catalog, documents, dir, &env).unwrap_err();
+            let errors = definitions(&catalog, documents, dir, &env, None).unwrap_err();
             assert_eq!(errors.len(), 1, "{errors:?}");
             errors[0].to_string()
         };
@@ -557,7 +634,7 @@ mod tests {
         fs_err::write(mounted.join("..2026_01_01_00_00_00.1/cosign.pub"), &pem).unwrap();
         std::os::unix::fs::symlink("..2026_01_01_00_00_00.1", mounted.join("..data")).unwrap();
         std::os::unix::fs::symlink("..data/cosign.pub", mounted.join("cosign.pub")).unwrap();
-        let defs = definitions(&catalog, &[], Some(dir.path()), &env).unwrap();
+        let defs = definitions(&catalog, &[], Some(dir.path()), &env, None).unwrap();
         assert_eq!(
             signers(&defs),
             ["Some(\"cosign.pub of Secret argocd/org-key\") true"]

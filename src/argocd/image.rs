@@ -203,7 +203,7 @@ pub(crate) fn kustomize_match(image: &str, other: &str) -> bool {
     kustomize_cut(image, delim) == kustomize_cut(other, delim)
 }
 
-/// The delimiter [`kustomize_match`] cuts both names at: the first of `=`, `:`, `@` found in
+/// The delimiter `kustomize_match` cuts both names at: the first of `=`, `:`, `@` found in
 /// `other`'s tag part, `:` when it has none.
 #[must_use]
 pub(crate) fn kustomize_delimiter(other: &str) -> char {
@@ -216,7 +216,7 @@ pub(crate) fn kustomize_delimiter(other: &str) -> char {
 /// The delimiters of [`kustomize_delimiter`], in the order they are looked for.
 pub(crate) const KUSTOMIZE_DELIMITERS: [char; 3] = ['=', ':', '@'];
 
-/// `image` up to `delim` (for `:`, the first one after the last `/`), as [`kustomize_match`]
+/// `image` up to `delim` (for `:`, the first one after the last `/`), as `kustomize_match`
 /// compares it.
 #[must_use]
 pub(crate) fn kustomize_cut(image: &str, delim: char) -> &str {

@@ -345,27 +345,43 @@ pub fn plan(
         .enumerate()
         .filter_map(|(i, f)| f.tree_path.as_deref().map(|p| (p, i)))
         .collect();
-    // Each target file, with the Applications written to it in order.
-    let mut groups: BTreeMap<&str, (&Location, Vec<&Work<'_>>)> = BTreeMap::new();
-    for w in &works {
-        groups
-            .entry(w.path.as_str())
-            .or_insert_with(|| (&w.target_location, Vec::new()))
-            .1
-            .push(w);
+    let (mut out_files, mut apps, mut file_errors) =
+        plan_files(catalog, files, &in_tree, &works, threads);
+    // A Job (a git scope) pushes one commit to one branch: when the Applications that changed
+    // push to different branches (one to its base branch, one to a pull request's head), this
+    // run writes back those of the first branch (the base branch first, then by name) and
+    // leaves the others for the next run, with a warning, so that every run makes progress.
+    if errors.is_empty()
+        && file_errors.is_empty()
+        && catalog
+            .options
+            .git_scope
+            .as_ref()
+            .is_some_and(|s| s.own_branches)
+        && let Some((keep, left)) = first_push_branch(&apps)
+    {
+        warnings.extend(left.iter().map(|(a, branch)| {
+            let config = works.iter().find(|w| catalog.apps[w.config.app].id == a.app);
+            let at = config.map(|w| w.config.location.clone());
+            let warning = Diagnostic::warning(format!(
+                "Application {} pushes to {}, and the Applications written back in this run to {}; one run pushes one branch, so it is left for the next run",
+                a.app,
+                branch_name(branch.as_deref()),
+                branch_name(keep.as_deref()),
+            ));
+            match at {
+                Some(at) => warning.at(at),
+                None => warning,
+            }
+        }));
+        let left: Vec<AppId> = left.into_iter().map(|(a, _)| a.app.clone()).collect();
+        let works: Vec<Work<'_>> = works
+            .into_iter()
+            .filter(|w| !left.contains(&catalog.apps[w.config.app].id))
+            .collect();
+        (out_files, apps, file_errors) = plan_files(catalog, files, &in_tree, &works, threads);
     }
-    // Files are independent: each is read, parsed and planned on every core in one go, and its
-    // tree freed once its plan is made (the next file's parse reuses the memory).
-    let planned = crate::pool::map(groups, threads, |(path, (at, ws))| {
-        plan_file(catalog, files, &in_tree, path, at, &ws)
-    });
-    let mut apps = Vec::new();
-    let mut out_files = Vec::new();
-    for (file, mut a, mut e) in planned {
-        out_files.extend(file);
-        apps.append(&mut a);
-        errors.append(&mut e);
-    }
+    errors.append(&mut file_errors);
     if !errors.is_empty() {
         errors.extend(warnings);
         errors.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
@@ -378,6 +394,66 @@ pub fn plan(
         apps,
         diagnostics: warnings,
     })
+}
+
+/// The files' plans, the Applications' plans and the problems found, for `works`.
+fn plan_files(
+    catalog: &Catalog<'_>,
+    files: &dyn Files,
+    in_tree: &std::collections::HashMap<&str, usize>,
+    works: &[Work<'_>],
+    threads: usize,
+) -> (Vec<FilePlan>, Vec<AppPlan>, Vec<Diagnostic>) {
+    // Each target file, with the Applications written to it in order.
+    let mut groups: BTreeMap<&str, (&Location, Vec<&Work<'_>>)> = BTreeMap::new();
+    for w in works {
+        groups
+            .entry(w.path.as_str())
+            .or_insert_with(|| (&w.target_location, Vec::new()))
+            .1
+            .push(w);
+    }
+    // Files are independent: each is read, parsed and planned on every core in one go, and its
+    // tree freed once its plan is made (the next file's parse reuses the memory).
+    let planned = crate::pool::map(groups, threads, |(path, (at, ws))| {
+        plan_file(catalog, files, in_tree, path, at, &ws)
+    });
+    let mut apps = Vec::new();
+    let mut out_files = Vec::new();
+    let mut errors = Vec::new();
+    for (file, mut a, mut e) in planned {
+        out_files.extend(file);
+        apps.append(&mut a);
+        errors.append(&mut e);
+    }
+    (out_files, apps, errors)
+}
+
+/// An Application left for the next run, and the branch it pushes to (`None`: its base branch).
+type LeftApp<'a> = (&'a AppPlan, Option<String>);
+
+/// When the Applications of `apps` that changed and write back to git push to more than one
+/// branch: the branch this run pushes (`None`: the base branch, chosen first; else the first by
+/// name), and the Applications left, each with its branch.
+fn first_push_branch(apps: &[AppPlan]) -> Option<(Option<String>, Vec<LeftApp<'_>>)> {
+    let changed: Vec<LeftApp<'_>> = apps
+        .iter()
+        .filter(|a| !a.images.is_empty())
+        .filter_map(|a| a.git.as_ref().map(|g| (a, g.push.clone())))
+        .collect();
+    let branches: std::collections::BTreeSet<&Option<String>> =
+        changed.iter().map(|(_, b)| b).collect();
+    if branches.len() < 2 {
+        return None;
+    }
+    // `None` sorts first: the base branch.
+    let keep = branches.into_iter().next().cloned().flatten();
+    let left = changed.into_iter().filter(|(_, b)| *b != keep).collect();
+    Some((keep, left))
+}
+
+fn branch_name(branch: Option<&str>) -> String {
+    branch.map_or_else(|| "its base branch".to_owned(), |b| format!("branch {b}"))
 }
 
 /// Read, parse and plan one target file for the Applications written to it (`at`: where the first

@@ -38,6 +38,8 @@ pub const INPUTS: &[&str] = &[
     "report-file",
     "fail-on-warnings",
     "registry-config",
+    "registry-provider",
+    "allow-credential-program",
     "verify-key",
     "verify-identity",
     "verify-identity-regexp",
@@ -103,6 +105,8 @@ not set); paths are relative to GITHUB_WORKSPACE (default: the current directory
   report-file       also write the ResultV2 report (JSON) to this file
   fail-on-warnings  true: when the run raises a warning, write nothing and exit 1
   registry-config   with fetch: the registry settings file (docs/registry.md)
+  registry-provider with fetch: HOST=aws|gcp|azure per line: log in with the job's cloud identity
+  allow-credential-program  with fetch: [HOST=]PATH per line an Argo CD ext: pull secret may run
 The supply-chain gate, with fetch (for every fetched policy; see docs/security.md):
   verify-key        public keys (PEM files) that must have signed, one per line
   verify-identity   keyless signer identities (certificate subjects), one per line
@@ -343,7 +347,11 @@ fn fetch_settings(inputs: &Inputs, workspace: &Path) -> Result<Option<FetchSetti
     if !inputs.flag("fetch")? {
         return match SUPPLY_CHAIN_INPUTS
             .iter()
-            .chain(&["registry-config"])
+            .chain(&[
+                "registry-config",
+                "registry-provider",
+                "allow-credential-program",
+            ])
             .find(|name| inputs.value(name).is_some())
         {
             Some(name) => Err(Error::Usage(format!(
@@ -409,9 +417,25 @@ fn fetch_settings(inputs: &Inputs, workspace: &Path) -> Result<Option<FetchSetti
     let supply_chain =
         config::supply_chain(signers, &names, min_age, age_source, "the verify-* inputs")
             .map_err(|e| Error::Usage(e.to_string()))?;
+    let providers = inputs
+        .lines("registry-provider")
+        .map(|line| {
+            image_update_registry::cloud::parse_host_provider(line)
+                .map_err(|e| usage("registry-provider", &e))
+        })
+        .collect::<Result<_, _>>()?;
+    let allowed_programs = inputs
+        .lines("allow-credential-program")
+        .map(|line| {
+            line.parse()
+                .map_err(|e: String| usage("allow-credential-program", &e))
+        })
+        .collect::<Result<_, _>>()?;
     Ok(Some(FetchSettings {
         registry_config: inputs.value("registry-config").map(|f| workspace.join(f)),
         supply_chain,
+        providers,
+        allowed_programs,
         ..FetchSettings::default()
     }))
 }

@@ -60,8 +60,33 @@ pub(crate) struct RegistryArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Registry", value_parser = parse_duration)]
     pub fetch_timeout: Option<std::time::Duration>,
 
+    /// Log in to the registry HOST with the workload's cloud identity:
+    /// aws (ECR), gcp (Artifact Registry, GCR), azure (ACR), or generic
+    /// (its own credentials); repeatable. A definition's spec.provider
+    /// other than generic wins for its repository.
+    #[arg(long, value_name = "HOST=PROVIDER", help_heading = "Registry", value_parser = parse_registry_provider)]
+    pub registry_provider: Vec<(String, image_update_registry::Provider)>,
+
+    /// Allow an Argo CD `pull-secret: ext:PATH` to run this program
+    /// (an absolute path, outside the tree), for the registry HOST only
+    /// when given; repeatable.
+    #[arg(long, value_name = "[HOST=]PATH", help_heading = "Registry", value_parser = parse_allowed_program)]
+    pub allow_credential_program: Vec<image_update_registry::credentials::AllowedProgram>,
+
     #[command(flatten)]
     pub supply_chain: SupplyChainArgs,
+}
+
+pub(crate) fn parse_registry_provider(
+    text: &str,
+) -> Result<(String, image_update_registry::Provider), String> {
+    image_update_registry::cloud::parse_host_provider(text)
+}
+
+fn parse_allowed_program(
+    text: &str,
+) -> Result<image_update_registry::credentials::AllowedProgram, String> {
+    text.parse()
 }
 
 /// The supply-chain gate's options (`update --fetch`, `policy`, `job
@@ -696,7 +721,14 @@ impl RegistryArgs {
     /// only), or wrong ([`SupplyChainArgs::overrides`]).
     pub(crate) fn fetch_settings_if(&self, fetch: bool) -> Result<Option<FetchSettings>, Error> {
         if !fetch {
-            return match self.supply_chain.first_given() {
+            let registry_flag = if !self.registry_provider.is_empty() {
+                Some("--registry-provider")
+            } else if !self.allow_credential_program.is_empty() {
+                Some("--allow-credential-program")
+            } else {
+                None
+            };
+            return match registry_flag.or(self.supply_chain.first_given()) {
                 Some(flag) => Err(Error::Usage(format!(
                     "{flag} applies to the policies fetched from registries: add --fetch"
                 ))),
@@ -710,6 +742,8 @@ impl RegistryArgs {
             deadline: self.fetch_timeout,
             observer: None,
             supply_chain: self.supply_chain.overrides()?,
+            providers: self.registry_provider.clone(),
+            allowed_programs: self.allow_credential_program.clone(),
         }))
     }
 }

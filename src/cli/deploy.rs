@@ -44,9 +44,26 @@ pub(crate) struct DeployArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub parallelism: u32,
 
+    /// Give the workloads a ServiceAccount of their own, annotated for the
+    /// cloud identity their Pods log in to registries with: aws=ROLE_ARN
+    /// (EKS IRSA), aws=pod-identity (EKS Pod Identity), gcp=GSA_EMAIL (GKE
+    /// Workload Identity), gcp=direct, azure=CLIENT_ID (AKS workload
+    /// identity).
+    #[arg(long, value_name = "PROVIDER=ID", value_parser = parse_cloud_identity)]
+    pub cloud_identity: Option<deploy::CloudIdentity>,
+
+    /// Pass --registry-provider HOST=PROVIDER to every Job (an
+    /// ImageRepository's spec.provider needs none); repeatable.
+    #[arg(long, value_name = "HOST=PROVIDER", value_parser = super::args::parse_registry_provider)]
+    pub registry_provider: Vec<(String, image_update_registry::Provider)>,
+
     /// The most bytes read from one file.
     #[arg(long, value_name = "SIZE", env = "IMAGE_UPDATE_MAX_FILE_SIZE", default_value = "64MiB", value_parser = SizeLimit::parse)]
     pub max_file_size: SizeLimit,
+}
+
+fn parse_cloud_identity(text: &str) -> Result<deploy::CloudIdentity, String> {
+    text.parse()
 }
 
 /// Run `deploy`.
@@ -79,6 +96,8 @@ pub(crate) fn run(args: &DeployArgs) -> Result<Exit, Error> {
         fleet: args.fleet.clone(),
         state: args.state,
         parallelism: args.parallelism,
+        cloud_identity: args.cloud_identity.clone(),
+        registry_providers: args.registry_provider.clone(),
     };
     let output = deploy::generate(&sources, &options).map_err(Error::invalid)?;
     let text = output.to_yaml().map_err(Error::Internal)?;

@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::git_repository::{self, GitRepository};
 use crate::input::SizeLimit;
 use crate::job::checkout::{self, CheckoutTarget};
-use crate::job::credentials::{self, CredentialFlags, ProcessEnvironment};
+use crate::job::credentials::{self, CredentialFlags, Environment as _, ProcessEnvironment};
 use crate::job::pull_request::{self, ForgeConfig, PullRequestSettings};
 use crate::job::secrets::{SecretObject, Secrets};
 use crate::job::{
@@ -653,9 +653,25 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             ..
         }) => {
             let who = format!("GitRepository {namespace}/{name} spec.secretRef");
-            let found = secrets.get(namespace, secret, &who)?;
-            credentials::check_git_secret(found, &format!("{namespace}/{secret}"))?;
-            Some(found)
+            // Credentials from the environment or --ssh-key come first (Flux's precedence):
+            // with them, the Secret's manifest is not needed (a Job made by `deploy` takes the
+            // Secret's keys as its environment; a run from a terminal has a token).
+            if credentials::git_credentials_given(args.ssh_key.is_some(), &ProcessEnvironment) {
+                secrets.find(namespace, secret)
+            } else {
+                Some(secrets.get(
+                    namespace,
+                    secret,
+                    &who,
+                    ", or the credentials in the environment (IMAGE_UPDATE_GIT_TOKEN, or another \
+                     of the Job's IMAGE_UPDATE_GIT_* variables)",
+                )?)
+            }
+            .map(|found| {
+                credentials::check_git_secret(found, &format!("{namespace}/{secret}"))
+                    .map(|()| found)
+            })
+            .transpose()?
         }
         _ => None,
     };
@@ -781,11 +797,16 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
             .as_ref()
             .map_or(SigningKind::Gpg, |k| k.kind),
     };
+    // The signing key from --signing-key or the environment comes first, as the git
+    // credentials do.
+    let signing_key_given =
+        args.signing_key.is_some() || ProcessEnvironment.var("IMAGE_UPDATE_SIGNING_KEY").is_some();
     let signing_secret = match (&automation, &commit.signing_key) {
-        (Some(automation), Some(key)) if args.signing_key.is_none() => Some(secrets.get(
+        (Some(automation), Some(key)) if !signing_key_given => Some(secrets.get(
             &automation.namespace,
             &key.secret_name,
             &format!("{} spec.git.commit.signingKey", automation.describe()),
+            ", or the key with --signing-key FILE or IMAGE_UPDATE_SIGNING_KEY",
         )?),
         _ => None,
     };

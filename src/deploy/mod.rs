@@ -111,6 +111,120 @@ pub(crate) struct Options {
     pub state: bool,
     /// Pods of a fleet run at once.
     pub parallelism: u32,
+    /// The cloud identity the workloads' Pods log in to registries with:
+    /// a ServiceAccount of their own, annotated for it.
+    pub cloud_identity: Option<CloudIdentity>,
+    /// `--registry-provider HOST=PROVIDER` for every Job.
+    pub registry_providers: Vec<(String, image_update_registry::Provider)>,
+}
+
+/// A workload identity for the Pods (`--cloud-identity PROVIDER=ID`): the
+/// ServiceAccount annotation (and Pod label) each cloud's Kubernetes
+/// integration reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CloudIdentity {
+    /// EKS IAM roles for service accounts: the role's ARN.
+    AwsRole(String),
+    /// EKS Pod Identity: the association names the ServiceAccount, which
+    /// needs no annotation.
+    AwsPodIdentity,
+    /// GKE Workload Identity with a Google service account: its e-mail.
+    GcpServiceAccount(String),
+    /// GKE Workload Identity Federation granting the Kubernetes
+    /// ServiceAccount itself: no annotation.
+    GcpDirect,
+    /// AKS workload identity: the managed identity's or application's
+    /// client ID.
+    AzureClient(String),
+}
+
+impl std::str::FromStr for CloudIdentity {
+    type Err = String;
+
+    /// `aws=ROLE_ARN`, `aws=pod-identity`, `gcp=GSA_EMAIL`, `gcp=direct`,
+    /// `azure=CLIENT_ID`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (provider, id) = text.split_once('=').ok_or_else(|| {
+            format!("{text:?} is not PROVIDER=ID (aws=ROLE_ARN, aws=pod-identity, gcp=GSA_EMAIL, gcp=direct, azure=CLIENT_ID)")
+        })?;
+        let id = id.trim();
+        let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic());
+        match provider.trim() {
+            "aws" if id == "pod-identity" => Ok(Self::AwsPodIdentity),
+            "aws" if id.starts_with("arn:") && id.contains(":role/") && plain(id) => {
+                Ok(Self::AwsRole(id.to_owned()))
+            }
+            "aws" => Err(format!(
+                "{text:?}: aws takes an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME) or pod-identity"
+            )),
+            "gcp" if id == "direct" => Ok(Self::GcpDirect),
+            "gcp" if id.ends_with(".gserviceaccount.com") && id.contains('@') && plain(id) => {
+                Ok(Self::GcpServiceAccount(id.to_owned()))
+            }
+            "gcp" => Err(format!(
+                "{text:?}: gcp takes a Google service account's e-mail (NAME@PROJECT.iam.gserviceaccount.com) or direct"
+            )),
+            "azure" if id.len() == 36 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') => {
+                Ok(Self::AzureClient(id.to_ascii_lowercase()))
+            }
+            "azure" => Err(format!("{text:?}: azure takes a client ID (a GUID)")),
+            other => Err(format!("{text:?}: {other:?} is not aws, gcp or azure")),
+        }
+    }
+}
+
+impl CloudIdentity {
+    /// The ServiceAccount's annotations.
+    fn annotations(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        match self {
+            Self::AwsRole(arn) => {
+                out.insert("eks.amazonaws.com/role-arn".to_owned(), json!(arn));
+            }
+            Self::GcpServiceAccount(email) => {
+                out.insert("iam.gke.io/gcp-service-account".to_owned(), json!(email));
+            }
+            Self::AzureClient(id) => {
+                out.insert("azure.workload.identity/client-id".to_owned(), json!(id));
+            }
+            Self::AwsPodIdentity | Self::GcpDirect => {}
+        }
+        out
+    }
+
+    /// The workload's ServiceAccount.
+    fn service_account(&self, name: &str, namespace: &str) -> Value {
+        let mut metadata = meta(name, namespace);
+        let annotations = self.annotations();
+        if !annotations.is_empty() {
+            metadata["annotations"] = Value::Object(annotations);
+        }
+        json!({
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": metadata,
+            // The clouds' webhooks project their own tokens.
+            "automountServiceAccountToken": false,
+        })
+    }
+
+    /// The Pod template runs as the ServiceAccount (AKS's webhook also
+    /// wants a label on the Pod).
+    fn apply(&self, template: &mut Value, name: &str) {
+        template["spec"]["serviceAccountName"] = json!(name);
+        if matches!(self, Self::AzureClient(_)) {
+            template["metadata"]["labels"]["azure.workload.identity/use"] = json!("true");
+        }
+    }
+}
+
+/// The Job's `--registry-provider` arguments.
+fn provider_args(options: &Options) -> Vec<String> {
+    options
+        .registry_providers
+        .iter()
+        .flat_map(|(host, p)| ["--registry-provider".to_owned(), format!("{host}={p}")])
+        .collect()
 }
 
 impl Default for Options {
@@ -121,6 +235,8 @@ impl Default for Options {
             fleet: None,
             state: false,
             parallelism: 1,
+            cloud_identity: None,
+            registry_providers: Vec::new(),
         }
     }
 }
@@ -187,7 +303,11 @@ pub(crate) fn generate(
     // Where each object was first read: an object given twice (the same file twice, or a copy)
     // is one object when both are the same, an error naming both when they differ.
     let mut first: BTreeMap<(&str, &str, String, String), (&Document, &str)> = BTreeMap::new();
+    let mut notes = Vec::new();
     for source in sources {
+        // The objects of this file that deploy does not read, and where the first is.
+        let mut passed_over: Vec<String> = Vec::new();
+        let mut passed_over_at = None;
         for doc in source.documents {
             let at = |pointer: &str| Location::new(source.origin, doc.position(pointer));
             let value = &doc.value;
@@ -275,14 +395,27 @@ pub(crate) fn generate(
                     )
                     .at(at("")),
                 ),
-                _ => errors.push(
+                // A kind of the image API that does not exist: a misspelt kind, never passed over.
+                ("image.toolkit.fluxcd.io", _) => errors.push(
                     Diagnostic::error(format!(
                         "{} {kind}: deploy reads ImageUpdateAutomations, ImageUpdaters (kind: fluxcd), GitRepositories, ImageRepositories and ImagePolicies",
                         value.get("apiVersion").and_then(Value::as_str).unwrap_or("")
                     ))
                     .at(at("")),
                 ),
+                // Anything else (the Kustomization beside a Flux repository's GitRepository in
+                // gotk-sync.yaml, the manifests of a directory given whole) is passed over, with
+                // a note per file.
+                _ => {
+                    let (namespace, name) = crate::yaml::namespace_name(value);
+                    let id = if namespace.is_empty() { name } else { format!("{namespace}/{name}") };
+                    passed_over.push(format!("{kind} {id}").trim_end().to_owned());
+                    passed_over_at.get_or_insert_with(|| at(""));
+                }
             }
+        }
+        if let Some(at) = passed_over_at {
+            notes.push(passed_over_note(&passed_over).at(at));
         }
     }
     if entries.is_empty() && errors.is_empty() {
@@ -308,7 +441,10 @@ pub(crate) fn generate(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut output = Output::default();
+    let mut output = Output {
+        notes,
+        ..Output::default()
+    };
     match &options.fleet {
         None => {
             let mut names: BTreeMap<(String, String), &Location> = BTreeMap::new();
@@ -344,7 +480,10 @@ pub(crate) fn generate(
             }
         }
         Some(fleet) => match fleet_objects(fleet, &units, &entries, options) {
-            Ok(out) => output = out,
+            Ok(out) => {
+                output.objects = out.objects;
+                output.notes.extend(out.notes);
+            }
             Err(e) => errors.extend(e),
         },
     }
@@ -353,6 +492,23 @@ pub(crate) fn generate(
     } else {
         Err(errors)
     }
+}
+
+/// The note for the objects of one file that `deploy` does not read (at most three named).
+fn passed_over_note(objects: &[String]) -> Diagnostic {
+    const NAMED: usize = 3;
+    let mut named = objects
+        .iter()
+        .take(NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if objects.len() > NAMED {
+        named.push_str(&format!(" and {} more", objects.len() - NAMED));
+    }
+    Diagnostic::note(format!(
+        "passed over {named}: deploy reads ImageUpdateAutomations, ImageUpdaters (kind: fluxcd), GitRepositories, ImageRepositories and ImagePolicies"
+    ))
 }
 
 /// What one automation's workload needs.
@@ -818,16 +974,24 @@ fn single(u: &Unit, name: &str, options: &Options) -> Result<(Vec<Value>, Option
     );
     let mut env = git_env(u.git_secret.as_deref(), u.ssh);
     with_signing(&mut args, &mut env, &mut sources, u.signing.as_ref());
+    args.extend(provider_args(options));
     let volumes = vec![json!({"name": "config", "projected": {"sources": sources}})];
+    let mut template = pod(&options.image, args, env, volumes, options.state, name);
+    if let Some(identity) = &options.cloud_identity {
+        identity.apply(&mut template, name);
+    }
     let job = json!({
         "backoffLimit": 2,
         "activeDeadlineSeconds": deadline(&schedule),
         "podFailurePolicy": failure_rules(false),
-        "template": pod(&options.image, args, env, volumes, options.state, name),
+        "template": template,
     });
     let mut objects = vec![config];
     if options.state {
         objects.push(state_claim(name, &u.namespace, false));
+    }
+    if let Some(identity) = &options.cloud_identity {
+        objects.push(identity.service_account(name, &u.namespace));
     }
     objects.push(cron_job(name, &u.namespace, &schedule, job));
     Ok((objects, schedule.note))
@@ -992,7 +1156,19 @@ fn fleet_objects(
         &mut sources,
         first.signing.as_ref(),
     );
+    fleet_args.extend(provider_args(options));
     let volumes = vec![json!({"name": "config", "projected": {"sources": sources}})];
+    let mut template = pod(
+        &options.image,
+        fleet_args,
+        env,
+        volumes,
+        options.state,
+        &name,
+    );
+    if let Some(identity) = &options.cloud_identity {
+        identity.apply(&mut template, &name);
+    }
     let job = json!({
         "completionMode": "Indexed",
         "completions": units.len(),
@@ -1000,10 +1176,13 @@ fn fleet_objects(
         "backoffLimitPerIndex": 2,
         "activeDeadlineSeconds": deadline(&schedule),
         "podFailurePolicy": failure_rules(true),
-        "template": pod(&options.image, fleet_args, env, volumes, options.state, &name),
+        "template": template,
     });
     if options.state {
         objects.push(state_claim(&name, &first.namespace, true));
+    }
+    if let Some(identity) = &options.cloud_identity {
+        objects.push(identity.service_account(&name, &first.namespace));
     }
     objects.push(cron_job(&name, &first.namespace, &schedule, job));
     let notes = schedule
@@ -1067,6 +1246,94 @@ spec:
             })
             .collect();
         generate(&sources, options).map_err(|e| e.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn a_cloud_identity_is_a_service_account_of_the_workload() {
+        let policies = POLICIES.replace("secretRef: {name: regcred}", "provider: aws");
+        for (flag, annotation, label) in [
+            (
+                "aws=arn:aws:iam::123456789012:role/image-update",
+                Some((
+                    "eks.amazonaws.com/role-arn",
+                    "arn:aws:iam::123456789012:role/image-update",
+                )),
+                false,
+            ),
+            ("aws=pod-identity", None, false),
+            (
+                "gcp=updater@proj.iam.gserviceaccount.com",
+                Some((
+                    "iam.gke.io/gcp-service-account",
+                    "updater@proj.iam.gserviceaccount.com",
+                )),
+                false,
+            ),
+            (
+                "azure=0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0",
+                Some((
+                    "azure.workload.identity/client-id",
+                    "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+                )),
+                true,
+            ),
+        ] {
+            let out = run(
+                &[
+                    ("auto.yaml", AUTOMATION),
+                    ("repo.yaml", REPO),
+                    ("defs.yaml", &policies),
+                ],
+                &Options {
+                    cloud_identity: Some(flag.parse().unwrap()),
+                    registry_providers: vec![(
+                        "123456789012.dkr.ecr.eu-west-1.amazonaws.com".to_owned(),
+                        image_update_registry::Provider::Aws,
+                    )],
+                    ..Options::default()
+                },
+            )
+            .unwrap();
+            let kinds: Vec<&str> = out
+                .objects
+                .iter()
+                .map(|o| o["kind"].as_str().unwrap())
+                .collect();
+            assert_eq!(kinds, ["ConfigMap", "ServiceAccount", "CronJob"], "{flag}");
+            let sa = &out.objects[1];
+            assert_eq!(sa["metadata"]["name"], "image-update-apps");
+            assert_eq!(sa["automountServiceAccountToken"], false);
+            match annotation {
+                Some((k, v)) => assert_eq!(sa["metadata"]["annotations"][k], v, "{flag}"),
+                None => assert!(sa["metadata"].get("annotations").is_none(), "{flag}"),
+            }
+            let template = &out.objects[2]["spec"]["jobTemplate"]["spec"]["template"];
+            assert_eq!(template["spec"]["serviceAccountName"], "image-update-apps");
+            assert_eq!(
+                template["metadata"]["labels"]["azure.workload.identity/use"] == "true",
+                label,
+                "{flag}"
+            );
+            let args = template["spec"]["containers"][0]["args"]
+                .as_array()
+                .unwrap();
+            assert!(args.windows(2).any(|w| w[0] == "--registry-provider"
+                && w[1] == "123456789012.dkr.ecr.eu-west-1.amazonaws.com=aws"));
+            // No registry Secret is projected: the identity logs in.
+            let sources = template["spec"]["volumes"][0]["projected"]["sources"]
+                .as_array()
+                .unwrap();
+            assert_eq!(sources.len(), 1, "{flag}");
+        }
+        for bad in [
+            "aws=role",
+            "gcp=someone@example.com",
+            "azure=not-a-guid",
+            "ibm=x",
+            "aws",
+        ] {
+            assert!(bad.parse::<CloudIdentity>().is_err(), "{bad}");
+        }
     }
 
     #[test]

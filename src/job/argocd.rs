@@ -131,19 +131,23 @@ fn changed_git(
 /// `update` limited to the Applications that write back to git in the repository at `url` and
 /// the branch `branch` that was cloned (`default_branch`: as the remote's default branch); the
 /// others are left alone with a warning (one Job per repository and branch, as Argo CD Image
-/// Updater writes each Application to its own).
+/// Updater writes each Application to its own). With `own_branches` (no `--push-branch` or
+/// `--pull-request`), the Applications that push to different branches (the base branch, a
+/// write branch, a request's head) are written back one branch a run.
 #[must_use]
 pub(crate) fn scoped(
     update: &UpdateConfig,
     url: &str,
     branch: Option<&str>,
     default_branch: bool,
+    own_branches: bool,
 ) -> UpdateConfig {
     let mut scoped = update.clone();
     scoped.argocd.git_scope = Some(GitScope {
         repository: url.to_owned(),
         branch: branch.map(str::to_owned),
         default_branch,
+        own_branches,
     });
     scoped
 }

@@ -225,6 +225,26 @@ pub(crate) fn remote_settings(
     Ok(settings)
 }
 
+/// The variables that give git credentials without a Secret: a token, a password, an SSH key,
+/// a GitHub App.
+pub(crate) const GIT_CREDENTIAL_VARIABLES: [&str; 5] = [
+    "IMAGE_UPDATE_GIT_BEARER_TOKEN",
+    "IMAGE_UPDATE_GIT_TOKEN",
+    "IMAGE_UPDATE_GIT_PASSWORD",
+    "IMAGE_UPDATE_GIT_SSH_KEY",
+    "IMAGE_UPDATE_GITHUB_APP_ID",
+];
+
+/// Whether git credentials come from `--ssh-key` (`ssh_key_flag`) or the environment, which take
+/// precedence over the GitRepository's Secret: then the Secret's manifest is not needed.
+#[must_use]
+pub(crate) fn git_credentials_given(ssh_key_flag: bool, env: &dyn Environment) -> bool {
+    ssh_key_flag
+        || GIT_CREDENTIAL_VARIABLES
+            .iter()
+            .any(|v| env.var(v).is_some())
+}
+
 /// Why the Job refuses a URL, in its own words: the git crate names its
 /// settings (`allow_local`), the Job its flags (`--allow-local`; plain HTTP
 /// to another machine has no flag).
@@ -464,7 +484,7 @@ mod tests {
             dir.path(),
             &[("username", "flux"), ("password", "from-secret")],
         );
-        let git = secrets.get("flux-system", "git", "test").unwrap();
+        let git = secrets.get("flux-system", "git", "test", "").unwrap();
         // The Secret alone.
         assert_eq!(
             basic(&auth(&Vars::default(), Some(git))),
@@ -513,10 +533,26 @@ mod tests {
     }
 
     #[test]
+    fn credentials_from_the_environment_or_ssh_key_make_the_secret_optional() {
+        assert!(!git_credentials_given(false, &Vars::default()));
+        assert!(!git_credentials_given(
+            false,
+            &vars(&[("IMAGE_UPDATE_GIT_USERNAME", "flux")])
+        ));
+        assert!(git_credentials_given(true, &Vars::default()));
+        for variable in GIT_CREDENTIAL_VARIABLES {
+            assert!(
+                git_credentials_given(false, &vars(&[(variable, "x")])),
+                "{variable}"
+            );
+        }
+    }
+
+    #[test]
     fn a_secret_bearer_token_wins_over_its_password() {
         let dir = tempfile::tempdir().unwrap();
         let secrets = secret(dir.path(), &[("bearerToken", "bt"), ("password", "pw")]);
-        let git = secrets.get("flux-system", "git", "test").unwrap();
+        let git = secrets.get("flux-system", "git", "test", "").unwrap();
         assert!(matches!(
             auth(&Vars::default(), Some(git)),
             Auth::Bearer { token } if token.expose() == "bt"
@@ -537,7 +573,7 @@ mod tests {
                 ),
             ],
         );
-        let git = secrets.get("flux-system", "git", "test").unwrap();
+        let git = secrets.get("flux-system", "git", "test", "").unwrap();
         let url = "ssh://git@git.example/fleet.git";
         let from_secret = remote_settings(
             url,
@@ -629,7 +665,7 @@ mod tests {
     fn a_signing_secret_without_its_key_is_an_error_at_the_secret() {
         let dir = tempfile::tempdir().unwrap();
         let secrets = secret(dir.path(), &[("passphrase", "x")]);
-        let signing = secrets.get("flux-system", "git", "test").unwrap();
+        let signing = secrets.get("flux-system", "git", "test", "").unwrap();
         let error = signer(
             None,
             SigningKind::Gpg,
@@ -684,7 +720,7 @@ mod tests {
                 ("githubAppInstallationID", "7"),
             ],
         );
-        let git = secrets.get("flux-system", "git", "test").unwrap();
+        let git = secrets.get("flux-system", "git", "test", "").unwrap();
         let app_env = [
             ("IMAGE_UPDATE_GITHUB_APP_ID", "Iv1.abc"),
             ("IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY", "ENV KEY"),
@@ -750,7 +786,7 @@ mod tests {
                 ("githubAppInstallationID", "seven"),
             ],
         );
-        let git = secrets.get("flux-system", "git", "test").unwrap();
+        let git = secrets.get("flux-system", "git", "test", "").unwrap();
         let error = forge_credentials(&Vars::default(), Some(git), true).unwrap_err();
         assert_eq!(
             error.diagnostics()[0].message,
@@ -762,7 +798,7 @@ mod tests {
     fn tls_client_certificates_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let secrets = secret(dir.path(), &[("tls.crt", "c"), ("username", "u")]);
-        let git = secrets.get("flux-system", "git", "test").unwrap();
+        let git = secrets.get("flux-system", "git", "test", "").unwrap();
         let error = check_git_secret(git, "flux-system/git").unwrap_err();
         assert_eq!(
             error.diagnostics()[0].message,

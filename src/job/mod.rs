@@ -654,6 +654,18 @@ fn remember(
     }
 }
 
+/// A finding of the update, a file of the clone named by its path in the repository: the work
+/// tree is a temporary directory, gone when the run ends, so its path would say nothing to the
+/// reader. (Files outside the clone, such as `--policies` files, keep their names.)
+fn in_repository(mut finding: Diagnostic, work_tree: &Path) -> Diagnostic {
+    if let Some(at) = &mut finding.location
+        && let Ok(rel) = Path::new(&at.path).strip_prefix(work_tree)
+    {
+        at.path = rel.to_string_lossy().into_owned();
+    }
+    finding
+}
+
 fn run_in(
     config: &JobConfig,
     remote: Remote,
@@ -691,12 +703,14 @@ fn run_in(
         &url,
         checkout.checkout_branch(),
         reference == CheckoutRef::DefaultBranch,
+        config.push.branch.is_none() && config.pull_request.is_none(),
     );
-    let outcome =
-        operation::run(&update, Input::Tree(checkout.work_dir())).map_err(JobError::Update)?;
+    let work_tree = checkout.work_dir().to_owned();
+    let outcome = operation::run(&update, Input::Tree(&work_tree))
+        .map_err(|e| JobError::Update(e.map_diagnostics(|d| in_repository(d, &work_tree))))?;
     observer.event(&Event::Updated(&outcome));
     for warning in outcome.warnings() {
-        observer.event(&Event::Warning(warning));
+        observer.event(&Event::Warning(&in_repository(warning.clone(), &work_tree)));
     }
     let mut status = Status::new(JobResult::NothingToDo);
     status.observed_source_revision = Some(checked_out.to_string());

@@ -126,7 +126,14 @@ impl Secrets {
         }
     }
 
-    /// The Secret `namespace/name`, which `who` references.
+    /// The Secret `namespace/name`, if a `--secret` file holds it.
+    #[must_use]
+    pub(crate) fn find(&self, namespace: &str, name: &str) -> Option<&SecretObject> {
+        self.by_name.get(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// The Secret `namespace/name`, which `who` references; `instead` says what else gives its
+    /// values (`, or ...`), for the message when it is missing.
     ///
     /// # Errors
     /// When no `--secret` file holds it.
@@ -135,12 +142,14 @@ impl Secrets {
         namespace: &str,
         name: &str,
         who: &str,
+        instead: &str,
     ) -> Result<&SecretObject, Error> {
         self.by_name
             .get(&(namespace.to_owned(), name.to_owned()))
             .ok_or_else(|| {
                 Error::Usage(format!(
-                    "{who} references Secret {namespace}/{name}, which no --secret file holds"
+                    "{who} references Secret {namespace}/{name}, which no --secret file holds: \
+                     give its manifest with --secret FILE{instead}"
                 ))
             })
     }

@@ -19,7 +19,12 @@
 //!   `verifyIdentity`, `verifyIdentityRegexp`, `verifyIssuer`,
 //!   `verifyIssuerRegexp`, `trustedRoot` (JSON text), `verifyRequire`,
 //!   `minAge` and `ageSource`. Both kinds take `argocdNamespace` (the
-//!   namespace Argo CD runs in, `argocd` by default; docs/argocd.md).
+//!   namespace Argo CD runs in, `argocd` by default; docs/argocd.md), and,
+//!   with `fetch`, who logs in to which registry with the cloud identity
+//!   the function runs with: `registryProviders` (a map of host to `aws`,
+//!   `azure`, `gcp` or `generic`), in the ConfigMap `registryProvider`
+//!   (`HOST=PROVIDER`, comma-separated). No functionConfig can allow a
+//!   credential program: it may come from the package being updated.
 //! * Flux `ImageUpdateAutomation` (`image.toolkit.fluxcd.io`), read by
 //!   [`crate::automation`] as in every mode: only the ImagePolicies among
 //!   the items that live in the automation's namespace and match
@@ -77,6 +82,7 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
         config: UpdateConfig::default(),
         errors: Vec::new(),
         supply_chain: SupplyChainValues::default(),
+        providers: Vec::new(),
     };
     match (api_version, kind) {
         ("v1", "ConfigMap") => reader.config_map(value, &format!("ConfigMap {name}")),
@@ -138,6 +144,7 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
         reader.fetch_annotation(value, &format!("{kind} {name}"));
     }
     reader.supply_chain(kind);
+    reader.providers();
     if reader.errors.is_empty() {
         Ok(reader.config)
     } else {
@@ -149,6 +156,9 @@ struct Reader {
     config: UpdateConfig,
     errors: Vec<Diagnostic>,
     supply_chain: SupplyChainValues,
+    /// `registryProvider(s)`: who logs in to which registry, and where it
+    /// was given (they need `fetch`).
+    providers: Vec<(String, image_update_registry::Provider, String)>,
 }
 
 /// The supply-chain settings of a functionConfig, as read.
@@ -196,6 +206,16 @@ impl Reader {
                     }
                 }
                 "argocdNamespace" => self.argocd_namespace(&text, &field),
+                "registryProvider" => {
+                    for pair in text.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
+                        match image_update_registry::cloud::parse_host_provider(pair) {
+                            Ok((host, provider)) => {
+                                self.providers.push((host, provider, field.clone()));
+                            }
+                            Err(e) => self.fail(format!("{field}: {e}")),
+                        }
+                    }
+                }
                 "check" | "dryRun" | "fetch" | "noDowngrade" => match text.as_str() {
                     "true" => self.set(key),
                     "false" | "" => {}
@@ -204,7 +224,7 @@ impl Reader {
                     )),
                 },
                 _ => self.fail(format!(
-                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade, verifyKey, verifyIdentity, verifyIdentityRegexp, verifyIssuer, verifyIssuerRegexp, trustedRoot, verifyRequire, minAge, ageSource, argocdNamespace"
+                    "{field}: not NAMESPACE:NAME, nor one of the options policySelector, path, check, dryRun, fetch, noDowngrade, verifyKey, verifyIdentity, verifyIdentityRegexp, verifyIssuer, verifyIssuerRegexp, trustedRoot, verifyRequire, minAge, ageSource, argocdNamespace, registryProvider"
                 )),
             }
         }
@@ -260,13 +280,31 @@ impl Reader {
                     _ => self.fail(format!("{field}: expected true or false")),
                 },
                 "verify" => self.verify(v, &field),
+                "registryProviders" => match v {
+                    Value::Null => {}
+                    Value::Object(map) => {
+                        for (host, p) in map {
+                            let field = format!("{what} registryProviders {host:?}");
+                            match image_update_registry::cloud::parse_host_provider(&format!(
+                                "{host}={}",
+                                scalar_text(p)
+                            )) {
+                                Ok((host, provider)) => self.providers.push((host, provider, field)),
+                                Err(e) => self.fail(format!("{field}: {e}")),
+                            }
+                        }
+                    }
+                    _ => self.fail(format!(
+                        "{field}: expected a map of registry host to aws, azure, gcp or generic"
+                    )),
+                },
                 "minAge" | "ageSource" => match v {
                     Value::Null => {}
                     Value::String(text) => self.supply_chain_value(key, text, &field),
                     _ => self.fail(format!("{field}: expected a string")),
                 },
                 _ => self.fail(format!(
-                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch, noDowngrade, verify, minAge, ageSource and argocdNamespace"
+                    "{field}: unknown field; {IMAGE_UPDATE_KIND} has policies, policySelector, path, check, dryRun, fetch, noDowngrade, verify, minAge, ageSource, argocdNamespace and registryProviders"
                 )),
             }
         }
@@ -465,6 +503,25 @@ impl Reader {
         }
     }
 
+    /// The providers read, set on the fetch settings.
+    fn providers(&mut self) {
+        let providers = std::mem::take(&mut self.providers);
+        let Some((_, _, first)) = providers.first() else {
+            return;
+        };
+        match self.config.fetch.as_mut() {
+            Some(fetch) => fetch
+                .providers
+                .extend(providers.into_iter().map(|(h, p, _)| (h, p))),
+            None => {
+                let first = first.clone();
+                self.fail(format!(
+                    "{first}: a registry provider applies to fetched policies: set fetch"
+                ));
+            }
+        }
+    }
+
     fn argocd_namespace(&mut self, text: &str, what: &str) {
         match crate::operation::config::namespace(text) {
             Ok(ns) => self.config.argocd.controller_namespace = ns,
@@ -543,6 +600,46 @@ mod tests {
         .unwrap_err();
         assert!(
             messages(&errors)[0].contains("is not a namespace name"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn registry_providers_in_both_kinds() {
+        use image_update_registry::Provider;
+        let c = read(&value(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {fetch: 'true', registryProvider: '1.dkr.ecr.eu-west-1.amazonaws.com=aws, us-docker.pkg.dev=gcp'}\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            c.fetch.unwrap().providers,
+            [
+                (
+                    "1.dkr.ecr.eu-west-1.amazonaws.com".to_owned(),
+                    Provider::Aws
+                ),
+                ("us-docker.pkg.dev".to_owned(), Provider::Gcp)
+            ]
+        );
+        let c = read(&value(&format!(
+            "apiVersion: {IMAGE_UPDATE_API_VERSION}\nkind: ImageUpdate\nfetch: true\nregistryProviders: {{myreg.azurecr.io: azure}}\n"
+        )))
+        .unwrap();
+        assert_eq!(
+            c.fetch.unwrap().providers,
+            [("myreg.azurecr.io".to_owned(), Provider::Azure)]
+        );
+        let errors = read(&value(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {registryProvider: 'x.io=aws'}\n",
+        ))
+        .unwrap_err();
+        assert!(messages(&errors)[0].contains("set fetch"), "{errors:?}");
+        let errors = read(&value(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {fetch: 'true', registryProvider: 'x.io=amazon'}\n",
+        ))
+        .unwrap_err();
+        assert!(
+            messages(&errors)[0].contains("is not a registry provider"),
             "{errors:?}"
         );
     }

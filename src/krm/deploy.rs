@@ -17,6 +17,8 @@
 //! fleet: images
 //! state: true
 //! parallelism: 2
+//! cloudIdentity: aws=arn:aws:iam::123456789012:role/image-update  # a ServiceAccount for it
+//! registryProviders: {123456789012.dkr.ecr.eu-west-1.amazonaws.com: aws}
 //! path: image-update           # where the workloads' files go
 //! ```
 //!
@@ -121,6 +123,27 @@ fn settings(config: &Value) -> Result<Settings, Vec<String>> {
                 Some(n) if n > 0 => options.parallelism = n,
                 _ => errors.push(format!("{field}: expected a number of Pods, at least 1")),
             },
+            "cloudIdentity" => match text().map(|t| t.parse::<deploy::CloudIdentity>()) {
+                Some(Ok(identity)) => options.cloud_identity = Some(identity),
+                Some(Err(e)) => errors.push(format!("{field}: {e}")),
+                None => errors.push(format!("{field}: expected PROVIDER=ID")),
+            },
+            "registryProviders" => match v {
+                Value::Object(map) => {
+                    for (host, p) in map {
+                        match image_update_registry::cloud::parse_host_provider(&format!(
+                            "{host}={}",
+                            p.as_str().unwrap_or("")
+                        )) {
+                            Ok(pair) => options.registry_providers.push(pair),
+                            Err(e) => errors.push(format!("{field}: {e}")),
+                        }
+                    }
+                }
+                _ => errors.push(format!(
+                    "{field}: expected a map of registry host to aws, azure, gcp or generic"
+                )),
+            },
             "path" => match text() {
                 Some(p) if !p.starts_with('/') && !p.split('/').any(|s| s == "..") => {
                     path = crate::automation::normalise_path(&p);
@@ -130,7 +153,7 @@ fn settings(config: &Value) -> Result<Settings, Vec<String>> {
                 )),
             },
             _ => errors.push(format!(
-                "{field}: unknown field; {DEPLOY_KIND} has image, namespace, fleet, state, parallelism and path"
+                "{field}: unknown field; {DEPLOY_KIND} has image, namespace, fleet, state, parallelism, cloudIdentity, registryProviders and path"
             )),
         }
     }
@@ -274,16 +297,25 @@ fn annotated(objects: Vec<Value>, path: &str) -> Vec<Value> {
                 format!("{path}/{namespace}/{workload}.yaml")
             };
             let index = counts.entry(file.clone()).or_default();
-            let annotations = serde_json::json!({
-                GENERATED_BY: "deploy",
-                "config.kubernetes.io/path": file,
-                "internal.config.kubernetes.io/path": file,
-                "config.kubernetes.io/index": index.to_string(),
-                "internal.config.kubernetes.io/index": index.to_string(),
-            });
+            let ours = [
+                (GENERATED_BY, "deploy".to_owned()),
+                ("config.kubernetes.io/path", file.clone()),
+                ("internal.config.kubernetes.io/path", file),
+                ("config.kubernetes.io/index", index.to_string()),
+                ("internal.config.kubernetes.io/index", index.to_string()),
+            ];
             *index += 1;
+            // Added to the object's own annotations (a ServiceAccount's
+            // cloud identity), which stay.
             if let Some(metadata) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-                metadata.insert("annotations".to_owned(), annotations);
+                let annotations = metadata
+                    .entry("annotations")
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Some(annotations) = annotations.as_object_mut() {
+                    for (key, value) in ours {
+                        annotations.insert(key.to_owned(), Value::from(value));
+                    }
+                }
             }
             o
         })

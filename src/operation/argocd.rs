@@ -15,9 +15,10 @@ use std::path::Path;
 use image_update_template::argocd::{parse_commit_template, render_commit_message};
 
 use super::config::UpdateConfig;
+use crate::argocd::application::AppId;
 use crate::argocd::application::InputFile;
 use crate::argocd::catalog::{self, Catalog, CollectOptions};
-use crate::argocd::plan::{self, DirFiles, FilePlan, Files, KnownFiles, WriteBack};
+use crate::argocd::plan::{self, AppPlan, DirFiles, FilePlan, Files, KnownFiles, WriteBack};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::input::FileId;
@@ -216,6 +217,7 @@ fn options(config: &UpdateConfig) -> CollectOptions {
         controller_namespace: config.argocd.controller_namespace.clone(),
         git_scope: config.argocd.git_scope.clone(),
         fetching: config.fetch.is_some(),
+        partial: false,
     }
 }
 
@@ -249,6 +251,45 @@ pub(super) fn collect<'a>(
     collect_except(config, files, names, &HashSet::new())
 }
 
+/// [`collect`] from files that are a part of what the run will read (a Job's `--policies`
+/// files before its clone): a KubeSphere updater naming an Application not among them is passed
+/// over ([`CollectOptions::partial`]).
+///
+/// # Errors
+/// As [`collect`].
+#[cfg(feature = "job")]
+pub(super) fn collect_part<'a>(
+    config: &UpdateConfig,
+    files: &[&'a [ArgoFile]],
+    names: &Names,
+) -> Result<Option<Catalog<'a>>, Error> {
+    let inputs = inputs(files, &HashSet::new());
+    if inputs.is_empty() {
+        return Ok(None);
+    }
+    let options = CollectOptions {
+        partial: true,
+        ..options(config)
+    };
+    catalog::collect(&inputs, &options)
+        .map(Some)
+        .map_err(|errors| Error::invalid(names.fix(errors)))
+}
+
+/// The files of `files` as the catalog reads them, but those among `read`.
+fn inputs<'a>(files: &[&'a [ArgoFile]], read: &HashSet<FileId>) -> Vec<InputFile<'a>> {
+    files
+        .iter()
+        .flat_map(|f| f.iter())
+        .filter(|f| !f.named_among(read))
+        .map(|f| InputFile {
+            origin: f.origin.clone(),
+            tree_path: f.tree_path.clone(),
+            text: &f.text,
+        })
+        .collect()
+}
+
 /// [`collect`] without the policy files among `read` (read by the tree's walk).
 ///
 /// # Errors
@@ -262,16 +303,7 @@ pub(super) fn collect_except<'a>(
     if files.iter().all(|f| f.is_empty()) {
         return Ok(None);
     }
-    let inputs: Vec<InputFile<'a>> = files
-        .iter()
-        .flat_map(|f| f.iter())
-        .filter(|f| !f.named_among(read))
-        .map(|f| InputFile {
-            origin: f.origin.clone(),
-            tree_path: f.tree_path.clone(),
-            text: &f.text,
-        })
-        .collect();
+    let inputs = inputs(files, read);
     catalog::collect(&inputs, &options(config))
         .map(Some)
         .map_err(|errors| Error::invalid(names.fix(errors)))
@@ -295,6 +327,7 @@ pub(super) fn definitions(
         documents,
         config.argocd.secrets_dir.as_deref(),
         &crate::argocd::definitions::ProcessEnvironment,
+        names.root.as_ref().map(|r| r.path.as_path()),
     )
     .map_err(|errors| {
         Error::invalid_with(
@@ -445,6 +478,7 @@ pub(super) fn absorb(
     diagnostics.extend(names.fix(wb.diagnostics));
     let mut conflicts = Vec::new();
     let marked: HashSet<String> = outcome.files.iter().map(|f| f.rel.clone()).collect();
+    let mut written: HashSet<AppId> = HashSet::new();
     outcome
         .changes
         .reserve(wb.files.iter().map(|f| f.changes.len()).sum());
@@ -474,6 +508,7 @@ pub(super) fn absorb(
             continue;
         }
         let path = root.join(&file.path);
+        written.extend(file.changes.iter().map(|c| c.app.clone()));
         // The plan's values move into the outcome (the write-back is not kept).
         outcome
             .changes
@@ -505,8 +540,17 @@ pub(super) fn absorb(
         .sort_by(|a, b| (&a.file, a.position).cmp(&(&b.file, b.position)));
     outcome.files.sort_by(|a, b| a.rel.cmp(&b.rel));
     outcome.diagnostics.extend(diagnostics);
-    outcome.argocd = wb.apps;
+    outcome.argocd = written_apps(wb.apps, &written);
     Ok(())
+}
+
+/// The Applications of `apps` with a change in `written`, the files written: an Application whose
+/// write-back is not written (outside the update path) gives no commit message, write branch or
+/// pull request.
+fn written_apps(apps: Vec<AppPlan>, written: &HashSet<AppId>) -> Vec<AppPlan> {
+    apps.into_iter()
+        .filter(|a| written.contains(&a.app))
+        .collect()
 }
 
 /// The Applications whose changes a file holds, for messages.
@@ -709,6 +753,7 @@ pub(super) fn plan_list(
     let mut errors = Vec::new();
     let mut edits = Vec::new();
     let mut new_items = Vec::new();
+    let mut written: HashSet<AppId> = HashSet::new();
     for file in wb.files {
         let item = by_key.get(file.path.as_str());
         let path = item.map_or_else(|| file.path.clone(), |i| i.path.clone());
@@ -733,6 +778,7 @@ pub(super) fn plan_list(
             );
             continue;
         }
+        written.extend(file.changes.iter().map(|c| c.app.clone()));
         let index = item.and_then(|i| i.index.clone());
         let first_line = item.map_or(0, |i| text[..i.base].matches('\n').count());
         for c in &file.changes {
@@ -777,7 +823,7 @@ pub(super) fn plan_list(
         edits.push(new_items_edit(text, layout, items, &new_items)?);
     }
     outcome.diagnostics.extend(diagnostics);
-    outcome.argocd = wb.apps;
+    outcome.argocd = written_apps(wb.apps, &written);
     if config.mode.writes() {
         outcome.list_edits.extend(edits);
     }

@@ -307,6 +307,12 @@ pub struct FetchSettings {
     pub observer: Option<Observer>,
     /// The front end's supply-chain settings, over the settings file's.
     pub supply_chain: SupplyChainOverrides,
+    /// Who logs in to which registry (`--registry-provider HOST=PROVIDER`),
+    /// over the settings file's `provider`s.
+    pub providers: Vec<(String, image_update_registry::Provider)>,
+    /// Credential programs allowed (`--allow-credential-program`), besides
+    /// the settings file's.
+    pub allowed_programs: Vec<image_update_registry::credentials::AllowedProgram>,
 }
 
 /// An observer of the registry client, shared.

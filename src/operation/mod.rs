@@ -384,7 +384,7 @@ pub(crate) fn argocd_destinations(
         argo.add_policy(file);
     }
     let names = argocd::Names::list(config);
-    Ok(argocd::collect(config, &[&argo.files], &names)?
+    Ok(argocd::collect_part(config, &[&argo.files], &names)?
         .map(|catalog| crate::argocd::plan::git_destinations(&catalog))
         .unwrap_or_default())
 }

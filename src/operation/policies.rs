@@ -216,6 +216,12 @@ pub(crate) fn client_settings(
     if let Some(deadline) = fetch.deadline {
         settings.deadline = (!deadline.is_zero()).then_some(deadline);
     }
+    for (host, provider) in &fetch.providers {
+        settings.set_provider(host, *provider);
+    }
+    settings
+        .allowed_programs
+        .extend(fetch.allowed_programs.iter().cloned());
     settings.observer = fetch.observer.as_ref().map(|o| std::sync::Arc::clone(&o.0));
     settings.supply_chain.apply_overrides(&fetch.supply_chain);
     Ok(settings)

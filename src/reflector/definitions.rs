@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use base64::Engine;
-use image_update_registry::Repository;
-use image_update_registry::Secret;
+use image_update_registry::{Provider, Repository, Secret};
 use serde_json::Value;
 
 use super::kubesphere::{self, KUBESPHERE_GROUP};
@@ -118,6 +117,16 @@ pub enum RegistryCredential {
     },
     /// A dockerconfigjson file.
     File(PathBuf),
+    /// A program printing `USER:PASSWORD` (Argo CD Image Updater's
+    /// `pull-secret: ext:PATH`), run only when the operator allows it.
+    Program {
+        /// The path as the definition gives it.
+        given: String,
+        /// The program, its symlinks resolved.
+        path: PathBuf,
+        /// `pull secret ext:PATH of ...`.
+        origin: String,
+    },
 }
 
 impl RegistryCredential {
@@ -127,6 +136,7 @@ impl RegistryCredential {
         match self {
             Self::Secret { origin, .. } => origin.clone(),
             Self::File(path) => format!("file {}", path.display()),
+            Self::Program { given, .. } => format!("credential program {given}"),
         }
     }
 }
@@ -163,6 +173,9 @@ pub struct Definition {
     pub location: Location,
     /// The ImageRepository asks for plain HTTP.
     pub insecure: bool,
+    /// The ImageRepository's `spec.provider`: who logs in to the registry
+    /// (`generic`, the default, leaves it to the operator's settings).
+    pub provider: Provider,
     pub credentials: Option<RegistryCredential>,
     /// `status.latestRef` already recorded (IfNotPresent, observedPreviousRef).
     pub previous: Option<ImageRef>,
@@ -635,6 +648,13 @@ fn flux_policy(
             )));
         }
     };
+    let provider =
+        match str_field(repository, "", "/spec/provider", "spec.provider").map_err(repo_fail)? {
+            None => Provider::Generic,
+            Some(text) => text.parse::<Provider>().map_err(|e| {
+                repo_fail(Problem::at(format!("spec.provider: {e}"), "/spec/provider"))
+            })?,
+        };
     let credentials = match str_field(
         repository,
         "",
@@ -681,6 +701,7 @@ fn flux_policy(
         repository: parsed,
         config,
         insecure,
+        provider,
         credentials,
         previous: status_ref("latestRef")?,
         observed_previous: status_ref("observedPreviousRef")?,

@@ -19,7 +19,8 @@ use crate::reflector::selection::{
 use image_update_registry::Secret;
 use image_update_registry::credentials::credential_from_config_json;
 use image_update_registry::{
-    ClientSettings, Credential, Error as RegistryError, Platform, RegistryClient, Repository,
+    ClientSettings, Credential, Error as RegistryError, Platform, Provider, RegistryClient,
+    Repository,
 };
 
 /// How many repositories are listed at once (each host's own
@@ -108,12 +109,16 @@ pub(crate) fn resolve(
     // to its own definitions only, and an ImageRepository's `insecure: true`
     // to its own repository only (as in Flux), even when others use the same
     // registry host.
-    let mut groups: BTreeMap<(Option<String>, bool), Vec<usize>> = BTreeMap::new();
+    // A definition's provider (`spec.provider`) applies to its own
+    // repository only too; the clients of one run share the logins
+    // (`ClientSettings::logins`), so a registry is logged in to once.
+    let mut groups: BTreeMap<(Option<String>, bool, Provider), Vec<usize>> = BTreeMap::new();
     for (i, d) in definitions.iter().enumerate() {
         groups
             .entry((
                 d.credentials.as_ref().map(RegistryCredential::describe),
                 d.insecure,
+                d.provider,
             ))
             .or_default()
             .push(i);
@@ -124,7 +129,7 @@ pub(crate) fn resolve(
     let mut gates = gate::Gates::default();
     // One deadline for the whole run, however many clients it takes.
     let start = std::time::Instant::now();
-    for ((credentials, insecure), members) in &groups {
+    for ((credentials, insecure, provider), members) in &groups {
         let fail = |i: usize, m: &dyn std::fmt::Display| {
             let d = &definitions[i];
             Diagnostic::error(format!("policy {}: {m}", d.key)).at(d.location.clone())
@@ -147,6 +152,11 @@ pub(crate) fn resolve(
                 group_settings.set_host(&host, cfg);
             }
         }
+        if *provider != Provider::Generic {
+            for &i in members {
+                group_settings.set_provider(definitions[i].repository.registry(), *provider);
+            }
+        }
         // Tag lists fetched with a Secret's credentials are cached apart, so
         // they are never served to a policy without that Secret.
         if let (Some(source), Some(dir)) = (credentials, &base.cache_dir) {
@@ -156,10 +166,12 @@ pub(crate) fn resolve(
             group_settings.cache_dir = Some(dir.join(format!("credentials-{name}")));
         }
         let mut credential_error = false;
+        // A credential program runs once per group (all its members name it).
+        let mut program_output = None;
         for &i in members {
             let d = &definitions[i];
             if let Some(source) = &d.credentials {
-                match credential(source, &d.repository) {
+                match credential(source, &d.repository, base, &mut program_output) {
                     Ok(c) => {
                         group_settings.credentials = group_settings
                             .credentials
@@ -262,9 +274,27 @@ pub(crate) fn resolve(
     }
 }
 
-/// The registry credential in `source` for `repository`'s registry.
-fn credential(source: &RegistryCredential, repository: &Repository) -> Result<Credential, String> {
+/// The registry credential in `source` for `repository`'s registry; a
+/// program's answer is kept in `program_output` for the next definition
+/// naming it.
+fn credential(
+    source: &RegistryCredential,
+    repository: &Repository,
+    settings: &ClientSettings,
+    program_output: &mut Option<Result<(String, Secret), String>>,
+) -> Result<Credential, String> {
     let (text, origin) = match source {
+        RegistryCredential::Program {
+            given,
+            path,
+            origin,
+        } => {
+            allowed_program(settings, given, path, repository, origin)?;
+            let (username, password) = program_output
+                .get_or_insert_with(|| run_program(path, origin))
+                .clone()?;
+            return Ok(Credential::Basic { username, password });
+        }
         RegistryCredential::Secret {
             origin,
             config_json,
@@ -294,6 +324,73 @@ fn credential(source: &RegistryCredential, repository: &Repository) -> Result<Cr
             repository.registry()
         )
     })
+}
+
+/// Whether the operator allows the credential program `path` (symlinks
+/// resolved) to answer for `repository`'s registry.
+fn allowed_program(
+    settings: &ClientSettings,
+    given: &str,
+    path: &std::path::Path,
+    repository: &Repository,
+    origin: &str,
+) -> Result<(), String> {
+    let registry = repository.registry();
+    let same = |allowed: &std::path::Path| {
+        fs_err::canonicalize(allowed).is_ok_and(|resolved| resolved == path)
+    };
+    let entries: Vec<_> = settings
+        .allowed_programs
+        .iter()
+        .filter(|a| same(&a.path))
+        .collect();
+    if entries.is_empty() {
+        return Err(format!(
+            "{origin}: the program {given} is not allowed to run; the operator allows a credential program with --allow-credential-program [HOST=]PATH (the Action's allow-credential-program input) or the registry settings' allowed_credential_programs"
+        ));
+    }
+    if !entries.iter().any(|a| {
+        a.registry
+            .as_deref()
+            .is_none_or(|r| r.eq_ignore_ascii_case(registry))
+    }) {
+        return Err(format!(
+            "{origin}: the program {given} is allowed for {}, not for {registry}",
+            entries
+                .iter()
+                .filter_map(|a| a.registry.as_deref())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Run a credential program (no shell, no arguments, stdin closed, at
+/// most 10 s and 64 KiB of output): its first line is `USER:PASSWORD`.
+fn run_program(path: &std::path::Path, origin: &str) -> Result<(String, Secret), String> {
+    use image_update_registry::credentials::{HELPER_TIMEOUT, MAX_PROGRAM_OUTPUT, run_bounded};
+    let ran = run_bounded(path, &[], None, HELPER_TIMEOUT, MAX_PROGRAM_OUTPUT)
+        .map_err(|e| format!("{origin}: {e}"))?;
+    if !ran.status.success() {
+        // Its output is never quoted: it may hold a secret.
+        return Err(format!("{origin}: the program exited with {}", ran.status));
+    }
+    let text = Secret::new(String::from_utf8_lossy(&ran.stdout).into_owned());
+    let line = text
+        .expose()
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match line.split_once(':') {
+        Some((user, password)) if !user.is_empty() && !password.is_empty() => {
+            Ok((user.to_owned(), Secret::new(password)))
+        }
+        _ => Err(format!(
+            "{origin}: the program did not print USER:PASSWORD on its first line"
+        )),
+    }
 }
 
 /// Why one policy could not be resolved.

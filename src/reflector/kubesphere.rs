@@ -219,6 +219,7 @@ pub(super) fn definitions(
                 repository: e.repository,
                 config: e.config,
                 insecure: false,
+                provider: image_update_registry::Provider::Generic,
                 credentials: e.credentials,
                 previous: None,
                 observed_previous: None,

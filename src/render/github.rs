@@ -14,7 +14,7 @@
 //! [`Error`] that stopped the run ([`failure_commands`],
 //! [`failure_step_summary`]).
 //!
-//! Values from the input are escaped ([`super::escape`]) in every line of
+//! Values from the input are escaped ([`super::escape()`]) in every line of
 //! the log, in a command's message and `file` property (then escaped as
 //! the runner's toolkit escapes them, [`escape_data`], [`escape_property`])
 //! and in the step summary's Markdown, so that no value starts a line, a
@@ -413,7 +413,7 @@ fn markdown_message(message: &str, hint: Option<&str>) -> String {
 
 /// A workflow command line: `::KIND file=F,line=L,col=C::MESSAGE`, with the
 /// file relative to the workspace, the file and the message (and the hint,
-/// on a line of its own) escaped ([`super::escape`]), and everything
+/// on a line of its own) escaped ([`super::escape()`]), and everything
 /// escaped as the runner requires.
 #[must_use]
 pub(crate) fn command(
@@ -490,7 +490,7 @@ fn relative_location(workspace: &Path, at: &Location) -> String {
     at.to_string()
 }
 
-/// Text for Markdown: escaped ([`super::escape`]: one line, no controls),
+/// Text for Markdown: escaped ([`super::escape()`]: one line, no controls),
 /// then the characters that would start markup escaped.
 fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -507,7 +507,7 @@ fn markdown_text(text: &str) -> String {
 }
 
 /// A Markdown code span that survives in a table cell (`|` escaped), its
-/// text escaped ([`super::escape`]).
+/// text escaped ([`super::escape()`]).
 fn code(text: &str) -> String {
     let text = escape(text);
     let span = if text.contains('`') {

@@ -28,7 +28,7 @@
 //! which keeps that list valid JSON.
 //!
 //! kpt prints each `message` for a person: the values in it are escaped
-//! ([`super::escape`]; a commit message keeps its line breaks), while
+//! ([`super::escape()`]; a commit message keeps its line breaks), while
 //! `field`, `resourceRef`, `file` and `tags` keep them exact.
 
 use std::fmt::Write as _;

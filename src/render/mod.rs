@@ -13,7 +13,7 @@
 //! What every audience shares lives here: the counts of a run
 //! ([`Summary`]), the text of one change ([`change_text`]) and of one
 //! fetched policy ([`fetched_line`]), and the one escaping of the values
-//! from the input that a terminal, a log or a web page shows ([`escape`]):
+//! from the input that a terminal, a log or a web page shows ([`escape()`]):
 //! every line a person reads goes through it, so that a name holding a line
 //! break, an ANSI sequence or a bidirectional override is shown, not
 //! obeyed. The operation records each change and

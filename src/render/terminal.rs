@@ -11,7 +11,7 @@
 //! * the fields of a log line ([`log_fields`]).
 //!
 //! Colour is a [`Paint`]: ANSI codes or none, decided by the front end.
-//! Every value from the input is escaped first ([`super::escape`]): a
+//! Every value from the input is escaped first ([`super::escape()`]): a
 //! line here is one line, and its only escape sequences are the colours.
 
 use std::fmt::Write as _;
@@ -262,10 +262,10 @@ pub(crate) fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
 }
 
 /// A path in a diff's header as git writes it: as it is, or, when it holds
-/// a character [`super::escape`] escapes, `"` or `\`, between double
+/// a character [`super::escape()`] escapes, `"` or `\`, between double
 /// quotes, with C's escapes (`\n`, `\t`, `\r`, `\"`, `\\`, ...), the UTF-8
 /// bytes in octal (`\033`, `\342\200\256`) for the other characters
-/// [`super::escape`] escapes, and every other character as it is (git's
+/// [`super::escape()`] escapes, and every other character as it is (git's
 /// `core.quotePath=false`); `git apply` reads it back. Written here:
 /// gix-quote's `ansi_c::quote` quotes every non-ASCII byte (git's default),
 /// so any path not in English, and would bring in gix-error for these few

@@ -9,6 +9,7 @@
 //! One module per surface; each adds its trials to the list.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+mod cloud;
 mod escape;
 mod inputs;
 mod limits;
@@ -26,5 +27,6 @@ fn main() {
     trials.extend(seams::trials());
     trials.extend(limits::trials());
     trials.extend(inputs::trials());
+    trials.extend(cloud::trials());
     image_update_testkit::run(trials)
 }

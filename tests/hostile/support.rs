@@ -76,7 +76,9 @@ pub fn bounded_with_stdin(c: &Command, limit: Duration, input: &Path) -> Output 
         .arg("--")
         .arg(c.get_program())
         .args(c.get_args())
-        .stdin(std::process::Stdio::from(fs_err::File::open(input).unwrap().into_file()));
+        .stdin(std::process::Stdio::from(
+            fs_err::File::open(input).unwrap().into_file(),
+        ));
     for (k, v) in c.get_envs() {
         match v {
             Some(v) => wrapped.env(k, v),

@@ -92,6 +92,14 @@ pub enum CredentialSource {
     DockerConfig { path: PathBuf, key: String },
     /// A credential helper (`docker-credential-NAME`) named by a config file.
     Helper { program: String, config: PathBuf },
+    /// A cloud provider's login (`crate::cloud`) with the workload's
+    /// identity.
+    Cloud {
+        /// `aws`, `azure` or `gcp`.
+        provider: String,
+        /// Where the identity came from.
+        identity: String,
+    },
 }
 
 impl std::fmt::Display for CredentialSource {
@@ -115,6 +123,9 @@ impl std::fmt::Display for CredentialSource {
                 "credential helper {program} (named in {})",
                 config.display()
             ),
+            CredentialSource::Cloud { provider, identity } => {
+                write!(f, "the {provider} login with {identity}")
+            }
         }
     }
 }
@@ -246,6 +257,15 @@ impl CredentialStore {
             (credential, CredentialSource::Given(description.into())),
         );
         self
+    }
+
+    /// Whether a credential was given in code for `registry`
+    /// ([`with_credential_from`](Self::with_credential_from)).
+    pub(crate) fn has_given(&self, registry: &str) -> bool {
+        let host = crate::settings::normalise_host_key(registry);
+        self.explicit
+            .get(&host)
+            .is_some_and(|(_, source)| matches!(source, CredentialSource::Given(_)))
     }
 
     /// Every credential set in code or by the environment, whatever its host
@@ -390,45 +410,23 @@ impl CredentialStore {
             registry: host.to_owned(),
             message,
         };
-        let mut child = match Command::new(&exe)
-            .arg("get")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(e) => {
+        let timeout = self.helper_timeout.unwrap_or(HELPER_TIMEOUT);
+        let ran = match run_bounded(
+            &exe,
+            &["get"],
+            Some(server_url.as_bytes()),
+            timeout,
+            MAX_PROGRAM_OUTPUT,
+        ) {
+            Ok(ran) => ran,
+            Err(RunError::Start(e)) => {
                 tracing::warn!("cannot run credential helper {program}: {e}; skipping it");
                 return Ok(None);
             }
+            Err(e) => return Err(err(format!("{program}: {e}"))),
         };
-        if let Some(mut stdin) = child.stdin.take() {
-            // A helper that exits without reading stdin is not an error here.
-            let _ = stdin.write_all(server_url.as_bytes());
-        }
-        let mut stdout = child.stdout.take();
-        let reader = std::thread::spawn(move || {
-            let mut out = String::new();
-            if let Some(s) = stdout.as_mut() {
-                let _ = s.read_to_string(&mut out);
-            }
-            out
-        });
-        let deadline = Instant::now() + self.helper_timeout.unwrap_or(Duration::from_secs(10));
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(err(format!("{program} did not answer in time")));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(e) => return Err(err(format!("waiting for {program}: {e}"))),
-            }
-        };
-        let out = reader.join().unwrap_or_default();
+        let out = String::from_utf8_lossy(&ran.stdout).into_owned();
+        let status = ran.status;
         if !status.success() {
             if out.to_ascii_lowercase().contains("credentials not found") {
                 return Ok(None);
@@ -464,6 +462,176 @@ impl CredentialStore {
             }
         }))
     }
+}
+
+/// A program the operator allows to print registry credentials (Argo CD
+/// Image Updater's `pull-secret: ext:PATH`), as `[HOST=]PATH`: an absolute
+/// path, and the registry its answer may be sent to (none: any registry
+/// a definition names, which a repository's author chooses).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct AllowedProgram {
+    /// The registry host (normalised), if restricted to one.
+    pub registry: Option<String>,
+    /// The program, an absolute path.
+    pub path: PathBuf,
+}
+
+impl std::str::FromStr for AllowedProgram {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        let text = text.trim();
+        let (registry, path) = if text.starts_with('/') {
+            (None, text)
+        } else {
+            match text.split_once('=') {
+                Some((host, path)) if !host.trim().is_empty() => {
+                    (Some(crate::settings::normalise_host_key(host)), path.trim())
+                }
+                _ => {
+                    return Err(format!("{text:?} is not [HOST=]PATH with an absolute PATH"));
+                }
+            }
+        };
+        if !path.starts_with('/') {
+            return Err(format!(
+                "{text:?}: the program must be an absolute path, not {path:?}"
+            ));
+        }
+        Ok(Self {
+            registry,
+            path: PathBuf::from(path),
+        })
+    }
+}
+
+impl TryFrom<String> for AllowedProgram {
+    type Error = String;
+
+    fn try_from(text: String) -> std::result::Result<Self, String> {
+        text.parse()
+    }
+}
+
+/// How long a credential helper or program may take (`docker-credential-*`,
+/// Argo CD's `ext:` programs).
+pub const HELPER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most a credential helper or program may print on stdout.
+pub const MAX_PROGRAM_OUTPUT: usize = 64 * 1024;
+
+/// What a program run by [`run_bounded`] did.
+#[derive(Debug)]
+pub struct Ran {
+    pub status: std::process::ExitStatus,
+    /// Its stdout (at most the cap).
+    pub stdout: Vec<u8>,
+}
+
+/// Why [`run_bounded`] has no answer. No variant quotes the program's
+/// output, which may hold a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot start it: {0}")]
+    Start(std::io::Error),
+    #[error("it did not answer in time (within {})", crate::error::human_duration(*.0))]
+    Timeout(Duration),
+    #[error("it printed more than {0} bytes")]
+    TooMuch(usize),
+    #[error("waiting for it: {0}")]
+    Wait(std::io::Error),
+}
+
+/// Run `exe` with `args`, no shell, stderr discarded, `input` on stdin
+/// (none: stdin closed), and wait at most `timeout` for it to exit; its
+/// stdout is read up to `max_output` bytes (more kills it). A program that
+/// hangs or floods is killed, and said so.
+///
+/// # Errors
+/// [`RunError`]: it could not start, took too long, printed too much.
+pub fn run_bounded(
+    exe: &Path,
+    args: &[&str],
+    input: Option<&[u8]>,
+    timeout: Duration,
+    max_output: usize,
+) -> std::result::Result<Ran, RunError> {
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(RunError::Start)?;
+    if let (Some(mut stdin), Some(input)) = (child.stdin.take(), input) {
+        // A program that exits without reading stdin is not an error here.
+        let _ = stdin.write_all(input);
+    }
+    let mut stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(s) = stdout.as_mut() {
+            // One byte over the cap tells "too much" from "exactly the cap".
+            let _ = s.take(max_output as u64 + 1).read_to_end(&mut out);
+        }
+        out
+    });
+    let deadline = Instant::now() + timeout;
+    let mut reader = Some(reader);
+    let mut stdout = None;
+    let status = loop {
+        // Over the cap: killed at once, not at the deadline.
+        if reader
+            .as_ref()
+            .is_some_and(std::thread::JoinHandle::is_finished)
+        {
+            let out = reader
+                .take()
+                .map(|r| r.join().unwrap_or_default())
+                .unwrap_or_default();
+            if out.len() > max_output {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(RunError::TooMuch(max_output));
+            }
+            stdout = Some(out);
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(RunError::Timeout(timeout));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(RunError::Wait(e)),
+        }
+    };
+    let stdout = match (stdout, reader) {
+        (Some(out), _) => out,
+        (None, Some(r)) => {
+            // A process it left behind may hold stdout open: wait for the
+            // end of its output no longer than the deadline (the reading
+            // thread ends when the pipe closes).
+            while !r.is_finished() {
+                if Instant::now() >= deadline {
+                    return Err(RunError::Timeout(timeout));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            r.join().unwrap_or_default()
+        }
+        (None, None) => Vec::new(),
+    };
+    if stdout.len() > max_output {
+        return Err(RunError::TooMuch(max_output));
+    }
+    Ok(Ran { status, stdout })
 }
 
 /// Which entry of a config file gave a credential.
@@ -1070,6 +1238,63 @@ mod tests {
             missing_credentials_hint("registry-1.docker.io")
                 .contains("IMAGE_UPDATE_REGISTRY_INDEX_DOCKER_IO_USERNAME")
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn programs_are_bounded_in_time_and_output() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let program = |name: &str, body: &str| {
+            let p = dir.path().join(name);
+            fs_err::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            fs_err::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            p
+        };
+        let ok = program("ok", "echo user:pass");
+        let ran = run_bounded(&ok, &[], None, Duration::from_secs(10), 64).unwrap();
+        assert!(ran.status.success());
+        assert_eq!(ran.stdout, b"user:pass\n");
+        // stdin is closed: a program reading it gets end of file at once.
+        let reads = program("reads", "cat; echo done");
+        let ran = run_bounded(&reads, &[], None, Duration::from_secs(10), 64).unwrap();
+        assert_eq!(ran.stdout, b"done\n");
+        let started = Instant::now();
+        let hangs = program("hangs", "exec sleep 3600");
+        let e = run_bounded(&hangs, &[], None, Duration::from_millis(300), 64).unwrap_err();
+        assert!(matches!(e, RunError::Timeout(_)), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let floods = program("floods", "exec yes secret-output");
+        let e = run_bounded(&floods, &[], None, Duration::from_secs(10), 1024).unwrap_err();
+        assert!(matches!(e, RunError::TooMuch(1024)), "{e}");
+        assert!(!e.to_string().contains("secret-output"));
+        // A process left behind that holds stdout open: the deadline still ends it.
+        let leaves = program("leaves", "sleep 3600 &\necho user:pass");
+        let e = run_bounded(&leaves, &[], None, Duration::from_millis(300), 64).unwrap_err();
+        assert!(matches!(e, RunError::Timeout(_)), "{e}");
+        let e = run_bounded(
+            &dir.path().join("absent"),
+            &[],
+            None,
+            Duration::from_secs(1),
+            64,
+        )
+        .unwrap_err();
+        assert!(matches!(e, RunError::Start(_)), "{e}");
+    }
+
+    #[test]
+    fn allowed_programs_parse() {
+        let a: AllowedProgram = "/usr/local/bin/creds".parse().unwrap();
+        assert_eq!(
+            (a.registry, a.path),
+            (None, PathBuf::from("/usr/local/bin/creds"))
+        );
+        let a: AllowedProgram = "GHCR.io=/opt/creds".parse().unwrap();
+        assert_eq!(a.registry.as_deref(), Some("ghcr.io"));
+        for bad in ["creds", "ghcr.io=creds", "=/x", ""] {
+            assert!(bad.parse::<AllowedProgram>().is_err(), "{bad}");
+        }
     }
 
     #[cfg(unix)]

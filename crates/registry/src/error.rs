@@ -252,6 +252,40 @@ pub enum Error {
     /// A credential source that could not be read.
     #[error("credentials for {registry}: {message}")]
     Credentials { registry: String, message: String },
+
+    /// A cloud provider's login failed (or was refused for the host before
+    /// anything was sent): the provider, the identity source tried, and the
+    /// cloud's own error code.
+    #[error("{context}: {}", login_text(.provider, .identity, .code, .message))]
+    Login {
+        context: Box<Context>,
+        /// `aws`, `azure` or `gcp`.
+        provider: String,
+        /// Where the identity came from (`web identity (AWS_ROLE_ARN ...)`),
+        /// empty when none was tried.
+        identity: String,
+        /// The cloud's error code (`AccessDenied`, `invalid_grant`...),
+        /// when it sent one.
+        code: String,
+        /// What went wrong (secrets redacted, at most 512 bytes).
+        message: String,
+    },
+}
+
+fn login_text(provider: &str, identity: &str, code: &str, message: &str) -> String {
+    let mut out = format!("{provider} login failed");
+    if !identity.is_empty() {
+        out.push_str(&format!(" with {identity}"));
+    }
+    out.push_str(": ");
+    if !code.is_empty() {
+        out.push_str(code);
+        if !message.is_empty() {
+            out.push_str(": ");
+        }
+    }
+    out.push_str(message);
+    out
 }
 
 fn detail_suffix(detail: &str) -> String {
@@ -530,6 +564,19 @@ impl Error {
             Error::Credentials { registry, message } => Error::Credentials {
                 registry: s(registry),
                 message: s(message),
+            },
+            Error::Login {
+                context,
+                provider,
+                identity,
+                code,
+                message,
+            } => Error::Login {
+                context: ctx(context),
+                provider,
+                identity: s(identity),
+                code: q(code),
+                message: q(message),
             },
         }
     }

@@ -47,6 +47,7 @@ macro_rules! scrubbed {
 
 mod auth;
 mod cache;
+pub mod cloud;
 pub mod credentials;
 mod error;
 mod manifest;
@@ -80,6 +81,7 @@ use transport::{Request, Response, Transport, lock};
 use url::Url;
 
 pub use crate::time::Timestamp;
+pub use cloud::{CloudEnv, Logins, Provider};
 pub use credentials::{Credential, CredentialSource, CredentialStore};
 pub use error::{Attempts, Context, Error, Refusal, Result, TimeLimit};
 pub use image_update_secret::Secret;
@@ -658,6 +660,7 @@ impl RegistryClient {
                 secret_body: false,
                 context,
                 max_body,
+                extra: Default::default(),
             }
         }
         let resp = self.transport.send(&request(
@@ -668,7 +671,11 @@ impl RegistryClient {
             &ctx,
             max_body,
         ))?;
-        if resp.status != 401 || !same_origin {
+        // A cloud login's password the registry says expired: one new login.
+        let expired = same_origin
+            && (resp.status == 401 || resp.status == 403)
+            && self.cloud_login_expired(repo, &resp);
+        if (resp.status != 401 || !same_origin) && !expired {
             return Ok(resp);
         }
         // The token may have expired or lack the scope, or the challenge changed.
@@ -678,7 +685,7 @@ impl RegistryClient {
         }
         lock(&self.tokens).remove(&(host, scope.clone()));
         let retry_auth = self.authorization(repo, &scope)?;
-        if retry_auth == authorization {
+        if retry_auth == authorization && !expired {
             // Same credentials (or none): sending again cannot help.
             return Ok(resp);
         }
@@ -739,6 +746,21 @@ fn refusal(
     source: CredentialSource,
     not_allowed: bool,
 ) -> Refusal {
+    if let CredentialSource::Cloud { provider, identity } = &source {
+        let hint = if not_allowed {
+            format!(
+                "the {provider} login with {identity} was accepted but does not allow pulling {repo}; grant that identity read access to the repository (docs/registry.md, cloud registries)"
+            )
+        } else {
+            format!(
+                "the registry refused the password the {provider} login with {identity} got; check that identity's access to the registry"
+            )
+        };
+        return Refusal {
+            credentials: source,
+            hint,
+        };
+    }
     let hint = match credential {
         Credential::Anonymous => {
             let missing = credentials::missing_credentials_hint(repo.registry());

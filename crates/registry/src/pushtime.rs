@@ -141,6 +141,7 @@ impl RegistryClient {
             secret_body: false,
             context: &ctx,
             max_body: MAX_DOCUMENT,
+            extra: Default::default(),
         })?;
         match resp.status {
             200 => {}
@@ -215,15 +216,7 @@ fn time_field(repo: &Repository, url: &str, v: &Value, field: &str) -> Result<Ti
 /// Percent-encodes everything but RFC 3986 unreserved characters: one path
 /// segment (GitHub package and GitLab project names carry `/` as `%2F`).
 fn encode_component(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::url::encode_unreserved(value)
 }
 
 /// Splits `ns/rest` (Docker Hub's official images are `library/…`).
@@ -267,6 +260,7 @@ impl PushTimeApi for DockerHub {
                     secret_body: true,
                     context: &ctx,
                     max_body: super::MAX_SMALL,
+                    extra: Default::default(),
                 })?;
                 if resp.status != 200 {
                     return Err(super::status_error(&ctx, "POST", &resp));

@@ -16,6 +16,9 @@
 //!     timeout: 10s
 //!     max_pages: 100        # tag-list pages per repository
 //!     max_tags: 100000      # tags per repository
+//!     proxy: http://proxy.example:3128   # instead of HTTPS_PROXY
+//!   123456789012.dkr.ecr.eu-west-1.amazonaws.com:
+//!     provider: aws         # log in with the workload's identity (crate::cloud)
 //! deadline: 5m              # for the whole run; 0 = none
 //! retry:
 //!   max_retries: 4
@@ -26,6 +29,7 @@
 //!   dir: /var/cache/image-update
 //!   ttl: 5m
 //! exclusion_list: ['^.*\.sig$']
+//! allowed_credential_programs: ['ghcr.io=/usr/local/bin/ghcr-creds']
 //! ```
 //!
 //! Unknown keys are errors, so a typo does not silently fall back to a default.
@@ -39,7 +43,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
-use super::credentials::CredentialStore;
+use super::cloud::{CloudEnv, Logins, Provider};
+use super::credentials::{AllowedProgram, CredentialStore};
 use super::error::{Error, Result};
 use super::observe::Observer;
 use super::reference::{DOCKER_HUB, DOCKER_HUB_API};
@@ -90,6 +95,13 @@ pub struct HostConfig {
     /// default chosen by host (Docker Hub, ghcr.io, quay.io,
     /// registry.gitlab.com).
     pub push_time: Option<PushTimeConfig>,
+    /// The HTTP proxy (`http://HOST:PORT`, CONNECT) requests to this host
+    /// go through, instead of `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`.
+    pub proxy: Option<String>,
+    /// Who logs in to this registry: `aws`, `azure`, `gcp` or `generic`
+    /// (the default: its own credentials); see `crate::cloud`. Per
+    /// registry only (never guessed from the host, never in `defaults`).
+    pub provider: Option<Provider>,
 }
 
 /// Which push-time API a registry has, and where.
@@ -371,6 +383,10 @@ pub struct SettingsFile {
     /// Signatures and minimum release ages required before writing.
     #[serde(default)]
     pub supply_chain: SupplyChainConfig,
+    /// Programs an Argo CD `pull-secret: ext:PATH` may run, as
+    /// `[HOST=]PATH` (absolute paths, outside the tree being updated).
+    #[serde(default)]
+    pub allowed_credential_programs: Vec<AllowedProgram>,
     /// The directory of the file (relative paths in it are relative to it).
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
@@ -381,7 +397,14 @@ impl SettingsFile {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        serde_saphyr::from_str(text).map_err(|e| e.to_string())
+        let file: Self = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        if file.defaults.provider.is_some() {
+            return Err(
+                "defaults.provider: a provider is set per registry (registries.HOST.provider), never for every registry"
+                    .to_owned(),
+            );
+        }
+        Ok(file)
     }
 
     pub fn load(path: &Path) -> Result<Self> {
@@ -452,6 +475,16 @@ pub struct ClientSettings {
     pub supply_chain: SupplyChainConfig,
     /// The directory relative paths of the settings file are read from.
     pub base_dir: Option<PathBuf>,
+    /// The environment the cloud logins read (default: this process's,
+    /// taken when the settings are made).
+    pub cloud_env: Arc<CloudEnv>,
+    /// What the cloud logins of the run got: shared by every clone of
+    /// these settings, so the clients of one run log in once per registry.
+    pub logins: Arc<Logins>,
+    /// The credential programs allowed (the settings file's
+    /// `allowed_credential_programs`, a front end's
+    /// `--allow-credential-program`).
+    pub allowed_programs: Vec<AllowedProgram>,
 }
 
 impl fmt::Debug for ClientSettings {
@@ -469,6 +502,9 @@ impl fmt::Debug for ClientSettings {
             .field("deadline", &self.deadline)
             .field("observer", &self.observer.as_ref().map(|_| "<observer>"))
             .field("supply_chain", &self.supply_chain)
+            .field("cloud_env", &self.cloud_env)
+            .field("logins", &self.logins)
+            .field("allowed_programs", &self.allowed_programs)
             .finish_non_exhaustive()
     }
 }
@@ -489,6 +525,9 @@ impl Default for ClientSettings {
             observer: None,
             supply_chain: SupplyChainConfig::default(),
             base_dir: None,
+            cloud_env: Arc::new(CloudEnv::from_env()),
+            logins: Arc::default(),
+            allowed_programs: Vec::new(),
         }
     }
 }
@@ -511,6 +550,8 @@ impl ClientSettings {
     /// Overlay a settings file on these settings.
     pub fn apply_file(&mut self, file: SettingsFile) {
         self.defaults = file.defaults;
+        self.allowed_programs
+            .extend(file.allowed_credential_programs);
         self.supply_chain = file.supply_chain;
         if file.base_dir.is_some() {
             self.base_dir = file.base_dir;
@@ -558,6 +599,24 @@ impl ClientSettings {
             .get(&key)
             .and_then(|h| h.push_time.clone())
             .or_else(|| self.defaults.push_time.clone())
+    }
+
+    /// Who logs in to the registry `host` (its `provider` setting; default
+    /// `generic`).
+    pub fn provider(&self, host: &str) -> Provider {
+        let key = normalise_host_key(host);
+        self.registries
+            .get(&key)
+            .and_then(|h| h.provider)
+            .unwrap_or_default()
+    }
+
+    /// Set who logs in to the registry `host` (keeping its other settings).
+    pub fn set_provider(&mut self, host: &str, provider: Provider) {
+        self.registries
+            .entry(normalise_host_key(host))
+            .or_default()
+            .provider = Some(provider);
     }
 
     /// Set or replace the settings of one host.
@@ -610,6 +669,7 @@ impl ClientSettings {
                 .unwrap_or(DEFAULT_MAX_PAGES)
                 .max(1),
             max_tags: own.max_tags.or(d.max_tags).unwrap_or(DEFAULT_MAX_TAGS),
+            proxy: own.proxy.or_else(|| d.proxy.clone()),
         }
     }
 }
@@ -627,6 +687,8 @@ pub struct HostSettings {
     pub max_pages: u32,
     /// Most tags read for one repository.
     pub max_tags: usize,
+    /// The proxy of this host (else the environment's).
+    pub proxy: Option<String>,
 }
 
 /// Lowercase, scheme and path stripped, `docker.io` → `index.docker.io`.

@@ -135,6 +135,33 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// ISO 8601 basic format in UTC, whole seconds: `20240102T030405Z`
+    /// (AWS Signature Version 4's `X-Amz-Date`).
+    pub(crate) fn basic_format(self) -> String {
+        let days = self.secs.div_euclid(86_400);
+        let rem = self.secs.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        format!(
+            "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+            rem / 3600,
+            rem / 60 % 60,
+            rem % 60
+        )
+    }
+
+    /// The current time (a clock before 1970 reads as the epoch).
+    pub(crate) fn now() -> Self {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Self::from_unix(
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos(),
+        )
+    }
+}
+
 impl fmt::Display for Timestamp {
     /// RFC 3339 in UTC, with a fraction only when it is not zero.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

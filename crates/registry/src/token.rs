@@ -26,6 +26,12 @@ impl RegistryClient {
     /// its secrets are registered for redaction before anything is sent.
     pub(crate) fn credential(&self, repo: &Repository) -> Result<(Credential, CredentialSource)> {
         let key = (repo.registry().to_owned(), repo.repository().to_owned());
+        if let Some(provider) = self.cloud_provider(repo) {
+            // Asked each time: the login is renewed as it ages.
+            let found = self.cloud_credential(repo, provider)?;
+            lock(&self.credentials).insert(key, found.clone());
+            return Ok(found);
+        }
         if let Some(c) = lock(&self.credentials).get(&key) {
             return Ok(c.clone());
         }
@@ -75,8 +81,30 @@ impl RegistryClient {
                 {
                     return Ok(Some(t.header.clone()));
                 }
-                let (token, lifetime) =
-                    self.fetch_token(repo, &realm, service.as_deref(), scope, &credential, source)?;
+                let fetched =
+                    self.fetch_token(repo, &realm, service.as_deref(), scope, &credential, source);
+                let (token, lifetime) = match fetched {
+                    // A cloud login's password the token service says expired: one new
+                    // login, then the token asked for again.
+                    Err(Error::Auth {
+                        refusal: Some(_),
+                        ref detail,
+                        ..
+                    }) if detail.to_ascii_lowercase().contains("expired")
+                        && self.expire_cloud_login(repo) =>
+                    {
+                        let (credential, source) = self.credential(repo)?;
+                        self.fetch_token(
+                            repo,
+                            &realm,
+                            service.as_deref(),
+                            scope,
+                            &credential,
+                            source,
+                        )?
+                    }
+                    other => other?,
+                };
                 let header = Secret::new(format!("Bearer {}", token.expose()));
                 // Refresh a little early so a token does not expire in flight.
                 let expires = Instant::now() + lifetime.saturating_sub(Duration::from_secs(10));
@@ -112,6 +140,7 @@ impl RegistryClient {
             secret_body: false,
             context: &ctx,
             max_body: MAX_SMALL,
+            extra: Default::default(),
         })?;
         let challenge = match resp.status {
             200..=299 => Challenge::Anonymous,
@@ -172,6 +201,7 @@ impl RegistryClient {
                     secret_body: true,
                     context: ctx,
                     max_body: MAX_SMALL,
+                    extra: Default::default(),
                 })?
             }
             _ => {
@@ -196,6 +226,7 @@ impl RegistryClient {
                     secret_body: false,
                     context: ctx,
                     max_body: MAX_SMALL,
+                    extra: Default::default(),
                 })?
             }
         };

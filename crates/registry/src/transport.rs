@@ -39,6 +39,27 @@ pub(crate) struct Request<'a> {
     pub secret_body: bool,
     pub context: &'a Context,
     pub max_body: u64,
+    /// What a cloud login's requests add ([`Extra::default`]: nothing).
+    pub extra: Extra<'a>,
+}
+
+/// What the requests of a cloud login (`crate::cloud`) need beyond a
+/// registry's: further headers holding secrets (a metadata token, a
+/// signature), their own time limit and retries, and plain HTTP to a
+/// metadata endpoint.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Extra<'a> {
+    /// Further headers; every value is treated as a secret (never logged,
+    /// never sent over plain HTTP to a host not marked insecure, unless
+    /// `metadata`, and never replayed to a redirect target).
+    pub headers: &'a [(&'a str, &'a Secret)],
+    /// One attempt's time limit, instead of the host's `timeout`.
+    pub timeout: Option<Duration>,
+    /// Retries, instead of the settings' `max_retries`.
+    pub max_retries: Option<u32>,
+    /// A metadata endpoint of the machine (IMDS, the GCE metadata server):
+    /// plain HTTP is its protocol, and what it is sent may go over it.
+    pub metadata: bool,
 }
 
 #[derive(Debug)]
@@ -191,7 +212,15 @@ impl Transport {
             }
         }
         tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&roots));
-        let config = ureq::Agent::config_builder()
+        let mut config = ureq::Agent::config_builder();
+        if let Some(proxy) = &hs.proxy {
+            // The URL is not quoted: it may hold a password.
+            let proxy = ureq::Proxy::new(proxy).map_err(|e| {
+                Error::InvalidSetting(format!("the proxy of {authority} is not a proxy URL: {e}"))
+            })?;
+            config = config.proxy(Some(proxy));
+        }
+        let config = config
             .http_status_as_error(false)
             .max_redirects(0)
             .max_redirects_will_error(false)
@@ -225,6 +254,7 @@ impl Transport {
     /// the client's deadline.
     pub(crate) fn send(&self, req: &Request<'_>) -> Result<Response> {
         let policy = &self.settings.retry;
+        let max_retries = req.extra.max_retries.unwrap_or(policy.max_retries);
         let started = Instant::now();
         let attempts = |count: u32| Attempts {
             count,
@@ -239,7 +269,7 @@ impl Transport {
             }
             let result = self.send_following_redirects(req);
             made += 1;
-            let retries_left = made <= policy.max_retries;
+            let retries_left = made <= max_retries;
             let (reason, url, wait) = match result {
                 Ok(resp) if retryable_status(resp.status) => {
                     let retry_after = retry_after(&resp);
@@ -298,7 +328,7 @@ impl Transport {
                 url,
                 reason,
                 made,
-                policy.max_retries,
+                max_retries,
                 human_duration(wait)
             );
             if let Some(observer) = &self.settings.observer {
@@ -379,8 +409,14 @@ impl Transport {
         let mut method = req.method;
         let mut body = req.body.as_ref();
         for _ in 0..=max {
-            let carries_secret = authorization.is_some() || (req.secret_body && body.is_some());
-            if carries_secret && !url.is_https() && !self.settings.host(url.authority()).insecure {
+            let carries_secret = authorization.is_some()
+                || (req.secret_body && body.is_some())
+                || !req.extra.headers.is_empty();
+            if carries_secret
+                && !req.extra.metadata
+                && !url.is_https()
+                && !self.settings.host(url.authority()).insecure
+            {
                 return Err(Error::InsecureCredentials {
                     context: Box::new(req.context.clone()),
                     url: url.to_string(),
@@ -391,8 +427,9 @@ impl Transport {
             if !matches!(resp.status, 301 | 302 | 303 | 307 | 308) || location.is_none() {
                 return Ok(resp);
             }
-            if req.secret_body {
-                // Never replay a body holding a credential to a redirect target.
+            if req.secret_body || !req.extra.headers.is_empty() {
+                // Never replay a body or headers holding a credential to a
+                // redirect target.
                 return Ok(resp);
             }
             let Some(next) = location.and_then(|l| url.join(l)) else {
@@ -450,7 +487,10 @@ impl Transport {
         }
         // One attempt may take the host's `timeout`, and never runs past the
         // client's deadline.
-        let host_timeout = self.settings.host(url.authority()).timeout;
+        let host_timeout = req
+            .extra
+            .timeout
+            .unwrap_or_else(|| self.settings.host(url.authority()).timeout);
         let (limit, which) = match self.remaining() {
             Some(left) if left < host_timeout => (left, TimeLimit::Deadline),
             _ => (host_timeout, TimeLimit::Request),
@@ -496,6 +536,12 @@ impl Transport {
                 .map_err(|_| transport_err("invalid characters in credential".to_owned()))?;
             value.set_sensitive(true);
             builder = builder.header("Authorization", value);
+        }
+        for (name, secret) in req.extra.headers {
+            let mut value = http::HeaderValue::from_str(secret.expose())
+                .map_err(|_| transport_err(format!("invalid characters in header {name}")))?;
+            value.set_sensitive(true);
+            builder = builder.header(*name, value);
         }
         let payload: Vec<u8> = match body {
             Some((content_type, data)) => {

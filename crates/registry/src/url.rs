@@ -168,6 +168,20 @@ pub(crate) fn is_loopback(authority: &str) -> bool {
     }
 }
 
+/// Percent-encode everything but RFC 3986 unreserved characters (upper-case
+/// hex): a path segment, a form value, a SigV4 query component.
+pub(crate) fn encode_unreserved(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Percent-encode everything except RFC 3986 unreserved characters and `:`/`/`
 /// (which registries expect literally in `scope`).
 pub(crate) fn encode_component(value: &str) -> String {

@@ -319,6 +319,13 @@ impl FakeForge {
         *self.ctx.git_dir.lock().unwrap() = Some(git_dir.to_owned());
     }
 
+    /// Names the forge's web pages from `base` (`https://github.com`: a request's URL is then
+    /// `https://github.com/acme/fleet/pull/1`, as the real forge names it) instead of the fake's
+    /// own address.
+    pub fn set_web(&self, base: &str) {
+        *self.ctx.web.lock().unwrap() = base.trim_end_matches('/').to_owned();
+    }
+
     /// The API's base URL, for the client's API override.
     #[must_use]
     pub fn api_url(&self) -> String {

@@ -13,12 +13,19 @@
 //!   works, a small one to fill), as `.ci/run` prepares them.
 //! * [`registry`]: a real Debian `docker-registry` on a free 127.0.0.1 port,
 //!   a token service, an image pusher and a fault-injecting fake HTTP server.
+//! * [`cloud`]: moto (a real STS, IAM and ECR endpoint), a CONNECT proxy
+//!   taking a cloud registry's name to a loopback registry, a counting
+//!   forwarder.
 //! * [`sigstore`]: signing images as cosign does (keys, a test Fulcio and
 //!   transparency log minted per run) and pushing the signatures.
 //! * [`proxy`]: an HTTPS proxy that answers for real host names (`ghcr.io`, `github.com`) with
 //!   the servers above, so that documented commands run as written.
 //! * [`git`]: lighttpd + `git-http-backend` with Basic auth, sshd with keys, GnuPG keys, and
 //!   bare repositories to clone from and push to.
+//! * [`world`]: the registry, the git bed and the fake GitHub behind the proxy, by the names
+//!   users type (`ghcr.io`, `github.com/acme/fleet`).
+//! * [`job`]: `image-update job`'s outcome, and a CronJob's container run as the kubelet runs
+//!   it.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -27,16 +34,19 @@
     clippy::new_without_default
 )]
 
+pub mod cloud;
 pub mod forge;
 pub mod forge_graphql;
 pub mod git;
 pub mod golden;
+pub mod job;
 pub mod kube;
 pub mod openapi;
 pub mod proxy;
 pub mod registry;
 pub mod scratch;
 pub mod sigstore;
+pub mod world;
 
 use std::path::PathBuf;
 
@@ -187,6 +197,29 @@ pub fn trial_with_files(
     Trial::test(name, runner)
         .with_kind("needs API descriptions")
         .with_ignored_flag(true)
+}
+
+/// Run `command` with `input` on its stdin, its stdout and stderr captured.
+///
+/// # Panics
+/// When it cannot be started.
+pub fn output_with_stdin(
+    command: &mut std::process::Command,
+    input: &[u8],
+) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(mut stdin) = child.stdin.take() {
+        // A program that exits without reading all of it is not an error here.
+        let _ = stdin.write_all(input);
+    }
+    child.wait_with_output().unwrap()
 }
 
 /// Run `trials` with the command line's arguments, and exit.

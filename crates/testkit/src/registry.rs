@@ -137,6 +137,12 @@ pub struct TestCa {
 
 impl TestCa {
     pub fn new() -> Self {
+        Self::for_names(&["127.0.0.1", "localhost"])
+    }
+
+    /// A CA and a server certificate for `names` (a cloud registry's host
+    /// name reached through a proxy).
+    pub fn for_names(names: &[&str]) -> Self {
         let ca_key = rcgen::KeyPair::generate().unwrap();
         let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -150,13 +156,15 @@ impl TestCa {
         ];
         let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
         let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let mut leaf_params =
-            rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-                .unwrap();
+        let mut leaf_params = rcgen::CertificateParams::new(
+            names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>(),
+        )
+        .unwrap();
         leaf_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-        leaf_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "127.0.0.1");
+        leaf_params.distinguished_name.push(
+            rcgen::DnType::CommonName,
+            names.first().copied().unwrap_or("localhost"),
+        );
         let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
         Self {
             ca_pem: ca.pem(),
@@ -275,6 +283,20 @@ impl Reply {
             status,
             headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
             body: body.into(),
+        }
+    }
+
+    /// This reply with `body` (a `Respond`).
+    pub fn with_body(self, new: impl Into<Vec<u8>>) -> Self {
+        match self {
+            Reply::Respond {
+                status, headers, ..
+            } => Reply::Respond {
+                status,
+                headers,
+                body: new.into(),
+            },
+            other => other,
         }
     }
 
