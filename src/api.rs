@@ -106,9 +106,9 @@ pub mod argocd {
     pub use crate::argocd::plan::{
         DirFiles, FieldChange, FilePlan, KnownFiles, MemoryFiles, WriteBack, likely_target, plan,
     };
-    pub use crate::yaml::tree::Tree;
     pub use crate::diagnostic::Diagnostic;
     pub use crate::input::SizeLimit;
+    pub use crate::yaml::tree::Tree;
 
     /// Why `path` (relative to a tree's root) may not name a file to create there: a part that is
     /// empty, `.` or `..`, absolute, or a control character; `None` when it may. The check every

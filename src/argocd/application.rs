@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::yaml::tree::{NodeId, Tree};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::text::Position;
+use crate::yaml::tree::{NodeId, Tree};
 
 /// The API group of Applications.
 pub(crate) const APPLICATION_GROUP: &str = "argoproj.io";

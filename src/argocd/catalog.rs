@@ -22,11 +22,11 @@ use super::crd::{self, ImageUpdater, Verification};
 use super::image::ArgoImage;
 use super::kubesphere::{self, KubeSphereUpdater};
 use super::settings::{PullSecret, policy_config};
-use crate::yaml::tree::{NodeId, Tree};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::git_repository::same_repository;
 use crate::policies::PolicyKey;
 use crate::reflector::selection::PolicyConfig;
+use crate::yaml::tree::{NodeId, Tree};
 
 /// How inputs are read.
 #[derive(Debug, Clone)]
@@ -578,10 +578,7 @@ fn read_file<'a>(
                 "not valid YAML, so the Argo CD objects in it are not read: {}",
                 e.message
             ))
-            .at(Location::new(
-                f.origin.clone(),
-                Some(crate::text::position_of(f.text, e.offset)),
-            ))
+            .at(Location::new(f.origin.clone(), e.position))
         })
     })?;
     let file = ParsedFile {

@@ -34,10 +34,10 @@ use super::settings::{
     Located, MAX_PULL_REQUEST_LABELS, ManifestTarget, PullRequestSettings, PullSecret,
     UpdateSettings, WriteBackSettings, policy_config,
 };
-use crate::yaml::tree::{NodeId, Tree};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::selector::{LabelSelector, LabelSelectorRequirement, Selector};
 use crate::reflector::selection::glob::Glob;
+use crate::yaml::tree::{NodeId, Tree};
 
 /// The API group of Argo CD Image Updater's CRD.
 pub(crate) const GROUP: &str = "argocd-image-updater.argoproj.io";

@@ -23,9 +23,9 @@ use super::application::{ParsedFile, namespace_name};
 use super::config::{ImageSpec, MAX_IMAGES_PER_APPLICATION, too_many_images};
 use super::image::ArgoImage;
 use super::settings::{Located, ManifestTarget, UpdateSettings};
-use crate::yaml::tree::NodeId;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::reflector::kubesphere::{Engine, ImageEntry};
+use crate::yaml::tree::NodeId;
 
 /// The API group of KubeSphere's ImageUpdater.
 pub(crate) const GROUP: &str = crate::reflector::kubesphere::KUBESPHERE_GROUP;

@@ -16,10 +16,8 @@ use sha2::{Digest, Sha256};
 use super::application::{AppId, SourceType};
 use super::catalog::Catalog;
 use super::config::{AppConfig, ConfigOrigin, ImageSpec};
-use crate::yaml::edit::{Editor, Handle};
 use super::image::ImageTag;
 use super::settings::{GitCredentials, Located, Method, PullRequestSettings};
-use crate::yaml::tree::Tree;
 use super::target::{self, Exists, KUSTOMIZATION_FILES, Target};
 use super::writers::{self, OverrideKind, Part, Planned, Problem, Record, Writer};
 use crate::diagnostic::{Diagnostic, Location};
@@ -29,6 +27,8 @@ use crate::policies::{ImageRef, PolicyKey};
 use crate::sink::door::{Door, Refusal};
 use crate::text::{LineIndex, Position};
 use crate::yaml::edit::{self, Edit};
+use crate::yaml::edit::{Editor, Handle};
+use crate::yaml::tree::Tree;
 
 /// Reads the files of the tree being updated (paths relative to its root, `/` separators).
 pub trait Files: Exists + Sync {
@@ -482,11 +482,8 @@ fn plan_file(
         parsed = match Tree::parse(&text) {
             Ok(tree) => tree,
             Err(e) => {
-                let error =
-                    Diagnostic::error(format!("not valid YAML: {}", e.message)).at(Location::new(
-                        path.to_owned(),
-                        Some(crate::text::position_of(&text, e.offset)),
-                    ));
+                let error = Diagnostic::error(format!("not valid YAML: {}", e.message))
+                    .at(Location::new(path.to_owned(), e.position));
                 return (None, Vec::new(), vec![error]);
             }
         };

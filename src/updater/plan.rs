@@ -6,8 +6,9 @@
 
 use crate::policies::{PolicyTable, Resolution};
 use crate::text::Position;
-use crate::yaml::edit::{self, Edit};
 use crate::updater::scan::{self, Layout, ObjectInfo};
+use crate::yaml::SyntaxError;
+use crate::yaml::edit::{self, Edit};
 
 /// One field whose value changes, and the edit that changes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,8 +73,8 @@ pub struct PlanOptions {
 /// The text cannot be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("{message}")]
-    Parse { position: Position, message: String },
+    #[error("{}", .0.message)]
+    Parse(SyntaxError),
     #[error("internal error")]
     Edit(#[from] edit::EditError),
 }
@@ -89,10 +90,7 @@ pub fn plan(
     table: &PolicyTable,
     options: PlanOptions,
 ) -> Result<Plan, PlanError> {
-    let found = scan::scan(text, layout).map_err(|e| PlanError::Parse {
-        position: e.position,
-        message: e.message,
-    })?;
+    let found = scan::scan(text, layout).map_err(PlanError::Parse)?;
     let planned = plan_edits(found, table, options, |_| true);
     let new_text = if planned.changes.is_empty() {
         None

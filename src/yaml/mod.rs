@@ -74,14 +74,30 @@ impl Document {
     }
 }
 
-/// A stream is not valid YAML.
+/// A text is not valid YAML (or breaks a reader's limit): the one syntax error of every YAML
+/// reader (the value reader here, the [`tree`], the marker scanner). The file is the caller's
+/// (a [`crate::diagnostic::Location`] names it with this position).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", position.map(|p| format!("{}:{}: ", p.line, p.column)).unwrap_or_default())]
-pub struct YamlError {
-    /// Where the parser stopped, when it knows.
+pub struct SyntaxError {
+    /// The byte offset where the parser stopped, when it knows (the tree and the scanner do).
+    pub offset: Option<usize>,
+    /// Where the parser stopped (1-based line and column), when it knows.
     pub position: Option<Position>,
     /// The parser's message, without any position in it.
     pub message: String,
+}
+
+impl SyntaxError {
+    /// An error at byte `offset` of `text`, its position counted there.
+    #[must_use]
+    pub(crate) fn at(text: &str, offset: usize, message: String) -> Self {
+        Self {
+            offset: Some(offset),
+            position: Some(crate::text::position_of(text, offset)),
+            message,
+        }
+    }
 }
 
 /// The deepest nesting of sequences and mappings a document may have.
@@ -91,7 +107,7 @@ pub(crate) const MAX_DEPTH: usize = 40;
 ///
 /// # Errors
 /// The parser's message and position.
-pub fn parse_documents(text: &str) -> Result<Vec<Document>, YamlError> {
+pub fn parse_documents(text: &str) -> Result<Vec<Document>, SyntaxError> {
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_documents: usize::MAX,
@@ -122,7 +138,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Document>, YamlError> {
 ///
 /// # Errors
 /// The parser's message and position.
-pub fn parse_values(text: &str) -> Result<Vec<Value>, YamlError> {
+pub fn parse_values(text: &str) -> Result<Vec<Value>, SyntaxError> {
     Ok(parse_documents(text)?
         .into_iter()
         .map(|d| d.value)
@@ -134,10 +150,11 @@ pub fn parse_values(text: &str) -> Result<Vec<Value>, YamlError> {
 ///
 /// # Errors
 /// The parser's message and position, or several documents.
-pub fn parse_one(text: &str) -> Result<Document, YamlError> {
+pub fn parse_one(text: &str) -> Result<Document, SyntaxError> {
     let mut docs = parse_documents(text)?;
     if docs.len() > 1 {
-        return Err(YamlError {
+        return Err(SyntaxError {
+            offset: None,
             position: docs.get(1).and_then(|d| d.position("")),
             message: format!("expected one YAML document, found {}", docs.len()),
         });
@@ -164,7 +181,7 @@ pub(crate) fn to_stream<'a, T: serde::Serialize + 'a>(
     Ok(out)
 }
 
-fn yaml_error(e: &serde_saphyr::Error) -> YamlError {
+fn yaml_error(e: &serde_saphyr::Error) -> SyntaxError {
     let e = e.without_snippet();
     let message = match e {
         serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
@@ -179,7 +196,11 @@ fn yaml_error(e: &serde_saphyr::Error) -> YamlError {
             column: usize::try_from(l.column()).unwrap_or(usize::MAX),
         })
         .filter(|p| p.line > 0);
-    YamlError { position, message }
+    SyntaxError {
+        offset: None,
+        position,
+        message,
+    }
 }
 
 /// A limit of the reader, in words (the parser's own message is its enum's debug form).

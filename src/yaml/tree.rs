@@ -20,6 +20,7 @@ use std::ops::Range;
 use granit_parser::{Event, Parser, ScalarStyle, StructureStyle};
 
 use crate::text::{LineIndex, Position};
+use crate::yaml::SyntaxError;
 use crate::yaml::edit::lines;
 
 /// Index of a node in its [`Tree`].
@@ -100,14 +101,6 @@ fn exact<T>(v: &mut Vec<T>) -> Vec<T> {
     out
 }
 
-/// The text is not valid YAML.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SpanError {
-    pub offset: usize,
-    pub message: String,
-}
-
 /// A parsed YAML stream with byte ranges.
 #[derive(Debug)]
 pub struct Tree<'a> {
@@ -141,8 +134,8 @@ impl<'a> Tree<'a> {
     /// Parse every document of `text`.
     ///
     /// # Errors
-    /// The parser's message and byte offset.
-    pub fn parse(text: &'a str) -> Result<Self, SpanError> {
+    /// The parser's message, byte offset and position.
+    pub fn parse(text: &'a str) -> Result<Self, SyntaxError> {
         let mut options = granit_parser::Options::default();
         options.set_emit_comments(false);
         let mut parser = Parser::new_from_str_with_options(text, options);
@@ -165,12 +158,10 @@ impl<'a> Tree<'a> {
         while let Some(next) = parser.next_event() {
             let (event, span) = next.map_err(|e| {
                 let m = e.marker();
-                SpanError {
-                    offset: m
-                        .byte_offset()
-                        .unwrap_or_else(|| char_to_byte(text, m.index())),
-                    message: e.info(),
-                }
+                let offset = m
+                    .byte_offset()
+                    .unwrap_or_else(|| char_to_byte(text, m.index()));
+                SyntaxError::at(text, offset, e.info())
             })?;
             let range = span.byte_range().unwrap_or(0..0);
             let in_flow = stack.last().is_some_and(|f| tree.nodes[f.node].in_flow);
@@ -208,10 +199,11 @@ impl<'a> Tree<'a> {
                 }
                 Event::Alias(anchor) => {
                     let Some(&target) = anchors.get(&anchor) else {
-                        return Err(SpanError {
-                            offset: range.start,
-                            message: "alias to an unknown anchor".to_owned(),
-                        });
+                        return Err(SyntaxError::at(
+                            text,
+                            range.start,
+                            "alias to an unknown anchor".to_owned(),
+                        ));
                     };
                     let id = tree.push(Node {
                         kind: Kind::Alias(target),
@@ -583,7 +575,7 @@ mod tests {
         assert_eq!(t.docs().len(), 2);
         assert!(t.docs()[0].explicit_start);
         let e = Tree::parse("a: [1\nb: 2\n").unwrap_err();
-        assert!(e.offset > 0, "{e:?}");
+        assert!(e.offset.is_some_and(|o| o > 0), "{e:?}");
         assert!(Tree::parse("a: *nope\n").is_err());
     }
 }

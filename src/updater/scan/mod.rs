@@ -32,6 +32,7 @@ use granit_parser::{Event, Parser, ScalarStyle, Span, StructureStyle};
 use self::marker::Comment;
 use crate::object::ObjectId;
 use crate::text::Position;
+use crate::yaml::SyntaxError;
 use crate::yaml::edit::{Slot, Style};
 
 /// How the objects of a YAML stream are laid out.
@@ -106,24 +107,13 @@ pub(crate) struct Scan {
     pub findings: Vec<Finding>,
 }
 
-/// The stream is not valid YAML.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub(crate) struct ParseError {
-    /// Byte offset of the error, when the parser knows it.
-    pub offset: usize,
-    /// Where the parser stopped.
-    pub position: Position,
-    pub message: String,
-}
-
 /// Scan one YAML stream.
 ///
 /// # Errors
 /// Returns the parser's error, with its position, when the stream is not
 /// valid YAML; nothing found before the error is returned then, so a broken
 /// file is never half-edited.
-pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
+pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, SyntaxError> {
     let mut walker = Walker::new(text, layout);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {
@@ -139,15 +129,15 @@ pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
 
 /// The parser's error, for a text that starts `base` bytes and `lines`
 /// lines into the input.
-fn parse_error(e: &granit_parser::ScanError, base: usize, lines: usize) -> ParseError {
+fn parse_error(e: &granit_parser::ScanError, base: usize, lines: usize) -> SyntaxError {
     let m = e.marker();
-    ParseError {
+    SyntaxError {
         // A text parsed from a `&str` always has byte offsets.
-        offset: base + m.byte_offset().unwrap_or(0),
-        position: Position {
+        offset: Some(base + m.byte_offset().unwrap_or(0)),
+        position: Some(Position {
             line: m.line() + lines,
             column: m.col() + 1,
-        },
+        }),
         message: e.info(),
     }
 }

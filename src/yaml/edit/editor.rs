@@ -576,9 +576,10 @@ impl<'t, 'a> Editor<'t, 'a> {
                 }
             };
             let edit = match &slot {
-                Slot::Scalar { range, style: Style::Plain } if self.raw.contains(id) => {
-                    Edit::new(range.clone(), value.as_str())
-                }
+                Slot::Scalar {
+                    range,
+                    style: Style::Plain,
+                } if self.raw.contains(id) => Edit::new(range.clone(), value.as_str()),
                 _ => write_scalar(&slot, value, node.in_flow),
             };
             let mut r = Rendered::default();
@@ -666,7 +667,8 @@ impl<'t, 'a> Editor<'t, 'a> {
             let indent = if map {
                 self.tree.column(start)
             } else {
-                self.tree.column(self.tree.dash_before(start).unwrap_or(start))
+                self.tree
+                    .column(self.tree.dash_before(start).unwrap_or(start))
             };
             let text = self.tree.text();
             let at = self.tree.end_of_line_after(self.last_line_node(*id));
@@ -769,9 +771,9 @@ impl<'t, 'a> Editor<'t, 'a> {
             let node = self.tree.node(id);
             let mut r = Rendered::default();
             self.render_flow(Handle::Real(id), &mut r);
-            edits
-                .0
-                .retain(|(range, _, _)| !(range.start >= node.range.start && range.end <= node.range.end));
+            edits.0.retain(|(range, _, _)| {
+                !(range.start >= node.range.start && range.end <= node.range.end)
+            });
             edits.push(node.range.clone(), (0, 0), r);
         }
     }

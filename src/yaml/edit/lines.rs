@@ -93,9 +93,15 @@ mod tests {
     fn lines_and_dashes() {
         let text = "a: 1\r\nl:\r\n- x\r\n-   y: |\r\n      z\r\n- # c\r\n\r\n  w: 2\r\n- - v";
         assert_eq!(line_start(text, 3), 0);
-        assert_eq!(line_start(text, text.find("x").unwrap()), text.find("- x").unwrap());
+        assert_eq!(
+            line_start(text, text.find("x").unwrap()),
+            text.find("- x").unwrap()
+        );
         assert_eq!(after_line(text, 2), text.find("l:").unwrap());
-        assert_eq!(after_line(text, text.find("l:").unwrap()), text.find("l:").unwrap());
+        assert_eq!(
+            after_line(text, text.find("l:").unwrap()),
+            text.find("l:").unwrap()
+        );
         assert_eq!(after_line(text, text.len() - 1), text.len());
         assert_eq!(line_end(text, 3), 4);
         let z_end = text.find("z\r\n").unwrap() + 3;
@@ -103,10 +109,7 @@ mod tests {
         assert_eq!(column(text, text.find("y:").unwrap()), 4);
         assert_eq!(newline(text), "\r\n");
         assert_eq!(newline("a\nb\r\n"), "\n");
-        assert_eq!(
-            dash_before(text, text.find("x").unwrap()),
-            text.find("- x")
-        );
+        assert_eq!(dash_before(text, text.find("x").unwrap()), text.find("- x"));
         assert_eq!(
             dash_before(text, text.find("y:").unwrap()),
             text.find("-   y")
@@ -115,7 +118,19 @@ mod tests {
             dash_before(text, text.find("w:").unwrap()),
             text.find("- # c")
         );
-        assert_eq!(dash_before(text, text.find("v").unwrap()), Some(text.len() - 3));
+        assert_eq!(
+            dash_before(text, text.find("v").unwrap()),
+            Some(text.len() - 3)
+        );
         assert_eq!(dash_before(text, 3), None);
+        let text =
+            "items:\n- # a comment\n  # another\n  apiVersion: v1\n-\n  kind: x\n  - nested: 1\n";
+        let first = text.find("apiVersion").unwrap();
+        assert_eq!(dash_before(text, first), Some(7));
+        let second = text.find("kind").unwrap();
+        assert_eq!(dash_before(text, second), text.find("-\n"));
+        let nested = text.find("nested").unwrap();
+        assert_eq!(dash_before(text, nested), Some(nested - 2));
+        assert_eq!(dash_before(text, text.find("v1").unwrap()), None);
     }
 }

@@ -74,62 +74,85 @@ pub(crate) struct Items<'a> {
     pub text: &'a str,
     /// Each item's node, in order.
     pub ranges: &'a [Range<usize>],
-    /// The sequence is written in flow style (`[...]`).
-    pub flow: bool,
 }
 
 impl Items<'_> {
+    /// Whether the sequence is written in flow style: its last item has no `-` opening it.
+    #[must_use]
+    pub(crate) fn flow(&self) -> bool {
+        self.ranges
+            .last()
+            .is_some_and(|last| lines::dash_before(self.text, last.start).is_none())
+    }
+
+    /// The edits that append `add` after the last item (see [`Items::edits`]); `None` when the
+    /// sequence has no items to place the new ones by.
+    #[must_use]
+    pub(crate) fn append_items(&self, add: &[NewItem]) -> Option<Vec<Edit>> {
+        self.edits(&[], add)
+    }
+
     /// The edits that remove the items at the indexes `remove` (in order) and add `add` after the
     /// last item; `None` when the sequence has no items to place the new ones by.
+    ///
+    /// In a flow sequence each new item is `, ` and its JSON after the last item. In a block
+    /// sequence the new items' lines go at the end of the last item's line (before its line
+    /// break), each after a line break, at the last item's dash and content columns. A removed
+    /// run of items loses its lines (block) or its text up to the next item (flow); a run at
+    /// the end is replaced by the new items.
     #[must_use]
     pub(crate) fn edits(&self, remove: &[usize], add: &[NewItem]) -> Option<Vec<Edit>> {
         let last = self.ranges.last()?;
-        let new_items = if self.flow {
+        let flow = self.flow();
+        let new_items: String = if flow {
             add.iter().map(|n| format!(", {}", n.flow)).collect()
         } else {
             self.block(add)
         };
+        let newline = lines::newline(self.text);
         let mut edits = Vec::new();
         let mut appended = false;
         for run in runs(remove) {
             let (first, end) = (run.start, run.end - 1);
-            let start = self.start_of(first);
+            let start = self.start_of(first, flow);
             match self.ranges.get(end + 1) {
-                Some(_) => edits.push(Edit::new(start..self.start_of(end + 1), "")),
-                None if self.flow && first > 0 => {
+                Some(_) => edits.push(Edit::new(start..self.start_of(end + 1, flow), "")),
+                None if flow && first > 0 => {
                     // From the end of the item before the run.
                     let from = self.ranges[first - 1].end;
                     edits.push(Edit::new(from..self.ranges[end].end, new_items.clone()));
                     appended = true;
                 }
-                None if self.flow => {
+                None if flow => {
                     let text = new_items.strip_prefix(", ").unwrap_or(&new_items);
                     edits.push(Edit::new(start..self.ranges[end].end, text));
                     appended = true;
                 }
                 None => {
-                    let to = lines::after_line(self.text, self.ranges[end].end);
-                    edits.push(Edit::new(start..to, self.newline_at_end(to, &new_items)));
+                    // The line break before the run's first line stays; the new items start
+                    // with one of their own.
+                    let from = start.saturating_sub(newline.len());
+                    let to = lines::line_end(self.text, self.ranges[end].end);
+                    edits.push(Edit::new(from..to, new_items.clone()));
                     appended = true;
                 }
             }
         }
         if !appended && !add.is_empty() {
-            let edit = if self.flow {
-                Edit::new(last.end..last.end, new_items)
+            let at = if flow {
+                last.end
             } else {
-                let at = lines::after_line(self.text, last.end);
-                Edit::new(at..at, self.newline_at_end(at, &new_items))
+                lines::line_end(self.text, last.end)
             };
-            edits.push(edit);
+            edits.push(Edit::new(at..at, new_items));
         }
         Some(edits)
     }
 
     /// Where item `i` starts: its node (flow), the start of its dash's line (block).
-    fn start_of(&self, i: usize) -> usize {
+    fn start_of(&self, i: usize, flow: bool) -> usize {
         let node = self.ranges[i].start;
-        if self.flow {
+        if flow {
             node
         } else {
             lines::line_start(
@@ -139,7 +162,8 @@ impl Items<'_> {
         }
     }
 
-    /// New block items, at the last item's dash and content columns.
+    /// New block items, each line after a line break, at the last item's dash and content
+    /// columns.
     fn block(&self, add: &[NewItem]) -> String {
         let Some(last) = self.ranges.last() else {
             return String::new();
@@ -150,32 +174,23 @@ impl Items<'_> {
         let newline = lines::newline(self.text);
         let mut out = String::new();
         for item in add {
-            for (n, line) in item.block.lines().enumerate() {
-                if n == 0 {
+            let mut first = true;
+            for line in item.block.lines() {
+                out.push_str(newline);
+                if line.is_empty() {
+                    continue;
+                }
+                if std::mem::take(&mut first) {
                     out.push_str(&" ".repeat(dash));
                     out.push('-');
                     out.push_str(&" ".repeat(content.saturating_sub(dash + 1).max(1)));
-                } else if !line.is_empty() {
+                } else {
                     out.push_str(&" ".repeat(content.max(dash + 2)));
                 }
                 out.push_str(line);
-                out.push_str(newline);
             }
         }
         out
-    }
-
-    /// `lines` to insert at `at`, after a line break when `at` ends a text without one.
-    fn newline_at_end(&self, at: usize, lines: &str) -> String {
-        if !lines.is_empty()
-            && at == self.text.len()
-            && !self.text.is_empty()
-            && !self.text.ends_with('\n')
-        {
-            format!("{}{lines}", lines::newline(self.text))
-        } else {
-            lines.to_owned()
-        }
     }
 }
 
@@ -215,7 +230,14 @@ impl RootMap<'_> {
             }
             let at = self.entries_end;
             let empty = text[..at].trim_end().ends_with('{');
-            return Edit::new(at..at, if empty { entry.to_owned() } else { format!(", {entry}") });
+            return Edit::new(
+                at..at,
+                if empty {
+                    entry.to_owned()
+                } else {
+                    format!(", {entry}")
+                },
+            );
         }
         if let Some(range) = existing {
             let start = line_start_if_blank_before(text, range.start);
@@ -251,8 +273,8 @@ mod tests {
             .unwrap()
     }
 
-    fn edited(text: &str, flow: bool, remove: &[usize], add: &[NewItem]) -> String {
-        let tree = crate::yaml::Tree::parse(text).unwrap();
+    fn edited(text: &str, remove: &[usize], add: &[NewItem]) -> String {
+        let tree = crate::yaml::tree::Tree::parse(text).unwrap();
         let root = tree.docs()[0].root.unwrap();
         let items = tree.get(root, "items").unwrap();
         let ranges: Vec<Range<usize>> = tree
@@ -263,7 +285,6 @@ mod tests {
         let list = Items {
             text,
             ranges: &ranges,
-            flow,
         };
         apply(text, &mut list.edits(remove, add).unwrap()).unwrap()
     }
@@ -272,17 +293,17 @@ mod tests {
     fn block_items_are_added_and_removed_as_lines() {
         let text = "items:\n  - a: 1\n  - b: 2 # gen\n  - # c\n    c: 3\nresults: []\n";
         assert_eq!(
-            edited(text, false, &[1, 2], &[item("x")]),
+            edited(text, &[1, 2], &[item("x")]),
             "items:\n  - a: 1\n  - kind: ConfigMap\n    metadata:\n      name: x\nresults: []\n"
         );
         assert_eq!(
-            edited(text, false, &[1], &[item("x")]),
+            edited(text, &[1], &[item("x")]),
             "items:\n  - a: 1\n  - # c\n    c: 3\n  - kind: ConfigMap\n    metadata:\n      name: x\nresults: []\n"
         );
         let no_newline = "items:\n- a: 1";
         assert_eq!(
-            edited(no_newline, false, &[], &[item("y")]),
-            "items:\n- a: 1\n- kind: ConfigMap\n  metadata:\n    name: y\n"
+            edited(no_newline, &[], &[item("y")]),
+            "items:\n- a: 1\n- kind: ConfigMap\n  metadata:\n    name: \"y\""
         );
     }
 
@@ -290,13 +311,10 @@ mod tests {
     fn flow_items_are_json() {
         let text = "{items: [{a: 1}, {b: 2}], x: 1}";
         assert_eq!(
-            edited(text, true, &[1], &[item("x")]),
+            edited(text, &[1], &[item("x")]),
             "{items: [{a: 1}, {\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}}], x: 1}"
         );
-        assert_eq!(
-            edited(text, true, &[0], &[]),
-            "{items: [{b: 2}], x: 1}"
-        );
+        assert_eq!(edited(text, &[0], &[]), "{items: [{b: 2}], x: 1}");
     }
 
     #[test]
@@ -325,12 +343,18 @@ mod tests {
         let e = root.set(Some(&(start..end)), "results: []\n");
         assert_eq!(apply(text, &mut [e]).unwrap(), "a: 1\nresults: []\nb: 2");
         let e = root.set(None, "c: 3\n");
-        assert_eq!(apply(text, &mut [e]).unwrap(), "a: 1\nresults:\n- x\nb: 2\nc: 3\n");
+        assert_eq!(
+            apply(text, &mut [e]).unwrap(),
+            "a: 1\nresults:\n- x\nb: 2\nc: 3\n"
+        );
         let flow = RootMap {
             text: "{}",
             flow: true,
             entries_end: 1,
         };
-        assert_eq!(apply("{}", &mut [flow.set(None, "c: 3")]).unwrap(), "{c: 3}");
+        assert_eq!(
+            apply("{}", &mut [flow.set(None, "c: 3")]).unwrap(),
+            "{c: 3}"
+        );
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! * one scalar's new value ([`write_scalar`], in the quoting of [`quote`]): the marker path's
 //!   whole edit, and the [`Editor`]'s for every value it replaces;
-//! * a file's changes as an overlay of the parsed [`crate::yaml::Tree`] ([`Editor`]): scalars
+//! * a file's changes as an overlay of the parsed [`crate::yaml::tree::Tree`] ([`Editor`]): scalars
 //!   replaced, entries and items added or removed, rendered in the file's own style;
 //! * a large list, read without a tree (a kpt ResourceList): items appended or removed
 //!   ([`list::items_edits`]) and a root entry set ([`list::root_entry_edit`]);
@@ -19,7 +19,7 @@ pub(crate) mod quote;
 
 use std::ops::Range;
 
-pub(crate) use self::editor::{EditProblem, Editor, Finished, Handle, Shape};
+pub(crate) use self::editor::{EditProblem, Editor, Handle, Shape};
 pub(crate) use self::quote::Style;
 
 /// Replace a byte range of the source with new text. It travels with the
