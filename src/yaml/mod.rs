@@ -100,6 +100,22 @@ impl SyntaxError {
     }
 }
 
+/// The one rule for plain scalars in a field meant to hold a string: a plain (unquoted, untagged)
+/// scalar is a string when the value reader ([`parse_values`], YAML 1.2's core schema) reads it
+/// as one; `1`, `1.5`, `true` or `0x1f` are not (null is absence, decided before). Both the
+/// value reader's fields ([`Document`]) and the [`tree`]'s
+/// ([`tree::Tree::string_field`]) refuse the others, as the API server does for a field of
+/// type string.
+#[must_use]
+pub(crate) fn plain_is_string(plain: &str) -> bool {
+    match parse_values(plain).as_deref() {
+        Ok([Value::String(_)]) => true,
+        Ok([Value::Null | Value::Bool(_) | Value::Number(_)]) => false,
+        // Not a lone scalar when read alone: as written, text.
+        _ => true,
+    }
+}
+
 /// The deepest nesting of sequences and mappings a document may have.
 pub(crate) const MAX_DEPTH: usize = 40;
 

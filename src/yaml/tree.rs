@@ -101,6 +101,10 @@ fn exact<T>(v: &mut Vec<T>) -> Vec<T> {
     out
 }
 
+/// A field meant to hold a string holds something else ([`Tree::string_field`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAString;
+
 /// A parsed YAML stream with byte ranges.
 #[derive(Debug)]
 pub struct Tree<'a> {
@@ -391,6 +395,28 @@ impl<'a> Tree<'a> {
         }
     }
 
+    /// A field meant to hold a string, by the one rule for plain scalars
+    /// ([`crate::yaml::plain_is_string`]): `Ok(None)` for a null, the text of a quoted, tagged
+    /// or block scalar, or of a plain one the value reader reads as a string; an error for a
+    /// collection or a plain scalar that reads as a boolean or a number (`branch: 1`).
+    ///
+    /// # Errors
+    /// The node is not a string; the caller names the field at the node's position.
+    pub fn string_field(&self, id: NodeId) -> Result<Option<&str>, NotAString> {
+        let id = self.resolve(id);
+        match &self.nodes[id].kind {
+            Kind::Scalar { value, style, tag } => {
+                let plain = *style == ScalarStyle::Plain && tag.is_none();
+                match self.text_value(id) {
+                    None => Ok(None),
+                    Some(_) if plain && !crate::yaml::plain_is_string(value) => Err(NotAString),
+                    Some(text) => Ok(Some(text)),
+                }
+            }
+            _ => Err(NotAString),
+        }
+    }
+
     /// The entries of a mapping (through an alias); empty for anything else.
     #[must_use]
     pub fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
@@ -577,5 +603,34 @@ mod tests {
         let e = Tree::parse("a: [1\nb: 2\n").unwrap_err();
         assert!(e.offset.is_some_and(|o| o > 0), "{e:?}");
         assert!(Tree::parse("a: *nope\n").is_err());
+    }
+
+    #[test]
+    fn string_fields_follow_the_value_readers_rule() {
+        let text =
+            "a: 1\nb: '1'\nc: !!str 1\nd: v1\ne: true\nf: ~\ng: [x]\nh: 0x1f\ni: 1.5\nj: 1.2.3\n";
+        let t = Tree::parse(text).unwrap();
+        let root = t.docs()[0].root.unwrap();
+        let field = |k: &str| t.string_field(t.get(root, k).unwrap());
+        assert_eq!(field("a"), Err(NotAString));
+        assert_eq!(field("b"), Ok(Some("1")));
+        assert_eq!(field("c"), Ok(Some("1")));
+        assert_eq!(field("d"), Ok(Some("v1")));
+        assert_eq!(field("e"), Err(NotAString));
+        assert_eq!(field("f"), Ok(None));
+        assert_eq!(field("g"), Err(NotAString));
+        assert_eq!(field("h"), Err(NotAString));
+        assert_eq!(field("i"), Err(NotAString));
+        assert_eq!(field("j"), Ok(Some("1.2.3")));
+        // The value reader agrees, field by field.
+        let doc = crate::yaml::parse_one(text).unwrap();
+        for k in ["a", "b", "c", "d", "e", "h", "i", "j"] {
+            assert_eq!(
+                doc.value[k].is_string(),
+                field(k).is_ok(),
+                "{k}: {:?}",
+                doc.value[k]
+            );
+        }
     }
 }
