@@ -9,7 +9,7 @@
 //! * a file's changes as an overlay of the parsed [`crate::yaml::tree::Tree`] ([`Editor`]): scalars
 //!   replaced, entries and items added or removed, rendered in the file's own style;
 //! * a large list, read without a tree (a kpt ResourceList): items appended or removed
-//!   ([`list::items_edits`]) and a root entry set ([`list::root_entry_edit`]);
+//!   ([`list::Items::edits`]) and a root entry set ([`list::RootMap::set`]);
 //! * the line arithmetic all of them share ([`lines`]).
 
 mod editor;
