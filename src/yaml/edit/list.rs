@@ -315,6 +315,12 @@ mod tests {
             "{items: [{a: 1}, {\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}}], x: 1}"
         );
         assert_eq!(edited(text, &[0], &[]), "{items: [{b: 2}], x: 1}");
+        // JSON over several lines: the items have no dash, so the list is flow.
+        let json = "{\"items\": [\n  {\"a\": 1}\n]}";
+        assert_eq!(
+            edited(json, &[], &[item("x")]),
+            "{\"items\": [\n  {\"a\": 1}, {\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}}\n]}"
+        );
     }
 
     #[test]
