@@ -799,13 +799,7 @@ pub(super) fn plan_list(
             });
         }
         match item {
-            Some(item) => edits.extend(file.edits.iter().map(|e| {
-                let r = e.range();
-                crate::yaml::edit::Edit::new(
-                    r.start + item.base..r.end + item.base,
-                    e.replacement(),
-                )
-            })),
+            Some(item) => edits.extend(file.edits.iter().map(|e| e.shifted(item.base))),
             // A new item's path annotation is where `kpt fn sink` writes it: the same check
             // as the tree's door gives a file to create.
             None => match crate::sink::door::check_new_path(&path) {

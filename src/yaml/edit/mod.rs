@@ -50,6 +50,16 @@ impl Edit {
     pub fn replacement(&self) -> &str {
         &self.replacement
     }
+
+    /// The same edit in a text that holds this one's text `base` bytes in (an item of a
+    /// ResourceList edited as a file of its own).
+    #[must_use]
+    pub(crate) fn shifted(&self, base: usize) -> Self {
+        Self::new(
+            self.range.start + base..self.range.end + base,
+            self.replacement.clone(),
+        )
+    }
 }
 
 /// Edits that overlap, or lie outside the text, cannot be applied together.
