@@ -346,7 +346,7 @@ fn main() {
     let app_bytes: usize = apps_text.iter().map(String::len).sum();
     let (parse, _, _) = time(5, || {
         for t in &apps_text {
-            let _ = image_update::api::argocd::SpanTree::parse(t).unwrap();
+            let _ = image_update::api::argocd::Tree::parse(t).unwrap();
         }
     });
     println!(

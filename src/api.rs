@@ -106,9 +106,9 @@ pub mod argocd {
     pub use crate::argocd::plan::{
         DirFiles, FieldChange, FilePlan, KnownFiles, MemoryFiles, WriteBack, likely_target, plan,
     };
-    pub use crate::argocd::spans::SpanTree;
     pub use crate::diagnostic::Diagnostic;
     pub use crate::input::SizeLimit;
+    pub use crate::yaml::tree::Tree;
 
     /// Why `path` (relative to a tree's root) may not name a file to create there: a part that is
     /// empty, `.` or `..`, absolute, or a control character; `None` when it may. The check every
@@ -155,8 +155,8 @@ pub mod argocd {
     /// Overlapping edits (a message).
     pub fn apply_edits(
         text: &str,
-        edits: &mut [crate::updater::rewrite::Edit],
+        edits: &mut [crate::yaml::edit::Edit],
     ) -> Result<String, String> {
-        crate::updater::rewrite::apply(text, edits).map_err(|e| e.to_string())
+        crate::yaml::edit::apply(text, edits).map_err(|e| e.to_string())
     }
 }

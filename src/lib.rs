@@ -20,7 +20,11 @@
 //! 0. The leaf vocabulary and infrastructure: [`text`] (line and column),
 //!    [`object`] (object identity), [`setter`] (what a marker names),
 //!    [`diagnostic`] (findings) and [`error`] (what stops a run), [`input`]
-//!    (reading with a cap), [`yaml`] (documents with positions), [`pool`]
+//!    (reading with a cap), [`yaml`] (the one YAML layer: documents as
+//!    values with positions, the span tree, the one syntax error and the one
+//!    rule for plain scalars; [`yaml::edit`], every edit of YAML text: a
+//!    scalar's new value, the Argo CD write-back's editor, a ResourceList's
+//!    items and results), [`pool`]
 //!    (the worker pool), [`walk`] (the directory walk), [`sink`] (atomic,
 //!    all-or-nothing writes), [`teardown`] (what a one-shot process leaves
 //!    to its exit).
@@ -28,8 +32,8 @@
 //!    looked up in), [`automation`] (Flux ImageUpdateAutomation),
 //!    [`git_repository`] (the Flux GitRepository an automation updates),
 //!    [`kubesphere`] (KubeSphere ImageUpdaters as automations), [`create`]
-//!    (the objects `create` writes), [`updater`] (find markers, splice
-//!    values; [`updater::plan`] is its pure core), [`reflector`] (policy
+//!    (the objects `create` writes), [`updater`] (find markers and plan
+//!    their new values; [`updater::plan`] is its pure core), [`reflector`] (policy
 //!    results from registries; the client is the `image-update-registry`
 //!    crate), [`argocd`] (Argo CD Applications, Argo CD Image Updater's
 //!    settings and their write-back), [`outcome`] (what a run found and did).

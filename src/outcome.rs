@@ -10,9 +10,9 @@ use crate::object::ObjectId;
 use crate::policies::ImageRef;
 use crate::reflector::Resolved;
 use crate::text::Position;
-use crate::updater::rewrite::Edit;
 use crate::updater::tree::FileUpdate;
 use crate::walk::Skipped;
+use crate::yaml::edit::Edit;
 
 /// One changed field.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::spans::{NodeId, SpanTree};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::text::Position;
+use crate::yaml::tree::{NodeId, Tree};
 
 /// The API group of Applications.
 pub(crate) const APPLICATION_GROUP: &str = "argoproj.io";
@@ -34,7 +34,7 @@ pub struct InputFile<'a> {
 pub struct ParsedFile<'a> {
     pub origin: String,
     pub tree_path: Option<String>,
-    pub tree: SpanTree<'a>,
+    pub tree: Tree<'a>,
 }
 
 impl ParsedFile<'_> {
@@ -151,7 +151,7 @@ impl Application {
 
 /// `apiVersion`'s group and `kind` of an object node.
 #[must_use]
-pub(crate) fn kind_of<'t>(tree: &'t SpanTree<'_>, node: NodeId) -> (&'t str, &'t str) {
+pub(crate) fn kind_of<'t>(tree: &'t Tree<'_>, node: NodeId) -> (&'t str, &'t str) {
     let api = tree
         .get(node, "apiVersion")
         .and_then(|n| tree.text_value(n))
@@ -166,7 +166,7 @@ pub(crate) fn kind_of<'t>(tree: &'t SpanTree<'_>, node: NodeId) -> (&'t str, &'t
 
 /// `metadata.namespace` and `metadata.name` (`None` for an absent namespace).
 #[must_use]
-pub(crate) fn namespace_name(tree: &SpanTree<'_>, node: NodeId) -> (Option<String>, String) {
+pub(crate) fn namespace_name(tree: &Tree<'_>, node: NodeId) -> (Option<String>, String) {
     let text = |k: &str| {
         tree.at(node, &["metadata", k])
             .and_then(|n| tree.text_value(n))
@@ -180,7 +180,7 @@ pub(crate) fn namespace_name(tree: &SpanTree<'_>, node: NodeId) -> (Option<Strin
 
 /// A mapping of strings (`metadata.labels`), values as text.
 #[must_use]
-pub(crate) fn string_map(tree: &SpanTree<'_>, node: Option<NodeId>) -> BTreeMap<String, String> {
+pub(crate) fn string_map(tree: &Tree<'_>, node: Option<NodeId>) -> BTreeMap<String, String> {
     node.map(|n| {
         tree.entries(n)
             .iter()
@@ -294,7 +294,7 @@ pub(crate) fn read(
     })
 }
 
-fn read_source(tree: &SpanTree<'_>, node: NodeId, field: String) -> Source {
+fn read_source(tree: &Tree<'_>, node: NodeId, field: String) -> Source {
     let text = |k: &str| {
         tree.lookup(node, k)
             .and_then(|n| tree.text_value(n))
@@ -387,7 +387,7 @@ mod tests {
         let file = ParsedFile {
             origin: "apps/shop.yaml".into(),
             tree_path: Some("apps/shop.yaml".into()),
-            tree: SpanTree::parse(text).unwrap(),
+            tree: Tree::parse(text).unwrap(),
         };
         let node = file.tree.docs()[0].root.unwrap();
         read(

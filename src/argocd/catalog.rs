@@ -22,11 +22,11 @@ use super::crd::{self, ImageUpdater, Verification};
 use super::image::ArgoImage;
 use super::kubesphere::{self, KubeSphereUpdater};
 use super::settings::{PullSecret, policy_config};
-use super::spans::{NodeId, SpanTree};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::git_repository::same_repository;
 use crate::policies::PolicyKey;
 use crate::reflector::selection::PolicyConfig;
+use crate::yaml::tree::{NodeId, Tree};
 
 /// How inputs are read.
 #[derive(Debug, Clone)]
@@ -572,16 +572,13 @@ fn read_file<'a>(
     f: &InputFile<'a>,
     options: &CollectOptions,
 ) -> Result<(ParsedFile<'a>, Vec<Found>), Option<Diagnostic>> {
-    let tree = SpanTree::parse(f.text).map_err(|e| {
+    let tree = Tree::parse(f.text).map_err(|e| {
         (!f.text.contains("{{")).then(|| {
             Diagnostic::warning(format!(
                 "not valid YAML, so the Argo CD objects in it are not read: {}",
                 e.message
             ))
-            .at(Location::new(
-                f.origin.clone(),
-                Some(crate::text::position_of(f.text, e.offset)),
-            ))
+            .at(Location::new(f.origin.clone(), e.position))
         })
     })?;
     let file = ParsedFile {
@@ -716,7 +713,7 @@ fn annotation_write_back(app: &Application, origin: &str) -> super::settings::Wr
 }
 
 /// The objects of a document: the root, or the items of a `List` (recursively).
-fn objects(tree: &SpanTree<'_>, root: NodeId) -> Vec<NodeId> {
+fn objects(tree: &Tree<'_>, root: NodeId) -> Vec<NodeId> {
     let root = tree.resolve(root);
     let (_, kind) = kind_of(tree, root);
     if kind.ends_with("List")

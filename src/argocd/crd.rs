@@ -34,10 +34,10 @@ use super::settings::{
     Located, MAX_PULL_REQUEST_LABELS, ManifestTarget, PullRequestSettings, PullSecret,
     UpdateSettings, WriteBackSettings, policy_config,
 };
-use super::spans::{NodeId, SpanTree};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::selector::{LabelSelector, LabelSelectorRequirement, Selector};
 use crate::reflector::selection::glob::Glob;
+use crate::yaml::tree::{NodeId, Tree};
 
 /// The API group of Argo CD Image Updater's CRD.
 pub(crate) const GROUP: &str = "argocd-image-updater.argoproj.io";
@@ -295,7 +295,7 @@ struct Fields<'f, 'a> {
 }
 
 impl Fields<'_, '_> {
-    fn tree(&self) -> &SpanTree<'_> {
+    fn tree(&self) -> &Tree<'_> {
         &self.file.tree
     }
 
@@ -345,14 +345,20 @@ impl Fields<'_, '_> {
         }
     }
 
+    /// A string field by the tree's one rule ([`Tree::string_field`]): a number, a boolean or
+    /// a collection is refused at the field's position.
     fn string(&mut self, parent: NodeId, key: &str, field: &str) -> Option<Located<String>> {
         let node = self.tree().get(parent, key)?;
-        if self.tree().is_map(node) || self.tree().is_seq(node) {
-            self.error(node, format!("{field} is not a string"));
-            return None;
+        match self.tree().string_field(node) {
+            Ok(value) => {
+                let value = value?.to_owned();
+                Some(Located::new(value, self.at(node)))
+            }
+            Err(crate::yaml::tree::NotAString) => {
+                self.error(node, format!("{field} is not a string"));
+                None
+            }
         }
-        let value = self.tree().text_value(node)?.to_owned();
-        Some(Located::new(value, self.at(node)))
     }
 
     fn boolean(&mut self, parent: NodeId, key: &str, field: &str) -> Option<bool> {
@@ -900,7 +906,7 @@ mod tests {
         ParsedFile {
             origin: "t.yaml".into(),
             tree_path: None,
-            tree: SpanTree::parse(text).unwrap(),
+            tree: Tree::parse(text).unwrap(),
         }
     }
 
@@ -1005,6 +1011,23 @@ mod tests {
         let root = file.tree.docs()[0].root.unwrap();
         let errors = read(&file, root, "argocd", &mut Vec::new()).unwrap_err();
         errors.iter().map(ToString::to_string).collect()
+    }
+
+    /// A string field holding a number is refused at its position, as the Flux automation's
+    /// reader refuses it (one rule for plain scalars); quoted, it is text.
+    #[test]
+    fn a_number_where_a_string_is_meant_is_refused() {
+        let cr = "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: u, namespace: argocd}\nspec:\n  writeBackConfig:\n    method: git\n    gitConfig: {branch: 1}\n  applicationRefs:\n  - {namePattern: a, useAnnotations: true}\n";
+        assert_eq!(
+            errors(cr),
+            [
+                "t.yaml:7:25: error: ImageUpdater argocd/u: spec.writeBackConfig.gitConfig.branch is not a string"
+            ]
+        );
+        let quoted = cr.replace("branch: 1", "branch: '1'");
+        let file = parsed(&quoted);
+        let root = file.tree.docs()[0].root.unwrap();
+        assert!(read(&file, root, "argocd", &mut Vec::new()).is_ok());
     }
 
     /// More images in a reference, or more references, than the limits: an error at the first

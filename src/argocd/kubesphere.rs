@@ -23,9 +23,9 @@ use super::application::{ParsedFile, namespace_name};
 use super::config::{ImageSpec, MAX_IMAGES_PER_APPLICATION, too_many_images};
 use super::image::ArgoImage;
 use super::settings::{Located, ManifestTarget, UpdateSettings};
-use super::spans::NodeId;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::reflector::kubesphere::{Engine, ImageEntry};
+use crate::yaml::tree::NodeId;
 
 /// The API group of KubeSphere's ImageUpdater.
 pub(crate) const GROUP: &str = crate::reflector::kubesphere::KUBESPHERE_GROUP;
@@ -251,7 +251,7 @@ mod tests {
         let file = ParsedFile {
             origin: "ks.yaml".into(),
             tree_path: None,
-            tree: crate::argocd::spans::SpanTree::parse(SEED).unwrap(),
+            tree: crate::yaml::tree::Tree::parse(SEED).unwrap(),
         };
         let root = file.tree.docs()[0].root.unwrap();
         assert!(is_argocd(&file, root));
@@ -265,7 +265,7 @@ mod tests {
         let file_without = ParsedFile {
             origin: "ks.yaml".into(),
             tree_path: None,
-            tree: crate::argocd::spans::SpanTree::parse(&no_app).unwrap(),
+            tree: crate::yaml::tree::Tree::parse(&no_app).unwrap(),
         };
         let root_without = file_without.tree.docs()[0].root.unwrap();
         assert!(read(&file_without, root_without).unwrap().is_none());

@@ -48,7 +48,7 @@
 //! [`plan::plan`] takes the chosen image of each key and plans, per Application, what Argo CD Image
 //! Updater would write (see [`writers`] and [`target`]): the Application itself (the `argocd`
 //! method, KubeSphere's `built-in`), a `.argocd-source-APP.yaml` override file, a kustomization's
-//! `images:`, or Helm value paths. Files are edited by splicing ([`edit`]): a changed value keeps
+//! `images:`, or Helm value paths. Files are edited by splicing ([`crate::yaml::edit`]): a changed value keeps
 //! its bytes' place and quoting, a new entry is inserted as whole lines in the file's own
 //! indentation. Argo CD Image Updater re-serialises these files; the bytes that may differ from
 //! its output are exactly these:
@@ -77,12 +77,10 @@ pub(crate) mod catalog;
 pub(crate) mod config;
 pub(crate) mod crd;
 pub(crate) mod definitions;
-pub(crate) mod edit;
 pub(crate) mod image;
 pub(crate) mod kubesphere;
 pub(crate) mod plan;
 pub(crate) mod settings;
-pub(crate) mod spans;
 pub(crate) mod spec_update;
 pub(crate) mod target;
 pub(crate) mod writers;

@@ -16,10 +16,8 @@ use sha2::{Digest, Sha256};
 use super::application::{AppId, SourceType};
 use super::catalog::Catalog;
 use super::config::{AppConfig, ConfigOrigin, ImageSpec};
-use super::edit::{Editor, Handle};
 use super::image::ImageTag;
 use super::settings::{GitCredentials, Located, Method, PullRequestSettings};
-use super::spans::SpanTree;
 use super::target::{self, Exists, KUSTOMIZATION_FILES, Target};
 use super::writers::{self, OverrideKind, Part, Planned, Problem, Record, Writer};
 use crate::diagnostic::{Diagnostic, Location};
@@ -28,7 +26,9 @@ use crate::object::ObjectId;
 use crate::policies::{ImageRef, PolicyKey};
 use crate::sink::door::{Door, Refusal};
 use crate::text::{LineIndex, Position};
-use crate::updater::rewrite::{self, Edit};
+use crate::yaml::edit::{self, Edit};
+use crate::yaml::edit::{Editor, Handle};
+use crate::yaml::tree::Tree;
 
 /// Reads the files of the tree being updated (paths relative to its root, `/` separators).
 pub trait Files: Exists + Sync {
@@ -468,7 +468,7 @@ fn plan_file(
     ws: &[&Work<'_>],
 ) -> (Option<FilePlan>, Vec<AppPlan>, Vec<Diagnostic>) {
     let text: String;
-    let parsed: SpanTree<'_>;
+    let parsed: Tree<'_>;
     let (tree, created, origin) = if let Some(&i) = in_tree.get(path) {
         let file = &catalog.files[i];
         (&file.tree, false, file.origin.clone())
@@ -479,14 +479,11 @@ fn plan_file(
             Ok(None) => (String::new(), true),
             Err(e) => return (None, Vec::new(), vec![Diagnostic::error(e).at(at.clone())]),
         };
-        parsed = match SpanTree::parse(&text) {
+        parsed = match Tree::parse(&text) {
             Ok(tree) => tree,
             Err(e) => {
-                let error =
-                    Diagnostic::error(format!("not valid YAML: {}", e.message)).at(Location::new(
-                        path.to_owned(),
-                        Some(crate::text::position_of(&text, e.offset)),
-                    ));
+                let error = Diagnostic::error(format!("not valid YAML: {}", e.message))
+                    .at(Location::new(path.to_owned(), e.position));
                 return (None, Vec::new(), vec![error]);
             }
         };
@@ -532,7 +529,7 @@ fn finish_file(path: String, state: &FileState<'_, '_>) -> Result<Option<FilePla
         ))
     })?;
     let mut edits = finished.edits.clone();
-    let new_text = rewrite::apply(state.original, &mut edits)
+    let new_text = edit::apply(state.original, &mut edits)
         .map_err(|e| Diagnostic::error(format!("internal error planning {path}: {e}")))?;
     if new_text == state.original {
         return Ok(None);
@@ -1128,7 +1125,7 @@ fn application_object(catalog: &Catalog<'_>, app: &super::application::Applicati
 
 /// The identity of a file's single object (a kustomization has `apiVersion` and `kind`; override
 /// and values files have none).
-fn file_object(tree: &SpanTree<'_>) -> ObjectId {
+fn file_object(tree: &Tree<'_>) -> ObjectId {
     match tree.docs().first().and_then(|d| d.root) {
         Some(root) if tree.is_map(root) => object_id(tree, root),
         _ => ObjectId::default(),
@@ -1136,7 +1133,7 @@ fn file_object(tree: &SpanTree<'_>) -> ObjectId {
 }
 
 /// `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` of the object at `node`.
-fn object_id(tree: &SpanTree<'_>, node: super::spans::NodeId) -> ObjectId {
+fn object_id(tree: &Tree<'_>, node: crate::yaml::tree::NodeId) -> ObjectId {
     let text = |path: &[&str]| {
         tree.at(node, path)
             .and_then(|n| tree.text_value(n))

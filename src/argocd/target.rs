@@ -246,7 +246,7 @@ mod tests {
         let file = super::super::application::ParsedFile {
             origin: "apps/cart.yaml".into(),
             tree_path: None,
-            tree: super::super::spans::SpanTree::parse(text).unwrap(),
+            tree: crate::yaml::tree::Tree::parse(text).unwrap(),
         };
         let node = file.tree.docs()[0].root.unwrap();
         super::super::application::read(

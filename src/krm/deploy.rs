@@ -35,9 +35,10 @@ use super::{Output, Response, failed, results_edit};
 use crate::deploy::{self, Options, Source};
 use crate::diagnostic::Diagnostic;
 use crate::render::kpt::{self as results, KptResult, Severity};
-use crate::updater::rewrite::Edit;
 use crate::updater::source::resource_list::{ListLayout, parse_node};
 use crate::yaml::Document;
+use crate::yaml::edit::Edit;
+use crate::yaml::edit::list::{Items, NewItem};
 
 /// The functionConfig kind that runs `deploy`.
 pub(crate) const DEPLOY_KIND: &str = "Deploy";
@@ -256,7 +257,7 @@ fn generate(
         )
     }));
     let ranges: Vec<Range<usize>> = items.iter().map(|node| node.range.clone()).collect();
-    let edits = splice(text, &ranges, &previous, &objects, layout.line_ending)?;
+    let edits = splice(text, &ranges, &previous, &objects)?;
     Ok((found, edits))
 }
 
@@ -322,176 +323,27 @@ fn annotated(objects: Vec<Value>, path: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The edits that drop the `previous` items and add `objects` after the
-/// last item: in block style (kpt writes the style it gets), or as JSON in
-/// a flow sequence.
+/// The edits that drop the `previous` items and add `objects` after the last item, in the
+/// list's style ([`Items::edits`]: block lines, kpt writes the style it gets, or JSON in a flow
+/// sequence).
 fn splice(
     text: &str,
     items: &[Range<usize>],
     previous: &[usize],
     objects: &[Value],
-    line_ending: &str,
 ) -> Result<Vec<Edit>, Vec<String>> {
-    let Some(last) = items.last() else {
-        // No items: deploy found no automation and said so.
-        return Err(vec!["no items to add the workloads to".to_owned()]);
-    };
-    let flow = before(text, last.start).is_some_and(|(_, c)| c == b'[' || c == b',');
-    let new_items = if flow {
-        let mut out = String::new();
-        for o in objects {
-            out.push_str(", ");
-            out.push_str(&serde_json::to_string(o).map_err(|e| vec![e.to_string()])?);
-        }
-        out
-    } else {
-        let indent = dash(text, items[0].start).map_or(0, |d| column(text, d));
-        let pad = " ".repeat(indent);
-        let mut out = String::new();
-        for o in objects {
-            let yaml = serde_saphyr::to_string(o).map_err(|e| vec![e.to_string()])?;
-            for (n, line) in yaml.lines().enumerate() {
-                out.push_str(line_ending);
-                if line.is_empty() {
-                    continue;
-                }
-                out.push_str(&pad);
-                out.push_str(if n == 0 { "- " } else { "  " });
-                out.push_str(line);
-            }
-        }
-        out
-    };
-    // Runs of consecutive previous items: each is removed up to the next
-    // item; a run at the end is replaced by the new items.
-    let mut edits = Vec::new();
-    let mut appended = false;
-    let mut k = 0;
-    while k < previous.len() {
-        let first = previous[k];
-        let mut end = first;
-        while k + 1 < previous.len() && previous[k + 1] == end + 1 {
-            k += 1;
-            end += 1;
-        }
-        k += 1;
-        let start = if flow {
-            items[first].start
-        } else {
-            line_start(
-                text,
-                dash(text, items[first].start).unwrap_or(items[first].start),
-            )
-        };
-        match items.get(end + 1) {
-            Some(next) => {
-                let stop = if flow {
-                    next.start
-                } else {
-                    line_start(text, dash(text, next.start).unwrap_or(next.start))
-                };
-                edits.push(Edit::new(start..stop, String::new()));
-            }
-            None if flow => {
-                // From the end of the item before the run (there is one:
-                // the inputs are never removed).
-                let from = items[first.saturating_sub(1)].end;
-                edits.push(Edit::new(from..items[end].end, new_items.clone()));
-                appended = true;
-            }
-            None => {
-                // The line break before the run's first line stays; the new
-                // items start with one of their own.
-                let from = start.saturating_sub(line_ending.len());
-                edits.push(Edit::new(
-                    from..last_line_end(text, items[end].end),
-                    new_items.clone(),
-                ));
-                appended = true;
-            }
-        }
-    }
-    if !appended {
-        let at = if flow {
-            last.end
-        } else {
-            last_line_end(text, last.end)
-        };
-        edits.push(Edit::new(at..at, new_items));
-    }
-    Ok(edits)
-}
-
-/// The offset and byte of the first character before `offset` that is not
-/// white space.
-fn before(text: &str, offset: usize) -> Option<(usize, u8)> {
-    text.as_bytes()[..offset]
+    let add = objects
         .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map(|i| (i, text.as_bytes()[i]))
-}
-
-/// The `-` of the block sequence entry whose node starts at `offset`: on
-/// the node's line (`- apiVersion: ...`), or on a line above it, past
-/// blank and comment lines (`- # a comment` then the node).
-fn dash(text: &str, offset: usize) -> Option<usize> {
-    let start = line_start(text, offset);
-    let on_line = text[start..offset].trim_end();
-    if let Some(rest) = on_line.strip_suffix('-') {
-        return rest
-            .chars()
-            .all(|c| c == ' ' || c == '-')
-            .then_some(start + rest.len());
+        .map(NewItem::object)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| vec![e])?;
+    Items {
+        text,
+        ranges: items,
     }
-    if !on_line.is_empty() {
-        return None;
-    }
-    let mut end = start;
-    while end > 0 {
-        let line_begin = line_start(text, end - 1);
-        let line = text[line_begin..end].trim_end_matches(['\n', '\r']);
-        // The line without a comment (`#` at its start or after a space).
-        let content = line
-            .char_indices()
-            .find(|&(i, c)| c == '#' && (i == 0 || line[..i].ends_with(' ')))
-            .map_or(line, |(i, _)| &line[..i])
-            .trim_end();
-        if content.trim_start() == "-" {
-            return Some(line_begin + content.len() - 1);
-        }
-        if !content.trim_start().is_empty() {
-            return None;
-        }
-        end = line_begin;
-    }
-    None
-}
-
-/// The end of the last line of a block node ending at `end`, before its
-/// line break (a node ending in a block scalar ends after its last line
-/// break; one ending in a comment-free scalar, before it).
-fn last_line_end(text: &str, end: usize) -> usize {
-    let bytes = text.as_bytes();
-    let mut at = if end > 0 && bytes[end - 1] == b'\n' {
-        end - 1
-    } else {
-        memchr::memchr(b'\n', &bytes[end..]).map_or(text.len(), |i| end + i)
-    };
-    if at > 0 && at <= bytes.len() && bytes.get(at) == Some(&b'\n') && bytes[at - 1] == b'\r' {
-        at -= 1;
-    }
-    at
-}
-
-fn line_start(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1)
-}
-
-fn column(text: &str, offset: usize) -> usize {
-    offset - line_start(text, offset)
+    .edits(previous, &add)
+    // No items: deploy found no automation and said so.
+    .ok_or_else(|| vec!["no items to add the workloads to".to_owned()])
 }
 
 #[cfg(test)]
@@ -624,19 +476,6 @@ mod tests {
                 "CronJob"
             ]
         );
-    }
-
-    #[test]
-    fn entries_that_start_with_a_comment_are_found() {
-        let text =
-            "items:\n- # a comment\n  # another\n  apiVersion: v1\n-\n  kind: x\n  - nested: 1\n";
-        let first = text.find("apiVersion").unwrap();
-        assert_eq!(dash(text, first), Some(7));
-        let second = text.find("kind").unwrap();
-        assert_eq!(dash(text, second), text.find("-\n"));
-        let nested = text.find("nested").unwrap();
-        assert_eq!(dash(text, nested), Some(nested - 2));
-        assert_eq!(dash(text, text.find("v1").unwrap()), None);
     }
 
     #[test]

@@ -20,8 +20,9 @@ mod deploy;
 
 use crate::operation::{self, ListError, ListRun, NotAList, Reading};
 use crate::render::kpt::{self as results, KptResult, Severity};
-use crate::updater::rewrite::{self, Edit, EditError};
 use crate::updater::source::resource_list::{ListLayout, ShapeError};
+use crate::yaml::edit::list::RootMap;
+use crate::yaml::edit::{self, Edit, EditError};
 
 /// What to write on stdout.
 #[derive(Debug, Clone)]
@@ -49,7 +50,7 @@ impl Output<'_> {
                 text,
                 edits,
             } => {
-                let mut pieces = rewrite::pieces(text, edits)?;
+                let mut pieces = edit::pieces(text, edits)?;
                 if !prefix.is_empty() {
                     pieces.insert(0, prefix);
                 }
@@ -137,12 +138,14 @@ const STDIN: &str = "stdin";
 /// list.
 fn not_a_list(not: NotAList) -> String {
     match not {
-        NotAList::Shape(ShapeError::NotYaml {
-            position, message, ..
-        }) => format!(
-            "{STDIN}:{}:{}: input is not valid YAML: {message}",
-            position.line, position.column
-        ),
+        NotAList::Shape(ShapeError::NotYaml(e)) => {
+            // The scanner always knows where it stopped.
+            let at = e
+                .position
+                .map(|p| format!(":{}:{}", p.line, p.column))
+                .unwrap_or_default();
+            format!("{STDIN}{at}: input is not valid YAML: {}", e.message)
+        }
         NotAList::Shape(e) => e.to_string(),
         NotAList::Kind { api_version, kind } => {
             let what = if kind.is_empty() {
@@ -212,50 +215,20 @@ fn fresh(error: &str) -> Response<'static> {
 }
 
 /// The edit that sets the root mapping's `results` entry: it replaces an
-/// existing one in place, or goes after the last root entry.
+/// existing one in place, or goes after the last root entry ([`RootMap::set`]).
 fn results_edit(text: &str, layout: &ListLayout, results: &[KptResult]) -> Edit {
-    if layout.flow {
-        let entry = results::render_flow(results);
-        if let Some(range) = &layout.results {
-            return Edit::new(range.clone(), entry);
-        }
-        let at = layout.entries_end;
-        let empty = text[..at].trim_end().ends_with('{');
-        return Edit::new(at..at, if empty { entry } else { format!(", {entry}") });
-    }
-    let indent = " ".repeat(layout.indent);
-    let block = results::render_block(results, &indent, layout.line_ending);
-    if let Some(range) = &layout.results {
-        let start = line_start_if_blank_before(text, range.start);
-        return Edit::new(start..after_line(text, range.end), block);
-    }
-    let at = after_line(text, layout.entries_end);
-    let replacement = if at == text.len() && !text.is_empty() && !text.ends_with('\n') {
-        format!("{}{block}", layout.line_ending)
+    let entry = if layout.flow {
+        results::render_flow(results)
     } else {
-        block
+        let indent = " ".repeat(layout.indent);
+        results::render_block(results, &indent, layout.line_ending)
     };
-    Edit::new(at..at, replacement)
-}
-
-/// The start of `offset`'s line when only spaces precede it there.
-fn line_start_if_blank_before(text: &str, offset: usize) -> usize {
-    let before = &text.as_bytes()[..offset];
-    let blank = before.iter().rev().take_while(|&&b| b != b'\n').count();
-    if before[offset - blank..].iter().all(|&b| b == b' ') {
-        offset - blank
-    } else {
-        offset
+    RootMap {
+        text,
+        flow: layout.flow,
+        entries_end: layout.entries_end,
     }
-}
-
-/// Just past the end of the line `offset` is on (after its `\n`), or
-/// `offset` itself when it already starts a line.
-fn after_line(text: &str, offset: usize) -> usize {
-    if offset == 0 || text.as_bytes().get(offset - 1) == Some(&b'\n') {
-        return offset;
-    }
-    memchr::memchr(b'\n', &text.as_bytes()[offset..]).map_or(text.len(), |i| offset + i + 1)
+    .set(layout.results.as_ref(), &entry)
 }
 
 #[cfg(test)]

@@ -647,13 +647,13 @@ pub(super) fn list_items(
         if !holds && !crate::argocd::plan::likely_target(&path_hint(slice)) {
             continue;
         }
-        let line_start = text[..range.start].rfind('\n').map_or(0, |i| i + 1);
+        let line_start = crate::yaml::edit::lines::line_start(text, range.start);
         let mut item_text = " ".repeat(range.start - line_start);
         // A block item runs to the end of its last line (its text ends as a file does); a flow
         // item (JSON) ends where it ends, others may follow on its line.
         let block = text[line_start..range.start].trim() == "-";
         let end = if block {
-            after_line(text, range.end)
+            crate::yaml::edit::lines::after_line(text, range.end)
         } else {
             range.end
         };
@@ -799,13 +799,7 @@ pub(super) fn plan_list(
             });
         }
         match item {
-            Some(item) => edits.extend(file.edits.iter().map(|e| {
-                let r = e.range();
-                crate::updater::rewrite::Edit::new(
-                    r.start + item.base..r.end + item.base,
-                    e.replacement(),
-                )
-            })),
+            Some(item) => edits.extend(file.edits.iter().map(|e| e.shifted(item.base))),
             // A new item's path annotation is where `kpt fn sink` writes it: the same check
             // as the tree's door gives a file to create.
             None => match crate::sink::door::check_new_path(&path) {
@@ -820,7 +814,7 @@ pub(super) fn plan_list(
         return Err(Error::invalid(errors));
     }
     if !new_items.is_empty() {
-        edits.push(new_items_edit(text, layout, items, &new_items)?);
+        edits.extend(new_items_edit(text, layout, items, &new_items)?);
     }
     outcome.diagnostics.extend(diagnostics);
     outcome.argocd = written_apps(wb.apps, &written);
@@ -835,92 +829,38 @@ fn is_under(base: &str, item: &str) -> bool {
     super::is_under(base, item)
 }
 
-/// The edit that appends `new` (path and text of each new file) to the list's items: block items
-/// in the style of the last one, or JSON objects in a flow list.
+/// The edits that append `new` (path and text of each new file) to the list's items, in the
+/// list's style ([`crate::yaml::edit::list::Items::append_items`]), each carrying kpt's path
+/// annotations.
 fn new_items_edit(
     text: &str,
     layout: &crate::updater::source::resource_list::ListLayout,
     items: &[ListItem],
     new: &[(String, String)],
-) -> Result<crate::updater::rewrite::Edit, Error> {
-    let last = layout
-        .items
-        .as_deref()
-        .and_then(<[_]>::last)
-        .map(|node| &node.range)
-        .or_else(|| items.last().map(|i| &i.range))
-        .ok_or_else(|| {
-            Error::Internal("an Argo CD write-back in a ResourceList without items".to_owned())
-        })?;
-    let annotations = |path: &str| {
-        serde_json::json!({
-            "config.kubernetes.io/path": path,
-            "internal.config.kubernetes.io/path": path,
-        })
+) -> Result<Vec<crate::yaml::edit::Edit>, Error> {
+    use crate::yaml::edit::list::{Items, NewItem};
+    let ranges: Vec<std::ops::Range<usize>> = match layout.items.as_deref() {
+        Some(nodes) if !nodes.is_empty() => nodes.iter().map(|n| n.range.clone()).collect(),
+        _ => items.iter().map(|i| i.range.clone()).collect(),
     };
-    let line_start = text[..last.start].rfind('\n').map_or(0, |i| i + 1);
-    let prefix = &text[line_start..last.start];
-    let block = !layout.flow && prefix.trim_start().starts_with('-') && prefix.trim().len() == 1;
-    if !block {
-        let mut out = String::new();
-        for (path, body) in new {
-            let mut value = crate::yaml::parse_values(body)
-                .ok()
-                .and_then(|mut d| (!d.is_empty()).then(|| d.swap_remove(0)))
-                .filter(serde_json::Value::is_object)
-                .unwrap_or_else(|| serde_json::json!({}));
-            if let Some(map) = value.as_object_mut() {
-                map.insert(
-                    "metadata".to_owned(),
-                    serde_json::json!({"annotations": annotations(path)}),
-                );
-            }
-            out.push_str(", ");
-            out.push_str(&value.to_string());
-        }
-        return Ok(crate::updater::rewrite::Edit::new(last.end..last.end, out));
+    let add: Vec<NewItem> = new
+        .iter()
+        .map(|(path, body)| {
+            NewItem::file(
+                body,
+                &[
+                    ("config.kubernetes.io/path", path.as_str()),
+                    ("internal.config.kubernetes.io/path", path.as_str()),
+                ],
+            )
+        })
+        .collect();
+    Items {
+        text,
+        ranges: &ranges,
     }
-    let dash = prefix.find('-').unwrap_or(0);
-    let key = " ".repeat(prefix.len());
-    let eol = layout.line_ending;
-    let mut out = String::new();
-    if !text[..last.end].ends_with('\n') && after_line(text, last.end) == text.len() {
-        out.push_str(eol);
-    }
-    for (path, body) in new {
-        let mut first = true;
-        for line in body.lines() {
-            if first {
-                out.push_str(&" ".repeat(dash));
-                out.push_str("- ");
-                out.push_str(&" ".repeat(prefix.len().saturating_sub(dash + 2)));
-                first = false;
-            } else if !line.is_empty() {
-                out.push_str(&key);
-            }
-            out.push_str(line);
-            out.push_str(eol);
-        }
-        let quoted = serde_json::Value::from(path.as_str()).to_string();
-        for line in [
-            "metadata:".to_owned(),
-            "  annotations:".to_owned(),
-            format!("    config.kubernetes.io/path: {quoted}"),
-            format!("    internal.config.kubernetes.io/path: {quoted}"),
-        ] {
-            out.push_str(&key);
-            out.push_str(&line);
-            out.push_str(eol);
-        }
-    }
-    let at = after_line(text, last.end);
-    Ok(crate::updater::rewrite::Edit::new(at..at, out))
-}
-
-/// Just past the end of the line `offset` is on.
-fn after_line(text: &str, offset: usize) -> usize {
-    if offset == 0 || text.as_bytes().get(offset - 1) == Some(&b'\n') {
-        return offset;
-    }
-    memchr::memchr(b'\n', &text.as_bytes()[offset..]).map_or(text.len(), |i| offset + i + 1)
+    .append_items(&add)
+    .ok_or_else(|| {
+        Error::Internal("an Argo CD write-back in a ResourceList without items".to_owned())
+    })
 }

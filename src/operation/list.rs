@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::updater::scan::list::read_list;
 use crate::updater::source::resource_list::{ListLayout, ShapeError, parse_node};
-use crate::yaml::YamlError;
+use crate::yaml::SyntaxError;
 
 /// How a run over a ResourceList ended.
 // One per run, moved once: boxing the large variant would buy nothing.
@@ -72,7 +72,7 @@ pub(crate) enum ListError {
     /// `items` holds something other than a sequence.
     ItemsNotASequence,
     /// The functionConfig cannot be parsed (its position is the list's).
-    FunctionConfig(YamlError),
+    FunctionConfig(SyntaxError),
     /// The functionConfig is not a valid configuration.
     Config(Vec<Diagnostic>),
     /// The run itself failed.

@@ -41,8 +41,8 @@ use crate::diagnostic::Diagnostic;
 use crate::error::{Error, Part};
 use crate::object::ObjectId;
 use crate::outcome::{Mode, Outcome};
-use crate::updater::rewrite::quote;
-use crate::updater::scan::{ItemAnnotations, Style};
+use crate::updater::scan::ItemAnnotations;
+use crate::yaml::edit::{Style, quote};
 
 /// How serious a result is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

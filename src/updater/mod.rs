@@ -12,7 +12,6 @@
 //! them).
 
 pub(crate) mod plan;
-pub(crate) mod rewrite;
 pub(crate) mod scan;
 pub(crate) mod source;
 pub(crate) mod tree;

@@ -6,8 +6,9 @@
 
 use crate::policies::{PolicyTable, Resolution};
 use crate::text::Position;
-use crate::updater::rewrite::{self, Edit};
 use crate::updater::scan::{self, Layout, ObjectInfo};
+use crate::yaml::SyntaxError;
+use crate::yaml::edit::{self, Edit};
 
 /// One field whose value changes, and the edit that changes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,10 +73,10 @@ pub struct PlanOptions {
 /// The text cannot be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("{message}")]
-    Parse { position: Position, message: String },
+    #[error("{}", .0.message)]
+    Parse(SyntaxError),
     #[error("internal error")]
-    Edit(#[from] rewrite::EditError),
+    Edit(#[from] edit::EditError),
 }
 
 /// Plan the updates of one YAML text against `table`, and splice them.
@@ -89,15 +90,12 @@ pub fn plan(
     table: &PolicyTable,
     options: PlanOptions,
 ) -> Result<Plan, PlanError> {
-    let found = scan::scan(text, layout).map_err(|e| PlanError::Parse {
-        position: e.position,
-        message: e.message,
-    })?;
+    let found = scan::scan(text, layout).map_err(PlanError::Parse)?;
     let planned = plan_edits(found, table, options, |_| true);
     let new_text = if planned.changes.is_empty() {
         None
     } else {
-        Some(rewrite::apply(text, &mut planned.edits())?)
+        Some(edit::apply(text, &mut planned.edits())?)
     };
     Ok(Plan { planned, new_text })
 }
@@ -172,7 +170,7 @@ pub(crate) fn plan_edits(
                 }
                 planned.changes.push(PlannedChange {
                     object: marker.object,
-                    edit: rewrite::edit_for(&marker, &new_value),
+                    edit: edit::write_scalar(&marker.target, &new_value, marker.in_flow),
                     old_value: marker.value,
                     new_value,
                     setter: marker.setter,
@@ -315,7 +313,7 @@ mod tests {
             .map(|w| (w.object, w.field_path.as_deref()))
             .collect();
         assert_eq!(warnings, [(Some(1), Some("other"))]);
-        let new = rewrite::apply(text, &mut only_b.edits()).unwrap();
+        let new = edit::apply(text, &mut only_b.edits()).unwrap();
         assert_eq!(
             new,
             text.replacen("- kind: B\n  image: app:1", "- kind: B\n  image: app:2", 1)

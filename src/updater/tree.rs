@@ -261,9 +261,10 @@ fn plan_bytes(
             old: (keep_old && plan.new_text.is_some()).then_some(text),
             plan,
         },
-        Err(PlanError::Parse { position, message }) => FileResult::Skip {
-            position,
-            message: format!("file is not valid YAML, so it is skipped: {message}"),
+        Err(PlanError::Parse(e)) => FileResult::Skip {
+            // The scanner always knows where it stopped.
+            position: e.position.unwrap_or(Position { line: 1, column: 1 }),
+            message: format!("file is not valid YAML, so it is skipped: {}", e.message),
         },
         Err(e) => FileResult::Skip {
             position: Position { line: 1, column: 1 },

@@ -113,12 +113,7 @@ fn one_pass(text: &str) -> Result<ListScan, ShapeError> {
 }
 
 fn not_yaml(e: &ScanError) -> ShapeError {
-    let e = parse_error(e, 0, 0);
-    ShapeError::NotYaml {
-        offset: e.offset,
-        position: e.position,
-        message: e.message,
-    }
+    ShapeError::NotYaml(parse_error(e, 0, 0))
 }
 
 /// The bytes of an event in the whole text, for a part that starts at

@@ -32,6 +32,8 @@ use granit_parser::{Event, Parser, ScalarStyle, Span, StructureStyle};
 use self::marker::Comment;
 use crate::object::ObjectId;
 use crate::text::Position;
+use crate::yaml::SyntaxError;
+use crate::yaml::edit::{Slot, Style};
 
 /// How the objects of a YAML stream are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,24 +66,6 @@ pub struct ObjectInfo {
     pub offset: usize,
 }
 
-/// How the value governed by a marker is written in the source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Style {
-    Plain,
-    SingleQuoted,
-    DoubleQuoted,
-}
-
-/// What to do with the bytes of a marked value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// Replace `range` (the scalar including its quotes).
-    Replace { range: Range<usize>, style: Style },
-    /// The value is empty (`key: # marker`): insert ` VALUE` at this offset,
-    /// just after the `:`.
-    Insert { at: usize },
-}
-
 /// A scalar governed by a marker.
 #[derive(Debug, Clone)]
 pub(crate) struct Marker {
@@ -93,7 +77,7 @@ pub(crate) struct Marker {
     pub field_path: String,
     /// The current (decoded) value; `""` for an empty value.
     pub value: String,
-    pub target: Target,
+    pub target: Slot,
     /// Whether the scalar sits inside a flow collection (`[...]`, `{...}`),
     /// where more characters need quoting.
     pub in_flow: bool,
@@ -123,24 +107,13 @@ pub(crate) struct Scan {
     pub findings: Vec<Finding>,
 }
 
-/// The stream is not valid YAML.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub(crate) struct ParseError {
-    /// Byte offset of the error, when the parser knows it.
-    pub offset: usize,
-    /// Where the parser stopped.
-    pub position: Position,
-    pub message: String,
-}
-
 /// Scan one YAML stream.
 ///
 /// # Errors
 /// Returns the parser's error, with its position, when the stream is not
 /// valid YAML; nothing found before the error is returned then, so a broken
 /// file is never half-edited.
-pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
+pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, SyntaxError> {
     let mut walker = Walker::new(text, layout);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {
@@ -156,15 +129,15 @@ pub(crate) fn scan(text: &str, layout: Layout) -> Result<Scan, ParseError> {
 
 /// The parser's error, for a text that starts `base` bytes and `lines`
 /// lines into the input.
-fn parse_error(e: &granit_parser::ScanError, base: usize, lines: usize) -> ParseError {
+fn parse_error(e: &granit_parser::ScanError, base: usize, lines: usize) -> SyntaxError {
     let m = e.marker();
-    ParseError {
+    SyntaxError {
         // A text parsed from a `&str` always has byte offsets.
-        offset: base + m.byte_offset().unwrap_or(0),
-        position: Position {
+        offset: Some(base + m.byte_offset().unwrap_or(0)),
+        position: Some(Position {
             line: m.line() + lines,
             column: m.col() + 1,
-        },
+        }),
         message: e.info(),
     }
 }
@@ -747,17 +720,12 @@ impl<'a> Walker<'a> {
                 return;
             };
             let position = c.start.after(&self.text[c.range.start..colon]);
-            (Target::Insert { at: colon }, position, String::new())
+            (Slot::Empty { at: colon }, position, String::new())
         } else {
-            let style = match c.style {
-                ScalarStyle::SingleQuoted => Style::SingleQuoted,
-                ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
-                _ => Style::Plain,
-            };
             (
-                Target::Replace {
+                Slot::Scalar {
                     range: c.range.clone(),
-                    style,
+                    style: Style::of(c.style),
                 },
                 c.start,
                 c.value.clone().into_owned(),

@@ -107,7 +107,7 @@ fn crlf_and_flow_lists() {
     let text = LIST.replace('\n', "\r\n");
     let scan_crlf = scan(&text, Layout::ResourceList).unwrap();
     assert_eq!(scan_crlf.markers.len(), 2);
-    let Target::Replace { range, .. } = &scan_crlf.markers[1].target else {
+    let Slot::Scalar { range, .. } = &scan_crlf.markers[1].target else {
         panic!("expected a replacement");
     };
     assert_eq!(&text[range.clone()], "\"1\"");

@@ -18,7 +18,7 @@ use granit_parser::{Event, StructureStyle};
 use serde_json::Value;
 
 use crate::text::Position;
-use crate::yaml::{YamlError, parse_values};
+use crate::yaml::{SyntaxError, parse_values};
 
 /// ResourceList apiVersions accepted (and answered with).
 pub(crate) const RESOURCE_LIST_VERSIONS: [&str; 3] = [
@@ -78,12 +78,8 @@ impl ListLayout {
 /// The input cannot be read as one YAML mapping.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShapeError {
-    #[error("input is not valid YAML: {message}")]
-    NotYaml {
-        offset: usize,
-        position: Position,
-        message: String,
-    },
+    #[error("input is not valid YAML: {}", .0.message)]
+    NotYaml(SyntaxError),
     #[error("input is empty: expected a ResourceList")]
     Empty,
     #[error("input holds {0} YAML documents: expected one ResourceList")]
@@ -475,8 +471,9 @@ pub fn read_layout(text: &str) -> Result<ListLayout, ShapeError> {
 ///
 /// # Errors
 /// The parser's message and position.
-pub fn parse_node(text: &str, node: &Node) -> Result<Value, YamlError> {
-    let slice = text.get(node.range.clone()).ok_or_else(|| YamlError {
+pub fn parse_node(text: &str, node: &Node) -> Result<Value, SyntaxError> {
+    let slice = text.get(node.range.clone()).ok_or_else(|| SyntaxError {
+        offset: None,
         position: None,
         message: "internal error: node range outside the text".to_owned(),
     })?;
@@ -630,9 +627,6 @@ mod tests {
         );
         assert_eq!(read_layout("- a\n"), Err(ShapeError::NotAMapping));
         assert_eq!(read_layout("just text\n"), Err(ShapeError::NotAMapping));
-        assert!(matches!(
-            read_layout("a: [\n"),
-            Err(ShapeError::NotYaml { .. })
-        ));
+        assert!(matches!(read_layout("a: [\n"), Err(ShapeError::NotYaml(_))));
     }
 }

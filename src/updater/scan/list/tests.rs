@@ -93,8 +93,8 @@ fn parts_place_everything_in_the_whole_text() {
     }
     for m in &read.scan.markers {
         let offset = match &m.target {
-            super::super::Target::Replace { range, .. } => range.start,
-            super::super::Target::Insert { at } => *at,
+            crate::yaml::edit::Slot::Scalar { range, .. } => range.start,
+            crate::yaml::edit::Slot::Empty { at } => *at,
         };
         assert_eq!(crate::text::position_of(&text, offset), m.position, "{m:?}");
     }

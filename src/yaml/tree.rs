@@ -20,8 +20,10 @@ use std::ops::Range;
 use granit_parser::{Event, Parser, ScalarStyle, StructureStyle};
 
 use crate::text::{LineIndex, Position};
+use crate::yaml::SyntaxError;
+use crate::yaml::edit::lines;
 
-/// Index of a node in its [`SpanTree`].
+/// Index of a node in its [`Tree`].
 pub(crate) type NodeId = usize;
 
 /// A scalar's explicit tag.
@@ -42,9 +44,9 @@ pub enum Kind<'a> {
         /// Boxed: tags are rare, and a node is 64 bytes with it boxed, 80 without.
         tag: Option<Box<Tag>>,
     },
-    /// Its entries are [`SpanTree::entries`].
+    /// Its entries are [`Tree::entries`].
     Map { entries: Children, flow: bool },
-    /// Its items are [`SpanTree::items`].
+    /// Its items are [`Tree::items`].
     Seq { items: Children, flow: bool },
     /// `*name`: the anchored node it refers to.
     Alias(NodeId),
@@ -99,17 +101,13 @@ fn exact<T>(v: &mut Vec<T>) -> Vec<T> {
     out
 }
 
-/// The text is not valid YAML.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SpanError {
-    pub offset: usize,
-    pub message: String,
-}
+/// A field meant to hold a string holds something else ([`Tree::string_field`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAString;
 
 /// A parsed YAML stream with byte ranges.
 #[derive(Debug)]
-pub struct SpanTree<'a> {
+pub struct Tree<'a> {
     text: &'a str,
     nodes: Vec<Node<'a>>,
     /// Every mapping's entries, each mapping's together.
@@ -136,12 +134,12 @@ struct Pending {
     elements: Vec<NodeId>,
 }
 
-impl<'a> SpanTree<'a> {
+impl<'a> Tree<'a> {
     /// Parse every document of `text`.
     ///
     /// # Errors
-    /// The parser's message and byte offset.
-    pub fn parse(text: &'a str) -> Result<Self, SpanError> {
+    /// The parser's message, byte offset and position.
+    pub fn parse(text: &'a str) -> Result<Self, SyntaxError> {
         let mut options = granit_parser::Options::default();
         options.set_emit_comments(false);
         let mut parser = Parser::new_from_str_with_options(text, options);
@@ -150,7 +148,7 @@ impl<'a> SpanTree<'a> {
         // collection): sized for that, the node array is seldom grown, and growing it (a copy of
         // every node into a new block twice the size) made half of the parse's memory.
         let line_count = lines.lines();
-        let mut tree = SpanTree {
+        let mut tree = Tree {
             text,
             nodes: Vec::with_capacity(2 * line_count),
             pairs: Vec::with_capacity(line_count),
@@ -164,12 +162,10 @@ impl<'a> SpanTree<'a> {
         while let Some(next) = parser.next_event() {
             let (event, span) = next.map_err(|e| {
                 let m = e.marker();
-                SpanError {
-                    offset: m
-                        .byte_offset()
-                        .unwrap_or_else(|| char_to_byte(text, m.index())),
-                    message: e.info(),
-                }
+                let offset = m
+                    .byte_offset()
+                    .unwrap_or_else(|| char_to_byte(text, m.index()));
+                SyntaxError::at(text, offset, e.info())
             })?;
             let range = span.byte_range().unwrap_or(0..0);
             let in_flow = stack.last().is_some_and(|f| tree.nodes[f.node].in_flow);
@@ -207,10 +203,11 @@ impl<'a> SpanTree<'a> {
                 }
                 Event::Alias(anchor) => {
                     let Some(&target) = anchors.get(&anchor) else {
-                        return Err(SpanError {
-                            offset: range.start,
-                            message: "alias to an unknown anchor".to_owned(),
-                        });
+                        return Err(SyntaxError::at(
+                            text,
+                            range.start,
+                            "alias to an unknown anchor".to_owned(),
+                        ));
                     };
                     let id = tree.push(Node {
                         kind: Kind::Alias(target),
@@ -398,6 +395,28 @@ impl<'a> SpanTree<'a> {
         }
     }
 
+    /// A field meant to hold a string, by the one rule for plain scalars
+    /// ([`crate::yaml::plain_is_string`]): `Ok(None)` for a null, the text of a quoted, tagged
+    /// or block scalar, or of a plain one the value reader reads as a string; an error for a
+    /// collection or a plain scalar that reads as a boolean or a number (`branch: 1`).
+    ///
+    /// # Errors
+    /// The node is not a string; the caller names the field at the node's position.
+    pub fn string_field(&self, id: NodeId) -> Result<Option<&str>, NotAString> {
+        let id = self.resolve(id);
+        match &self.nodes[id].kind {
+            Kind::Scalar { value, style, tag } => {
+                let plain = *style == ScalarStyle::Plain && tag.is_none();
+                match self.text_value(id) {
+                    None => Ok(None),
+                    Some(_) if plain && !crate::yaml::plain_is_string(value) => Err(NotAString),
+                    Some(text) => Ok(Some(text)),
+                }
+            }
+            _ => Err(NotAString),
+        }
+    }
+
     /// The entries of a mapping (through an alias); empty for anything else.
     #[must_use]
     pub fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
@@ -482,49 +501,27 @@ impl<'a> SpanTree<'a> {
     /// Whether the text's lines end with `\r\n`.
     #[must_use]
     pub fn crlf(&self) -> bool {
-        memchr::memchr(b'\n', self.text.as_bytes())
-            .is_some_and(|i| i > 0 && self.text.as_bytes()[i - 1] == b'\r')
+        lines::newline(self.text) == "\r\n"
     }
 
     /// The 0-based column (in bytes) of an offset within its line.
     #[must_use]
     pub fn column(&self, offset: usize) -> usize {
-        offset - line_start(self.text, offset)
+        lines::column(self.text, offset)
     }
 
     /// The offset just after the line holding the end of node `id` (after its `\n`; the text's
     /// end when the line has none).
     #[must_use]
     pub fn end_of_line_after(&self, id: NodeId) -> usize {
-        let end = self.nodes[id].range.end;
-        // A block scalar's range already ends at the start of the next line.
-        if end > 0 && self.text.as_bytes().get(end - 1) == Some(&b'\n') {
-            return end;
-        }
-        memchr::memchr(b'\n', &self.text.as_bytes()[end..]).map_or(self.text.len(), |i| end + i + 1)
+        lines::after_line(self.text, self.nodes[id].range.end)
     }
 
     /// The offset of the `-` that opens the sequence item starting at `offset`.
     #[must_use]
     pub fn dash_before(&self, offset: usize) -> Option<usize> {
-        let bytes = self.text.as_bytes();
-        let mut i = offset;
-        while i > 0 {
-            i -= 1;
-            match bytes[i] {
-                b' ' | b'\t' | b'\r' | b'\n' => {}
-                b'-' => return Some(i),
-                _ => return None,
-            }
-        }
-        None
+        lines::dash_before(self.text, offset)
     }
-}
-
-/// The offset where the line holding `offset` starts.
-#[must_use]
-pub(crate) fn line_start(text: &str, offset: usize) -> usize {
-    memchr::memrchr(b'\n', &text.as_bytes()[..offset.min(text.len())]).map_or(0, |i| i + 1)
 }
 
 fn char_to_byte(text: &str, chars: usize) -> usize {
@@ -538,7 +535,7 @@ mod tests {
     use super::*;
 
     fn ranges(text: &str) -> Vec<(String, String)> {
-        let t = SpanTree::parse(text).unwrap();
+        let t = Tree::parse(text).unwrap();
         t.nodes
             .iter()
             .map(|n| {
@@ -567,7 +564,7 @@ mod tests {
                 .any(|(k, s)| k == "map" && s == "c: \"x\" # note\n  d: &v tag\n  e: *v")
         );
         assert!(r.iter().any(|(k, s)| k.starts_with("alias:") && s == "*v"));
-        let t = SpanTree::parse(text).unwrap();
+        let t = Tree::parse(text).unwrap();
         let root = t.docs()[0].root.unwrap();
         let e = t.at(root, &["b", "e"]).unwrap();
         assert_eq!(t.scalar(e), Some("tag"));
@@ -589,7 +586,7 @@ mod tests {
     #[test]
     fn merge_keys_are_followed_when_reading() {
         let text = "base: &b {x: 1}\nobj:\n  <<: *b\n  y: 2\n";
-        let t = SpanTree::parse(text).unwrap();
+        let t = Tree::parse(text).unwrap();
         let root = t.docs()[0].root.unwrap();
         assert_eq!(
             t.at(root, &["obj", "x"]).and_then(|n| t.scalar(n)),
@@ -600,11 +597,40 @@ mod tests {
 
     #[test]
     fn documents_and_errors() {
-        let t = SpanTree::parse("%YAML 1.2\n---\na: 1\n---\n- b\n").unwrap();
+        let t = Tree::parse("%YAML 1.2\n---\na: 1\n---\n- b\n").unwrap();
         assert_eq!(t.docs().len(), 2);
         assert!(t.docs()[0].explicit_start);
-        let e = SpanTree::parse("a: [1\nb: 2\n").unwrap_err();
-        assert!(e.offset > 0, "{e:?}");
-        assert!(SpanTree::parse("a: *nope\n").is_err());
+        let e = Tree::parse("a: [1\nb: 2\n").unwrap_err();
+        assert!(e.offset.is_some_and(|o| o > 0), "{e:?}");
+        assert!(Tree::parse("a: *nope\n").is_err());
+    }
+
+    #[test]
+    fn string_fields_follow_the_value_readers_rule() {
+        let text =
+            "a: 1\nb: '1'\nc: !!str 1\nd: v1\ne: true\nf: ~\ng: [x]\nh: 0x1f\ni: 1.5\nj: 1.2.3\n";
+        let t = Tree::parse(text).unwrap();
+        let root = t.docs()[0].root.unwrap();
+        let field = |k: &str| t.string_field(t.get(root, k).unwrap());
+        assert_eq!(field("a"), Err(NotAString));
+        assert_eq!(field("b"), Ok(Some("1")));
+        assert_eq!(field("c"), Ok(Some("1")));
+        assert_eq!(field("d"), Ok(Some("v1")));
+        assert_eq!(field("e"), Err(NotAString));
+        assert_eq!(field("f"), Ok(None));
+        assert_eq!(field("g"), Err(NotAString));
+        assert_eq!(field("h"), Err(NotAString));
+        assert_eq!(field("i"), Err(NotAString));
+        assert_eq!(field("j"), Ok(Some("1.2.3")));
+        // The value reader agrees, field by field.
+        let doc = crate::yaml::parse_one(text).unwrap();
+        for k in ["a", "b", "c", "d", "e", "h", "i", "j"] {
+            assert_eq!(
+                doc.value[k].is_string(),
+                field(k).is_ok(),
+                "{k}: {:?}",
+                doc.value[k]
+            );
+        }
     }
 }

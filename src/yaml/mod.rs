@@ -12,6 +12,9 @@
 //! ([`objects`]) and reads the identity fields every reader needs
 //! ([`is_kind`], [`namespace_name`], [`labels`]).
 
+pub(crate) mod edit;
+pub(crate) mod tree;
+
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -71,14 +74,46 @@ impl Document {
     }
 }
 
-/// A stream is not valid YAML.
+/// A text is not valid YAML (or breaks a reader's limit): the one syntax error of every YAML
+/// reader (the value reader here, the [`tree`], the marker scanner). The file is the caller's
+/// (a [`crate::diagnostic::Location`] names it with this position).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", position.map(|p| format!("{}:{}: ", p.line, p.column)).unwrap_or_default())]
-pub struct YamlError {
-    /// Where the parser stopped, when it knows.
+pub struct SyntaxError {
+    /// The byte offset where the parser stopped, when it knows (the tree and the scanner do).
+    pub offset: Option<usize>,
+    /// Where the parser stopped (1-based line and column), when it knows.
     pub position: Option<Position>,
     /// The parser's message, without any position in it.
     pub message: String,
+}
+
+impl SyntaxError {
+    /// An error at byte `offset` of `text`, its position counted there.
+    #[must_use]
+    pub(crate) fn at(text: &str, offset: usize, message: String) -> Self {
+        Self {
+            offset: Some(offset),
+            position: Some(crate::text::position_of(text, offset)),
+            message,
+        }
+    }
+}
+
+/// The one rule for plain scalars in a field meant to hold a string: a plain (unquoted, untagged)
+/// scalar is a string when the value reader ([`parse_values`], YAML 1.2's core schema) reads it
+/// as one; `1`, `1.5`, `true` or `0x1f` are not (null is absence, decided before). Both the
+/// value reader's fields ([`Document`]) and the [`tree`]'s
+/// ([`tree::Tree::string_field`]) refuse the others, as the API server does for a field of
+/// type string.
+#[must_use]
+pub(crate) fn plain_is_string(plain: &str) -> bool {
+    match parse_values(plain).as_deref() {
+        Ok([Value::String(_)]) => true,
+        Ok([Value::Null | Value::Bool(_) | Value::Number(_)]) => false,
+        // Not a lone scalar when read alone: as written, text.
+        _ => true,
+    }
 }
 
 /// The deepest nesting of sequences and mappings a document may have.
@@ -88,7 +123,7 @@ pub(crate) const MAX_DEPTH: usize = 40;
 ///
 /// # Errors
 /// The parser's message and position.
-pub fn parse_documents(text: &str) -> Result<Vec<Document>, YamlError> {
+pub fn parse_documents(text: &str) -> Result<Vec<Document>, SyntaxError> {
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_documents: usize::MAX,
@@ -119,7 +154,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Document>, YamlError> {
 ///
 /// # Errors
 /// The parser's message and position.
-pub fn parse_values(text: &str) -> Result<Vec<Value>, YamlError> {
+pub fn parse_values(text: &str) -> Result<Vec<Value>, SyntaxError> {
     Ok(parse_documents(text)?
         .into_iter()
         .map(|d| d.value)
@@ -131,10 +166,11 @@ pub fn parse_values(text: &str) -> Result<Vec<Value>, YamlError> {
 ///
 /// # Errors
 /// The parser's message and position, or several documents.
-pub fn parse_one(text: &str) -> Result<Document, YamlError> {
+pub fn parse_one(text: &str) -> Result<Document, SyntaxError> {
     let mut docs = parse_documents(text)?;
     if docs.len() > 1 {
-        return Err(YamlError {
+        return Err(SyntaxError {
+            offset: None,
             position: docs.get(1).and_then(|d| d.position("")),
             message: format!("expected one YAML document, found {}", docs.len()),
         });
@@ -161,7 +197,7 @@ pub(crate) fn to_stream<'a, T: serde::Serialize + 'a>(
     Ok(out)
 }
 
-fn yaml_error(e: &serde_saphyr::Error) -> YamlError {
+fn yaml_error(e: &serde_saphyr::Error) -> SyntaxError {
     let e = e.without_snippet();
     let message = match e {
         serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
@@ -176,7 +212,11 @@ fn yaml_error(e: &serde_saphyr::Error) -> YamlError {
             column: usize::try_from(l.column()).unwrap_or(usize::MAX),
         })
         .filter(|p| p.line > 0);
-    YamlError { position, message }
+    SyntaxError {
+        offset: None,
+        position,
+        message,
+    }
 }
 
 /// A limit of the reader, in words (the parser's own message is its enum's debug form).

@@ -1,13 +1,26 @@
-//! Splice new values into the original text; every other byte is kept.
+//! Every change to YAML text: byte-range [`Edit`]s spliced into the original, whose other bytes
+//! are kept.
 //!
-//! The YAML is never re-serialised: an [`Edit`] replaces one byte range, and
-//! [`apply`] copies the source between ranges unchanged.
+//! The YAML is never re-serialised: an [`Edit`] replaces one byte range, and [`apply`] copies the
+//! source between ranges unchanged. The edits are made here and nowhere else:
+//!
+//! * one scalar's new value ([`write_scalar`], in the quoting of [`quote`]): the marker path's
+//!   whole edit, and the [`Editor`]'s for every value it replaces;
+//! * a file's changes as an overlay of the parsed [`crate::yaml::tree::Tree`] ([`Editor`]): scalars
+//!   replaced, entries and items added or removed, rendered in the file's own style;
+//! * a large list, read without a tree (a kpt ResourceList): items appended or removed
+//!   ([`list::Items::edits`]) and a root entry set ([`list::RootMap::set`]);
+//! * the line arithmetic all of them share ([`lines`]).
 
+mod editor;
+pub(crate) mod lines;
+pub(crate) mod list;
 pub(crate) mod quote;
 
 use std::ops::Range;
 
-use crate::updater::scan::{Marker, Target};
+pub(crate) use self::editor::{EditProblem, Editor, Handle, Shape};
+pub(crate) use self::quote::Style;
 
 /// Replace a byte range of the source with new text. It travels with the
 /// change that produced it ([`crate::updater::plan::PlannedChange`]).
@@ -37,6 +50,16 @@ impl Edit {
     pub fn replacement(&self) -> &str {
         &self.replacement
     }
+
+    /// The same edit in a text that holds this one's text `base` bytes in (an item of a
+    /// ResourceList edited as a file of its own).
+    #[must_use]
+    pub(crate) fn shifted(&self, base: usize) -> Self {
+        Self::new(
+            self.range.start + base..self.range.end + base,
+            self.replacement.clone(),
+        )
+    }
 }
 
 /// Edits that overlap, or lie outside the text, cannot be applied together.
@@ -46,25 +69,40 @@ pub struct EditError {
     pub at: usize,
 }
 
-/// The edit that writes `new_value` into the scalar governed by `marker`.
+/// Where a scalar value is in the text, for writing a new one there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// The scalar's bytes (its quotes included), written in `style`.
+    Scalar { range: Range<usize>, style: Style },
+    /// An empty value (`key:`, `key: # comment`): the new value goes at this offset, just
+    /// after the `:`, with a space before it.
+    Empty { at: usize },
+}
+
+/// The edit that writes `value` into `slot`: in the scalar's own quote style, plain only when it
+/// reads back as the same string ([`quote::render`]); `in_flow` when the scalar sits inside a flow
+/// collection. The value starts [`Slot::value_offset`] bytes into the replacement.
 #[must_use]
-pub(crate) fn edit_for(marker: &Marker, new_value: &str) -> Edit {
-    match &marker.target {
-        Target::Replace { range, style } => Edit {
-            range: range.clone(),
-            replacement: quote::render(new_value, *style, marker.in_flow),
-        },
-        Target::Insert { at } => Edit {
-            range: *at..*at,
-            replacement: format!(
-                " {}",
-                quote::render(
-                    new_value,
-                    crate::updater::scan::Style::Plain,
-                    marker.in_flow
-                )
-            ),
-        },
+pub(crate) fn write_scalar(slot: &Slot, value: &str, in_flow: bool) -> Edit {
+    match slot {
+        Slot::Scalar { range, style } => {
+            Edit::new(range.clone(), quote::render(value, *style, in_flow))
+        }
+        Slot::Empty { at } => Edit::new(
+            *at..*at,
+            format!(" {}", quote::render(value, Style::Plain, in_flow)),
+        ),
+    }
+}
+
+impl Slot {
+    /// How far into [`write_scalar`]'s replacement the value starts.
+    #[must_use]
+    pub(crate) fn value_offset(&self) -> usize {
+        match self {
+            Slot::Scalar { .. } => 0,
+            Slot::Empty { .. } => 1,
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Planned changes to one YAML file, rendered as splices of the original bytes.
 //!
-//! An [`Editor`] lays an overlay over a [`SpanTree`]: scalars to replace, entries to add to a
+//! An [`Editor`] lays an overlay over a [`Tree`]: scalars to replace, entries to add to a
 //! mapping, items to add to (or insert into) a sequence, entries to remove. Readers see the
 //! overlay (a key added by one write is found by the next), so several writes, even from several
 //! Applications, compose on one file. [`Editor::finish`] turns the overlay into [`Edit`]s against the
@@ -26,9 +26,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use granit_parser::ScalarStyle;
 
-use super::spans::{Kind, NodeId, SpanTree, Tag, line_start};
-use crate::updater::rewrite::{Edit, quote};
-use crate::updater::scan::Style;
+use super::lines::line_start;
+use super::{Edit, Slot, Style, quote, write_scalar};
+use crate::yaml::tree::{Kind, NodeId, Tag, Tree};
 
 /// A node of the file as edited: one that exists, or one the overlay adds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,7 +82,7 @@ pub(crate) struct EditProblem {
 /// The overlay of one file.
 #[derive(Debug)]
 pub(crate) struct Editor<'t, 'a> {
-    tree: &'t SpanTree<'a>,
+    tree: &'t Tree<'a>,
     news: Vec<NewNode>,
     replaced: BTreeMap<NodeId, String>,
     /// Replaced scalars written as is (`true`), not quoted as strings.
@@ -120,7 +120,7 @@ pub(crate) struct Finished {
 
 impl<'t, 'a> Editor<'t, 'a> {
     #[must_use]
-    pub(crate) fn new(tree: &'t SpanTree<'a>) -> Self {
+    pub(crate) fn new(tree: &'t Tree<'a>) -> Self {
         let (step, compact) = style_of(tree);
         Self {
             tree,
@@ -187,7 +187,7 @@ impl<'t, 'a> Editor<'t, 'a> {
 
     /// The tree under the overlay.
     #[must_use]
-    pub(crate) fn tree(&self) -> &'t SpanTree<'a> {
+    pub(crate) fn tree(&self) -> &'t Tree<'a> {
         self.tree
     }
 
@@ -542,43 +542,59 @@ impl<'t, 'a> Editor<'t, 'a> {
     /// # Errors
     /// Content that cannot be placed (an insertion into a collection whose position is unknown).
     pub(crate) fn finish(&self) -> Result<Finished, EditProblem> {
+        let mut edits = Pending::default();
+        self.replaced_edits(&mut edits);
+        self.filled_edits(&mut edits);
+        self.appended_edits(&mut edits)?;
+        self.before_edits(&mut edits);
+        self.removed_edits(&mut edits);
+        self.root_edits(&mut edits);
+        let joined = edits.join()?;
+        Ok(self.placed(joined))
+    }
+
+    /// Replaced scalars: in their own quoting, through the one scalar writer.
+    fn replaced_edits(&self, edits: &mut Pending) {
         let text = self.tree.text();
-        // (offset, order) -> pieces of replacement text, with tracked markers.
-        // (range, order among insertions at one offset, text): an inner collection's new lines come
-        // before its parent's when both end on the same line.
-        let mut edits: Vec<(std::ops::Range<usize>, (usize, usize), Rendered)> = Vec::new();
         for (id, value) in &self.replaced {
             if self.tree.text_value(*id) == Some(value.as_str()) {
                 continue;
             }
             let node = self.tree.node(*id);
-            let mut r = Rendered::default();
-            let style = match &node.kind {
-                Kind::Scalar { style, .. } => *style,
-                _ => ScalarStyle::Plain,
-            };
-            if node.range.is_empty() {
+            let slot = if node.range.is_empty() {
                 // `key:` with nothing after the colon.
-                r.push(" ");
-                r.mark(self.tracked_index(Handle::Real(*id)));
-                r.push(&quote::render(value, Style::Plain, node.in_flow));
                 let at = node.range.start + usize::from(text[node.range.start..].starts_with(':'));
-                edits.push((at..at, (0, 0), r));
-                continue;
-            }
-            r.mark(self.tracked_index(Handle::Real(*id)));
-            let style = match style {
-                ScalarStyle::SingleQuoted => Style::SingleQuoted,
-                ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
-                _ => Style::Plain,
-            };
-            if self.raw.contains(id) && style == Style::Plain {
-                r.push(value);
+                Slot::Empty { at }
             } else {
-                r.push(&quote::render(value, style, node.in_flow));
-            }
-            edits.push((node.range.clone(), (0, 0), r));
+                let style = match &node.kind {
+                    Kind::Scalar { style, .. } => Style::of(*style),
+                    _ => Style::Plain,
+                };
+                Slot::Scalar {
+                    range: node.range.clone(),
+                    style,
+                }
+            };
+            let edit = match &slot {
+                Slot::Scalar {
+                    range,
+                    style: Style::Plain,
+                } if self.raw.contains(id) => Edit::new(range.clone(), value.as_str()),
+                _ => write_scalar(&slot, value, node.in_flow),
+            };
+            let mut r = Rendered::default();
+            r.marks.extend(
+                self.tracked_index(Handle::Real(*id))
+                    .map(|t| (t, slot.value_offset())),
+            );
+            r.push(edit.replacement());
+            edits.push(edit.range(), (0, 0), r);
         }
+    }
+
+    /// Nulls and empty flow collections that hold new content: its block rendering.
+    fn filled_edits(&self, edits: &mut Pending) {
+        let text = self.tree.text();
         for (id, new) in &self.filled {
             let node = self.tree.node(*id);
             if self.tree.docs().iter().any(|d| d.root == Some(*id)) {
@@ -586,7 +602,7 @@ impl<'t, 'a> Editor<'t, 'a> {
                 let mut r = Rendered::default();
                 self.render_block_body(*new, 0, &mut r);
                 r.trim_last_newline(self.newline);
-                edits.push((node.range.clone(), (0, 0), r));
+                edits.push(node.range.clone(), (0, 0), r);
                 continue;
             }
             let indent = self.indent_of_parent_key(*id);
@@ -608,13 +624,18 @@ impl<'t, 'a> Editor<'t, 'a> {
                 }
                 s
             };
-            edits.push((start..node.range.end.max(start), (0, 0), r));
+            edits.push(start..node.range.end.max(start), (0, 0), r);
         }
+    }
+
+    /// Children added at the end of collections of the file.
+    fn appended_edits(&self, edits: &mut Pending) -> Result<(), EditProblem> {
         for (id, children) in &self.appended {
-            let node = self.tree.node(*id);
             if self.filled.contains_key(id) {
                 continue;
             }
+            let node = self.tree.node(*id);
+            let order = (usize::MAX - node.range.start, usize::MAX - id);
             let flow_nonempty = match &node.kind {
                 Kind::Map {
                     flow: true,
@@ -624,93 +645,106 @@ impl<'t, 'a> Editor<'t, 'a> {
                 _ => None,
             };
             if let Some(nonempty) = flow_nonempty {
-                let mut r = Rendered::default();
-                for (i, (key, value)) in children.iter().enumerate() {
-                    if nonempty || i > 0 {
-                        r.push(", ");
-                    }
-                    if let Some(k) = key {
-                        r.push(&render_key(k, true));
-                        r.push(": ");
-                    }
-                    self.render_flow(*value, &mut r);
-                }
-                // Before the closing bracket and any space in front of it.
-                let mut at = node.range.end.saturating_sub(1);
-                while at > node.range.start + 1 && matches!(text.as_bytes()[at - 1], b' ' | b'\t') {
-                    at -= 1;
-                }
-                edits.push((at..at, (usize::MAX - node.range.start, usize::MAX - id), r));
+                let (at, r) = self.flow_children(node, nonempty, children);
+                edits.push(at..at, order, r);
                 continue;
             }
-            match &node.kind {
-                Kind::Map { .. } => {
-                    let Some(&(first_key, _)) = self.tree.entries(*id).first() else {
-                        return Err(not_a("mapping with entries"));
-                    };
-                    let indent = self.tree.column(self.tree.node(first_key).range.start);
-                    let last = self.last_line_node(*id);
-                    let at = self.tree.end_of_line_after(last);
-                    let mut r = Rendered::default();
-                    if at == text.len() && !text.ends_with('\n') {
-                        r.push(self.newline);
-                    }
-                    for (key, value) in children {
-                        if let Some(k) = key {
-                            self.render_block_entry(k, *value, indent, &mut r);
-                        }
-                    }
-                    edits.push((at..at, (usize::MAX - node.range.start, usize::MAX - id), r));
-                }
-                Kind::Seq { .. } => {
-                    let Some(&first) = self.tree.items(*id).first() else {
-                        return Err(not_a("sequence with items"));
-                    };
-                    let dash = self
-                        .tree
-                        .dash_before(self.tree.node(first).range.start)
-                        .unwrap_or(self.tree.node(first).range.start);
-                    let indent = self.tree.column(dash);
-                    let last = self.last_line_node(*id);
-                    let at = self.tree.end_of_line_after(last);
-                    let mut r = Rendered::default();
-                    if at == text.len() && !text.ends_with('\n') {
-                        r.push(self.newline);
-                    }
-                    for (_, value) in children {
-                        self.render_block_item(*value, indent, &mut r);
-                    }
-                    edits.push((at..at, (usize::MAX - node.range.start, usize::MAX - id), r));
-                }
+            let (first, map) = match &node.kind {
+                Kind::Map { .. } => (self.tree.entries(*id).first().map(|e| e.0), true),
+                Kind::Seq { .. } => (self.tree.items(*id).first().copied(), false),
                 _ => return Err(not_a("collection")),
+            };
+            let Some(first) = first else {
+                return Err(not_a(if map {
+                    "mapping with entries"
+                } else {
+                    "sequence with items"
+                }));
+            };
+            let start = self.tree.node(first).range.start;
+            // A mapping's entries at its first key's column; a sequence's items at its first
+            // dash's.
+            let indent = if map {
+                self.tree.column(start)
+            } else {
+                self.tree
+                    .column(self.tree.dash_before(start).unwrap_or(start))
+            };
+            let text = self.tree.text();
+            let at = self.tree.end_of_line_after(self.last_line_node(*id));
+            let mut r = Rendered::default();
+            if at == text.len() && !text.ends_with('\n') {
+                r.push(self.newline);
             }
+            for (key, value) in children {
+                match key {
+                    Some(k) if map => self.render_block_entry(k, *value, indent, &mut r),
+                    None if !map => self.render_block_item(*value, indent, &mut r),
+                    _ => {}
+                }
+            }
+            edits.push(at..at, order, r);
         }
+        Ok(())
+    }
+
+    /// Children added to a flow collection: before its closing bracket (and any space in front
+    /// of it), in flow style.
+    fn flow_children(
+        &self,
+        node: &crate::yaml::tree::Node<'_>,
+        nonempty: bool,
+        children: &[(Option<String>, Handle)],
+    ) -> (usize, Rendered) {
+        let text = self.tree.text();
+        let mut r = Rendered::default();
+        for (i, (key, value)) in children.iter().enumerate() {
+            if nonempty || i > 0 {
+                r.push(", ");
+            }
+            if let Some(k) = key {
+                r.push(&render_key(k, true));
+                r.push(": ");
+            }
+            self.render_flow(*value, &mut r);
+        }
+        let mut at = node.range.end.saturating_sub(1);
+        while at > node.range.start + 1 && matches!(text.as_bytes()[at - 1], b' ' | b'\t') {
+            at -= 1;
+        }
+        (at, r)
+    }
+
+    /// Items inserted before an item of a sequence of the file: at that item's line.
+    fn before_edits(&self, edits: &mut Pending) {
         for ((id, index), items) in &self.before {
             let node = self.tree.node(*id);
             let Some(&item) = self.tree.items(*id).get(*index) else {
                 continue;
             };
             let mut r = Rendered::default();
+            let item_start = self.tree.node(item).range.start;
             if matches!(node.kind, Kind::Seq { flow: true, .. }) {
-                let at = self.tree.node(item).range.start;
                 for h in items {
                     self.render_flow(*h, &mut r);
                     r.push(", ");
                 }
-                edits.push((at..at, (usize::MAX, 0), r));
+                edits.push(item_start..item_start, (usize::MAX, 0), r);
                 continue;
             }
-            let dash = self
-                .tree
-                .dash_before(self.tree.node(item).range.start)
-                .unwrap_or(self.tree.node(item).range.start);
+            let dash = self.tree.dash_before(item_start).unwrap_or(item_start);
             let indent = self.tree.column(dash);
-            let at = line_start(text, dash);
+            let at = line_start(self.tree.text(), dash);
             for h in items {
                 self.render_block_item(*h, indent, &mut r);
             }
-            edits.push((at..at, (usize::MAX, 0), r));
+            edits.push(at..at, (usize::MAX, 0), r);
         }
+    }
+
+    /// Removed entries: their lines (a block mapping), or the flow mapping rendered again.
+    fn removed_edits(&self, edits: &mut Pending) {
+        let text = self.tree.text();
         let mut rerender: BTreeSet<NodeId> = BTreeSet::new();
         for (id, index) in &self.removed {
             let node = self.tree.node(*id);
@@ -731,55 +765,42 @@ impl<'t, 'a> Editor<'t, 'a> {
             } else {
                 ls..self.tree.end_of_line_after(self.last_line_node_of(value))
             };
-            edits.push((range, (0, 0), Rendered::default()));
+            edits.push(range, (0, 0), Rendered::default());
         }
         for id in rerender {
             let node = self.tree.node(id);
             let mut r = Rendered::default();
             self.render_flow(Handle::Real(id), &mut r);
-            edits.retain(|(range, _, _)| {
+            edits.0.retain(|(range, _, _)| {
                 !(range.start >= node.range.start && range.end <= node.range.end)
             });
-            edits.push((node.range.clone(), (0, 0), r));
+            edits.push(node.range.clone(), (0, 0), r);
         }
-        if let Some(v) = self.virtual_root
-            && !self.entries(v).is_empty()
-        {
-            let mut r = Rendered::default();
-            if text.trim().is_empty() {
-                r.push(&self.header);
-                self.render_block_body(v, 0, &mut r);
-                edits.push((0..text.len(), (0, 0), r));
-            } else {
-                if !text.ends_with('\n') {
-                    r.push(self.newline);
-                }
-                self.render_block_body(v, 0, &mut r);
-                edits.push((text.len()..text.len(), (usize::MAX, 0), r));
-            }
+    }
+
+    /// The content of a file that had none.
+    fn root_edits(&self, edits: &mut Pending) {
+        let Some(v) = self.virtual_root else { return };
+        if self.entries(v).is_empty() {
+            return;
         }
-        // Insertions at one offset are joined, in the order they were planned.
-        edits.sort_by_key(|(r, order, _)| (r.start, r.end, *order));
-        let mut joined: Vec<(std::ops::Range<usize>, Rendered)> = Vec::new();
-        for (range, _, r) in edits {
-            if let Some((last, lr)) = joined.last_mut()
-                && last.start == range.start
-                && last.start == last.end
-                && range.start == range.end
-            {
-                lr.append(r);
-                continue;
+        let text = self.tree.text();
+        let mut r = Rendered::default();
+        if text.trim().is_empty() {
+            r.push(&self.header);
+            self.render_block_body(v, 0, &mut r);
+            edits.push(0..text.len(), (0, 0), r);
+        } else {
+            if !text.ends_with('\n') {
+                r.push(self.newline);
             }
-            if let Some((last, _)) = joined.last()
-                && range.start < last.end
-            {
-                return Err(EditProblem {
-                    offset: range.start,
-                    message: "two changes to this file overlap".to_owned(),
-                });
-            }
-            joined.push((range, r));
+            self.render_block_body(v, 0, &mut r);
+            edits.push(text.len()..text.len(), (usize::MAX, 0), r);
         }
+    }
+
+    /// The joined edits as [`Edit`]s, and where each tracked scalar is in the new text.
+    fn placed(&self, joined: Vec<(std::ops::Range<usize>, Rendered)>) -> Finished {
         let mut offsets = vec![None; self.tracked.len()];
         let mut delta: isize = 0;
         let mut out = Vec::with_capacity(joined.len());
@@ -810,10 +831,10 @@ impl<'t, 'a> Editor<'t, 'a> {
                 offsets[i] = Some((start.cast_signed() + shifts[before]).cast_unsigned());
             }
         }
-        Ok(Finished {
+        Finished {
             edits: out,
             offsets,
-        })
+        }
     }
 
     fn tracked_index(&self, h: Handle) -> Option<usize> {
@@ -1047,9 +1068,49 @@ impl Rendered {
     }
 }
 
+/// The edits of a file being finished: (range, order among insertions at one offset, text). An
+/// inner collection's new lines come before its parent's when both end on the same line.
+#[derive(Default)]
+struct Pending(Vec<(std::ops::Range<usize>, (usize, usize), Rendered)>);
+
+impl Pending {
+    fn push(&mut self, range: std::ops::Range<usize>, order: (usize, usize), r: Rendered) {
+        self.0.push((range, order, r));
+    }
+
+    /// Sorted, insertions at one offset joined in the order they were planned.
+    ///
+    /// # Errors
+    /// Two edits overlap.
+    fn join(mut self) -> Result<Vec<(std::ops::Range<usize>, Rendered)>, EditProblem> {
+        self.0.sort_by_key(|(r, order, _)| (r.start, r.end, *order));
+        let mut joined: Vec<(std::ops::Range<usize>, Rendered)> = Vec::new();
+        for (range, _, r) in self.0 {
+            if let Some((last, lr)) = joined.last_mut()
+                && last.start == range.start
+                && last.start == last.end
+                && range.start == range.end
+            {
+                lr.append(r);
+                continue;
+            }
+            if let Some((last, _)) = joined.last()
+                && range.start < last.end
+            {
+                return Err(EditProblem {
+                    offset: range.start,
+                    message: "two changes to this file overlap".to_owned(),
+                });
+            }
+            joined.push((range, r));
+        }
+        Ok(joined)
+    }
+}
+
 /// Whether a flow collection sits inside another flow collection (its own `in_flow` is set for
 /// itself): the text before it on its line opens a bracket that is still open.
-fn nested_in_flow(tree: &SpanTree<'_>, node: &super::spans::Node<'_>) -> bool {
+fn nested_in_flow(tree: &Tree<'_>, node: &crate::yaml::tree::Node<'_>) -> bool {
     let text = tree.text();
     let before = &text[line_start(text, node.range.start)..node.range.start];
     before.matches(['[', '{']).count() > before.matches([']', '}']).count()
@@ -1082,7 +1143,7 @@ fn key_reads_back(key: &str) -> bool {
 }
 
 /// The file's indentation step and sequence style (compact: `- ` at the key's column).
-fn style_of(tree: &SpanTree<'_>) -> (usize, bool) {
+fn style_of(tree: &Tree<'_>) -> (usize, bool) {
     let mut step = None;
     let mut compact = None;
     for doc in tree.docs() {
@@ -1132,10 +1193,10 @@ fn style_of(tree: &SpanTree<'_>) -> (usize, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::updater::rewrite::apply;
+    use crate::yaml::edit::apply;
 
     fn edit(text: &str, f: impl FnOnce(&mut Editor<'_, '_>)) -> String {
-        let tree = SpanTree::parse(text).unwrap();
+        let tree = Tree::parse(text).unwrap();
         let mut e = Editor::new(&tree);
         f(&mut e);
         let mut edits = e.finish().unwrap().edits;
@@ -1252,7 +1313,7 @@ mod tests {
     #[test]
     fn refusals_and_tracking() {
         let text = "a: |\n  block\nb: !!int 3\nc: v1\n";
-        let tree = SpanTree::parse(text).unwrap();
+        let tree = Tree::parse(text).unwrap();
         let mut e = Editor::new(&tree);
         let r = root(&e);
         let a = e.get(r, "a").unwrap();
@@ -1323,7 +1384,7 @@ mod tests {
             let mut seen = std::collections::BTreeSet::new();
             let doc: Vec<_> = doc.into_iter().filter(|(k, _, _)| seen.insert(k.clone())).collect();
             let text = render_doc(&doc, step, compact);
-            let tree = SpanTree::parse(&text).unwrap();
+            let tree = Tree::parse(&text).unwrap();
             let mut e = Editor::new(&tree);
             let root = e.root().unwrap();
             let mut expected = crate::yaml::parse_values(&text).unwrap().remove(0);
@@ -1355,7 +1416,7 @@ mod tests {
                 }
             }
             let mut edits = e.finish().unwrap().edits;
-            let out = crate::updater::rewrite::apply(&text, &mut edits).unwrap();
+            let out = crate::yaml::edit::apply(&text, &mut edits).unwrap();
             let got = crate::yaml::parse_values(&out).unwrap().remove(0);
             prop_assert_eq!(&got, &expected, "{}\n---\n{}", text, out);
             // Unedited lines survive in order.

@@ -8,9 +8,29 @@
 
 use std::sync::LazyLock;
 
+use granit_parser::ScalarStyle;
 use regex::Regex;
 
-use crate::updater::scan::Style;
+/// How a scalar is written in the source, as far as writing a new value in its place goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    Plain,
+    SingleQuoted,
+    DoubleQuoted,
+}
+
+impl Style {
+    /// The quoting a new value keeps for a scalar of the parser's `style` (a block scalar is
+    /// never rewritten in place: plain).
+    #[must_use]
+    pub(crate) fn of(style: ScalarStyle) -> Self {
+        match style {
+            ScalarStyle::SingleQuoted => Style::SingleQuoted,
+            ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
+            _ => Style::Plain,
+        }
+    }
+}
 
 /// Render `value` as a scalar in `style` (plain may be upgraded to double
 /// quotes, see the module docs).
