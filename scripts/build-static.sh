@@ -21,7 +21,11 @@ target=x86_64-unknown-linux-gnu
 cargo="${CARGO:-cargo}"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
-export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static"
+# The binary is a static PIE (its address still randomised at every start). Its relative
+# relocations are packed (`-z pack-relative-relocs`, DT_RELR: a bitmap instead of 24 bytes per
+# pointer), which takes 446 KB off it; glibc applies them itself at start-up from 2.36 and GNU ld
+# writes them from 2.38 (Debian bookworm, the Dockerfile's build stage, has both).
+export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs"
 export LIBZ_SYS_STATIC=1
 
 (cd "$root" && "$cargo" build --release --locked --target "$target" --bin image-update >&2)
