@@ -29,6 +29,9 @@
 //!
 //! Without `IMAGE_UPDATE_IMAGE` (or podman, kpt, docker-registry) these
 //! trials are ignored, with the reason; with `CI` set they fail instead.
+//! With `IMAGE_UPDATE_IMAGE_LATER` set (and no image named) they are ignored
+//! as deferred, also under `CI`: `.ci/run` runs the suite that way while the
+//! image is being built, then this binary again with the image.
 //! podman must see the store the image was built in: source
 //! `scripts/podman-env.sh` first (as `.ci/run` does); without
 //! `CONTAINERS_CONF` the tests use `target/podman/` as that script does.
@@ -51,6 +54,9 @@ use libtest_mimic::{Failed, Trial};
 const BIN: &str = env!("CARGO_BIN_EXE_image-update");
 /// The variable naming the image under test.
 const IMAGE_VARIABLE: &str = "IMAGE_UPDATE_IMAGE";
+/// Set by a run that tests the image with a later command (see the module
+/// documentation).
+const LATER_VARIABLE: &str = "IMAGE_UPDATE_IMAGE_LATER";
 /// Where the image is published (kpt-fn.yaml, README, action.yml).
 const IMAGE_NAME: &str = "ghcr.io/image-update/image-update";
 /// The entrypoint every target relies on.
@@ -124,6 +130,11 @@ fn gate(
     image_update_testkit::gated(
         name,
         move || {
+            if image_tag().is_none() && std::env::var_os(LATER_VARIABLE).is_some() {
+                return Err(Unmet::Later(format!(
+                    "deferred ({LATER_VARIABLE}): run once the image is built"
+                )));
+            }
             Unmet::programs(needs)?;
             image_tag().ok_or_else(|| {
                 Unmet::Missing(format!(

@@ -94,6 +94,12 @@ pub enum Unmet {
     /// running as root, no permission to mount. Ignored with the reason,
     /// also when `CI` is set (there is nothing CI could install).
     NotAllowed(String),
+    /// Deferred to a later command of the same run, which provides what is
+    /// still missing: `.ci/run` runs the suite while the container image is
+    /// being built, then the image trials once it is. Ignored with the
+    /// reason, also when `CI` is set; the later command fails them if it
+    /// still cannot run them.
+    Later(String),
 }
 
 impl Unmet {
@@ -118,7 +124,7 @@ impl Unmet {
     #[must_use]
     pub fn reason(&self) -> &str {
         match self {
-            Unmet::Missing(reason) | Unmet::NotAllowed(reason) => reason,
+            Unmet::Missing(reason) | Unmet::NotAllowed(reason) | Unmet::Later(reason) => reason,
         }
     }
 }
