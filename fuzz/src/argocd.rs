@@ -75,7 +75,11 @@ pub fn run(data: &[u8]) {
                 "the plan creates {:?}, which the tree holds",
                 f.path
             );
-            assert_eq!(f.old_text, "", "a created file {:?} has an old text", f.path);
+            assert_eq!(
+                f.old_text, "",
+                "a created file {:?} has an old text",
+                f.path
+            );
         } else {
             assert!(
                 files.contains_key(&f.path),

@@ -41,7 +41,10 @@ pub fn run(data: &[u8]) {
             origin: "legacy".into(),
             media_type: material::SIMPLE_SIGNING.into(),
             annotations: BTreeMap::from([
-                (material::SIGNATURE_ANNOTATION.to_owned(), "MEUCIQ==".to_owned()),
+                (
+                    material::SIGNATURE_ANNOTATION.to_owned(),
+                    "MEUCIQ==".to_owned(),
+                ),
                 (material::BUNDLE_ANNOTATION.to_owned(), text.clone()),
                 (material::CERTIFICATE_ANNOTATION.to_owned(), text),
             ]),

@@ -10,7 +10,12 @@ use image_update_verify::{TrustedRoot, cert};
 pub fn run(data: &[u8]) {
     if let Ok(leaf) = cert::read_leaf(data) {
         assert!(!leaf.key.spki_der().is_empty());
-        assert!(leaf.identity.subjects.iter().all(|s| !s.contains('\0') || s.len() < 1 << 16));
+        assert!(
+            leaf.identity
+                .subjects
+                .iter()
+                .all(|s| !s.contains('\0') || s.len() < 1 << 16)
+        );
     }
     let empty = TrustedRoot::default();
     assert!(cert::verify_path(data, &empty, 1_700_000_000).is_err());

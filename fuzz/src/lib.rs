@@ -1,13 +1,20 @@
 //! The bodies of image-update's fuzz targets, one module per target.
 //!
 //! Each `fuzz_targets/NAME.rs` is one line that hands libFuzzer's input to
-//! `NAME::run`. Keeping the bodies in a library lets `tests/replay.rs` run
-//! the committed seeds and every saved crash through the same checks with
-//! plain `cargo test`, on the stable toolchain and without libFuzzer.
+//! `NAME::run`. Keeping the bodies in a library lets `replay` run the
+//! committed seeds and every saved crash through the same checks with plain
+//! `cargo test`, on the stable toolchain and without libFuzzer; the main
+//! workspace builds this library as its `fuzz_corpus` test target too (the
+//! root Cargo.toml), so that `cargo test --workspace` runs them with the
+//! dependencies it has already built.
 //!
 //! A target reports a finding by panicking: an `assert!` that states the
 //! invariant, with the input's relevant parts in the message. Everything
 //! else (an input the library rejects with an error) is an ordinary run.
+
+// The main workspace's lints deny `panic!`; here it is how a finding is
+// reported (this crate's own Cargo.toml allows it too).
+#![allow(clippy::panic)]
 
 pub mod argocd;
 pub mod bundle;
@@ -22,6 +29,9 @@ pub mod semver;
 pub mod tags;
 pub mod template;
 pub mod tree;
+
+#[cfg(test)]
+mod replay;
 
 /// The body of a target: one input in, a panic for a finding.
 pub type Run = fn(&[u8]);

@@ -26,7 +26,10 @@ pub fn run(data: &[u8]) {
     assert!(!cp.signatures.is_empty() && cp.signatures.len() <= MAX_SIGNATURES);
     let mut lines = cp.body.lines();
     assert_eq!(lines.next(), Some(cp.origin.as_str()));
-    assert_eq!(lines.next().and_then(|l| l.parse::<u64>().ok()), Some(cp.size));
+    assert_eq!(
+        lines.next().and_then(|l| l.parse::<u64>().ok()),
+        Some(cp.size)
+    );
     assert_eq!(
         lines
             .next()
@@ -35,6 +38,9 @@ pub fn run(data: &[u8]) {
     );
     let key = PublicKey::from_pem(KEY).unwrap_or_else(|e| panic!("the fixed key: {e}"));
     for name in cp.signatures.iter().map(|s| s.name.clone()) {
-        assert!(!cp.signed_by(&key, &name), "a signature verified with an unused key");
+        assert!(
+            !cp.signed_by(&key, &name),
+            "a signature verified with an unused key"
+        );
     }
 }

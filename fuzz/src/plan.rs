@@ -14,10 +14,10 @@
 
 use std::sync::OnceLock;
 
-use image_update::api::plan::{ImageRef, PolicyKey, PolicyTable};
-use image_update::api::plan::position_of;
-use image_update::api::plan::{Plan, PlanError, PlanOptions, plan};
 use image_update::api::markers::Layout;
+use image_update::api::plan::position_of;
+use image_update::api::plan::{ImageRef, PolicyKey, PolicyTable};
+use image_update::api::plan::{Plan, PlanError, PlanOptions, plan};
 use image_update::api::yaml::parse_documents;
 use serde_json::Value;
 

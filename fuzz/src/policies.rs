@@ -183,7 +183,7 @@ mod tests {
     /// and it covers both kinds of definitions.
     #[test]
     fn the_seeds_go_through_the_round_trip() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/policies");
+        let dir = crate::replay::corpus("policies");
         let mut total = 0;
         for entry in fs_err::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")) {
             let path = entry.unwrap_or_else(|e| panic!("{e}")).path();

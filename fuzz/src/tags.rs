@@ -14,12 +14,12 @@
 
 use std::sync::OnceLock;
 
-use image_update::api::selection::{Range, parse_tag};
 use image_update::api::selection::is_valid_tag;
 use image_update::api::selection::{
     FilterTagsConfig, Order, PolicyConfig, PolicySpec, SelectError, Strategy, parse_tags_file,
     render_json, render_text,
 };
+use image_update::api::selection::{Range, parse_tag};
 
 /// The policies every tag list is selected with.
 #[must_use]
