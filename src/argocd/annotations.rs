@@ -156,6 +156,31 @@ impl Reader<'_> {
         }
         s
     }
+
+    /// The manifest target of the image `alias` (its annotations under `prefix`, `ALIAS.`); Helm
+    /// and kustomize targets for one alias are an error.
+    fn target(&self, alias: &str, prefix: &str, errors: &mut Vec<Diagnostic>) -> ManifestTarget {
+        let mut target = ManifestTarget::default();
+        let v = |k: &str| self.value(&[prefix, k]).map(|l| l.value);
+        target.helm_name = v("helm.image-name");
+        target.helm_tag = v("helm.image-tag");
+        target.helm_spec = v("helm.image-spec");
+        target.kustomize_name = v("kustomize.image-name");
+        if (target.helm_name.is_some() || target.helm_tag.is_some() || target.helm_spec.is_some())
+            && target.kustomize_name.is_some()
+        {
+            errors.push(
+                Diagnostic::error(format!(
+                    "image {alias:?} has both Helm and kustomize targets; use one"
+                ))
+                .at(self.app.annotation_location(
+                    self.origin,
+                    &format!("{PREFIX}{prefix}kustomize.image-name"),
+                )),
+            );
+        }
+        target
+    }
 }
 
 /// Read the annotations of `app` (found in the file `origin`).
@@ -217,26 +242,7 @@ pub(crate) fn read(
             let first = seen_aliases.insert(alias.clone());
             settings =
                 settings.merged(&r.settings(&prefix, if first { &mut errors } else { &mut sink }));
-            let v = |k: &str| r.value(&[&prefix, k]).map(|l| l.value);
-            target.helm_name = v("helm.image-name");
-            target.helm_tag = v("helm.image-tag");
-            target.helm_spec = v("helm.image-spec");
-            target.kustomize_name = v("kustomize.image-name");
-            if (target.helm_name.is_some()
-                || target.helm_tag.is_some()
-                || target.helm_spec.is_some())
-                && target.kustomize_name.is_some()
-            {
-                errors.push(
-                    Diagnostic::error(format!(
-                        "image {alias:?} has both Helm and kustomize targets; use one"
-                    ))
-                    .at(app.annotation_location(
-                        origin,
-                        &format!("{PREFIX}{prefix}kustomize.image-name"),
-                    )),
-                );
-            }
+            target = r.target(&alias, &prefix, &mut errors);
         }
         let mut image = ArgoImage::parse(&image_text);
         image.alias.clone_from(&alias);
@@ -286,7 +292,33 @@ pub(crate) fn read(
             Diagnostic::error(format!("{IMAGE_LIST} lists no image")).at(list_location.clone()),
         );
     }
-    // Annotations with the prefix that mean nothing.
+    warn_unknown(app, origin, &images, warnings);
+    let write_back = WriteBackSettings {
+        method: r.value(&["write-back-method"]),
+        repository: r.value(&["git-repository"]),
+        branch: r.value(&["git-branch"]),
+        target: r.value(&["write-back-target"]),
+        pull_request: None,
+    };
+    if errors.is_empty() {
+        Ok(FromAnnotations {
+            images,
+            write_back,
+            location: list_location,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// A warning for every annotation with the prefix that means nothing: neither an Application's
+/// key nor an image key of an alias of `images`.
+fn warn_unknown(
+    app: &Application,
+    origin: &str,
+    images: &[ImageSpec],
+    warnings: &mut Vec<Diagnostic>,
+) {
     for (key, a) in &app.annotations {
         let Some(rest) = key.strip_prefix(PREFIX) else {
             continue;
@@ -308,21 +340,5 @@ pub(crate) fn read(
                 .at(Location::new(origin.to_owned(), Some(a.key_position))),
             );
         }
-    }
-    let write_back = WriteBackSettings {
-        method: r.value(&["write-back-method"]),
-        repository: r.value(&["git-repository"]),
-        branch: r.value(&["git-branch"]),
-        target: r.value(&["write-back-target"]),
-        pull_request: None,
-    };
-    if errors.is_empty() {
-        Ok(FromAnnotations {
-            images,
-            write_back,
-            location: list_location,
-        })
-    } else {
-        Err(errors)
     }
 }

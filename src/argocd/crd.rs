@@ -674,6 +674,167 @@ impl Fields<'_, '_> {
             }
         }
     }
+
+    /// One entry of `spec.applicationRefs` (at `field`), with its images;
+    /// `None` when it cannot be used (its errors are recorded).
+    fn app_ref(&mut self, r: NodeId, field: &str, updater: &ImageUpdater) -> Option<AppRef> {
+        let file = self.file;
+        self.known(
+            r,
+            field,
+            &[
+                "namePattern",
+                "labelSelectors",
+                "useAnnotations",
+                "commonUpdateSettings",
+                "writeBackConfig",
+                "imagesVerification",
+                "images",
+            ],
+        );
+        let Some(pattern) = self.string(r, "namePattern", &format!("{field}.namePattern")) else {
+            self.error(r, format!("{field}.namePattern is missing"));
+            return None;
+        };
+        let glob = match Glob::new(&pattern.value) {
+            Ok(g) => g,
+            Err(e) => {
+                let d = Diagnostic::error(format!(
+                    "{}: {field}.namePattern {:?}: {e}",
+                    self.what, pattern.value
+                ))
+                .at(pattern.location.clone());
+                self.errors.push(d);
+                return None;
+            }
+        };
+        let selector = self.selector(r, field);
+        let use_annotations = self
+            .boolean(r, "useAnnotations", &format!("{field}.useAnnotations"))
+            .unwrap_or(false);
+        let settings = self.settings(r, field);
+        let write_back = self.write_back(r, field);
+        let verify = self.verify(r, field, &updater.namespace);
+        let mut images = Vec::new();
+        let mut aliases = HashSet::new();
+        let image_nodes: Vec<NodeId> = file
+            .tree
+            .get(r, "images")
+            .map(|n| file.tree.items(n).to_vec())
+            .unwrap_or_default();
+        if let Some(over) = image_nodes.get(MAX_IMAGES_PER_APPLICATION) {
+            let message =
+                too_many_images(&format!("{}: {field}.images", self.what), image_nodes.len());
+            self.errors
+                .push(Diagnostic::error(message).at(file.location(*over)));
+            return None;
+        }
+        if !use_annotations && image_nodes.is_empty() {
+            self.error(
+                r,
+                format!("{field}: set useAnnotations: true or list images"),
+            );
+        }
+        let base = updater.settings.merged(&settings);
+        for (j, img) in image_nodes.into_iter().enumerate() {
+            let ifield = format!("{field}.images[{j}]");
+            let img = file.tree.resolve(img);
+            if let Some(image) = self.image(img, &ifield, &base, &updater.namespace, &mut aliases) {
+                images.push(image);
+            }
+        }
+        Some(AppRef {
+            score: specificity(&pattern.value, selector.as_ref().map(|(_, n)| *n)),
+            glob,
+            selector,
+            use_annotations,
+            settings,
+            write_back,
+            verify,
+            images,
+            location: file.location(r),
+        })
+    }
+
+    /// One entry of an application reference's `images` (at `ifield`), its
+    /// settings merged over `base`; `None` when it cannot be used (its
+    /// errors are recorded). `aliases` holds the reference's aliases so far.
+    fn image(
+        &mut self,
+        img: NodeId,
+        ifield: &str,
+        base: &UpdateSettings,
+        namespace: &str,
+        aliases: &mut HashSet<String>,
+    ) -> Option<CrImage> {
+        self.known(
+            img,
+            ifield,
+            &[
+                "alias",
+                "imageName",
+                "commonUpdateSettings",
+                "imagesVerification",
+                "manifestTargets",
+            ],
+        );
+        let alias = self.string(img, "alias", &format!("{ifield}.alias"));
+        let image_name = self.string(img, "imageName", &format!("{ifield}.imageName"));
+        let (Some(alias), Some(image_name)) = (alias, image_name) else {
+            self.error(img, format!("{ifield} needs alias and imageName"));
+            return None;
+        };
+        if let Err(e) = split_entry(&image_name.value) {
+            let d = Diagnostic::error(format!("{}: {ifield}.imageName: {e}", self.what))
+                .at(image_name.location.clone());
+            self.errors.push(d);
+            return None;
+        }
+        if aliases.contains(&alias.value) {
+            let d = Diagnostic::error(format!(
+                "{}: {ifield}.alias {:?} is listed twice",
+                self.what, alias.value
+            ))
+            .at(alias.location.clone());
+            self.errors.push(d);
+            return None;
+        }
+        if alias.value.contains(':') || alias.value.is_empty() {
+            let d = Diagnostic::error(format!(
+                "{}: {ifield}.alias {:?} must be non-empty and without ':'",
+                self.what, alias.value
+            ))
+            .at(alias.location.clone());
+            self.errors.push(d);
+            return None;
+        }
+        let image_settings = self.settings(img, ifield);
+        // Checked where written, whether or not an Application is selected.
+        let merged = base.merged(&image_settings);
+        let mut config = None;
+        if let Ok((_, _, constraint)) = split_entry(&image_name.value) {
+            match policy_config(&merged, constraint.as_deref(), &image_name.location) {
+                Ok(c) => config = Some(c),
+                Err(e) => {
+                    let d = Diagnostic::error(format!("{}: {ifield}: {}", self.what, e.message));
+                    self.errors.push(match e.location {
+                        Some(at) => d.at(at),
+                        None => d,
+                    });
+                }
+            }
+        }
+        aliases.insert(alias.value.clone());
+        Some(CrImage {
+            config,
+            settings: image_settings,
+            verify: self.verify(img, ifield, namespace),
+            target: self.target(img, ifield),
+            location: image_name.location.clone(),
+            alias: alias.value,
+            image_name: image_name.value,
+        })
+    }
 }
 
 /// Read the `ImageUpdater` at `node` of `file`; `default_namespace` is assumed when it has none.
@@ -746,145 +907,9 @@ pub(crate) fn read(
     }
     for (i, r) in ref_nodes.into_iter().enumerate() {
         let field = format!("spec.applicationRefs[{i}]");
-        let r = file.tree.resolve(r);
-        f.known(
-            r,
-            &field,
-            &[
-                "namePattern",
-                "labelSelectors",
-                "useAnnotations",
-                "commonUpdateSettings",
-                "writeBackConfig",
-                "imagesVerification",
-                "images",
-            ],
-        );
-        let Some(pattern) = f.string(r, "namePattern", &format!("{field}.namePattern")) else {
-            f.error(r, format!("{field}.namePattern is missing"));
-            continue;
-        };
-        let glob = match Glob::new(&pattern.value) {
-            Ok(g) => g,
-            Err(e) => {
-                let d = Diagnostic::error(format!(
-                    "{}: {field}.namePattern {:?}: {e}",
-                    f.what, pattern.value
-                ))
-                .at(pattern.location.clone());
-                f.errors.push(d);
-                continue;
-            }
-        };
-        let selector = f.selector(r, &field);
-        let use_annotations = f
-            .boolean(r, "useAnnotations", &format!("{field}.useAnnotations"))
-            .unwrap_or(false);
-        let settings = f.settings(r, &field);
-        let write_back = f.write_back(r, &field);
-        let verify = f.verify(r, &field, &updater.namespace);
-        let mut images = Vec::new();
-        let mut aliases = HashSet::new();
-        let image_nodes: Vec<NodeId> = file
-            .tree
-            .get(r, "images")
-            .map(|n| file.tree.items(n).to_vec())
-            .unwrap_or_default();
-        if let Some(over) = image_nodes.get(MAX_IMAGES_PER_APPLICATION) {
-            let message =
-                too_many_images(&format!("{}: {field}.images", f.what), image_nodes.len());
-            f.errors
-                .push(Diagnostic::error(message).at(file.location(*over)));
-            continue;
+        if let Some(app_ref) = f.app_ref(file.tree.resolve(r), &field, &updater) {
+            updater.refs.push(app_ref);
         }
-        if !use_annotations && image_nodes.is_empty() {
-            f.error(
-                r,
-                format!("{field}: set useAnnotations: true or list images"),
-            );
-        }
-        for (j, img) in image_nodes.into_iter().enumerate() {
-            let ifield = format!("{field}.images[{j}]");
-            let img = file.tree.resolve(img);
-            f.known(
-                img,
-                &ifield,
-                &[
-                    "alias",
-                    "imageName",
-                    "commonUpdateSettings",
-                    "imagesVerification",
-                    "manifestTargets",
-                ],
-            );
-            let alias = f.string(img, "alias", &format!("{ifield}.alias"));
-            let image_name = f.string(img, "imageName", &format!("{ifield}.imageName"));
-            let (Some(alias), Some(image_name)) = (alias, image_name) else {
-                f.error(img, format!("{ifield} needs alias and imageName"));
-                continue;
-            };
-            if let Err(e) = split_entry(&image_name.value) {
-                let d = Diagnostic::error(format!("{}: {ifield}.imageName: {e}", f.what))
-                    .at(image_name.location.clone());
-                f.errors.push(d);
-                continue;
-            }
-            if aliases.contains(&alias.value) {
-                let d = Diagnostic::error(format!(
-                    "{}: {ifield}.alias {:?} is listed twice",
-                    f.what, alias.value
-                ))
-                .at(alias.location.clone());
-                f.errors.push(d);
-                continue;
-            }
-            if alias.value.contains(':') || alias.value.is_empty() {
-                let d = Diagnostic::error(format!(
-                    "{}: {ifield}.alias {:?} must be non-empty and without ':'",
-                    f.what, alias.value
-                ))
-                .at(alias.location.clone());
-                f.errors.push(d);
-                continue;
-            }
-            let image_settings = f.settings(img, &ifield);
-            // Checked where written, whether or not an Application is selected.
-            let merged = updater.settings.merged(&settings).merged(&image_settings);
-            let mut config = None;
-            if let Ok((_, _, constraint)) = split_entry(&image_name.value) {
-                match policy_config(&merged, constraint.as_deref(), &image_name.location) {
-                    Ok(c) => config = Some(c),
-                    Err(e) => {
-                        let d = Diagnostic::error(format!("{}: {ifield}: {}", f.what, e.message));
-                        f.errors.push(match e.location {
-                            Some(at) => d.at(at),
-                            None => d,
-                        });
-                    }
-                }
-            }
-            aliases.insert(alias.value.clone());
-            images.push(CrImage {
-                config,
-                settings: image_settings,
-                verify: f.verify(img, &ifield, &updater.namespace),
-                target: f.target(img, &ifield),
-                location: image_name.location.clone(),
-                alias: alias.value,
-                image_name: image_name.value,
-            });
-        }
-        updater.refs.push(AppRef {
-            score: specificity(&pattern.value, selector.as_ref().map(|(_, n)| *n)),
-            glob,
-            selector,
-            use_annotations,
-            settings,
-            write_back,
-            verify,
-            images,
-            location: file.location(r),
-        });
     }
     warnings.append(&mut f.warnings);
     if f.errors.is_empty() {

@@ -647,7 +647,43 @@ fn resolve<'c>(
         );
         return Ok(None);
     }
-    let path = match &target {
+    let path = write_back_path(
+        catalog,
+        config,
+        &target,
+        files,
+        &method_location,
+        &target_location,
+    )?;
+    let planned = planned_images(catalog, config, chosen, warnings);
+    if planned.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Work {
+        config,
+        method,
+        target,
+        target_location,
+        source,
+        kind,
+        path,
+        planned,
+    }))
+}
+
+/// The file of the write-back `target` of one configured Application (its manifest for the
+/// argocd method, the override or values file, the kustomization of a directory).
+fn write_back_path(
+    catalog: &Catalog<'_>,
+    config: &AppConfig,
+    target: &Target,
+    files: &dyn Files,
+    method_location: &Location,
+    target_location: &Location,
+) -> Result<String, Vec<Diagnostic>> {
+    let app = &catalog.apps[config.app];
+    let file = catalog.file_of(app);
+    match target {
         Target::Application => {
             if app.hydrator {
                 return Err(vec![
@@ -660,9 +696,9 @@ fn resolve<'c>(
                 ]);
             }
             match &file.tree_path {
-                Some(p) => p.clone(),
+                Some(p) => Ok(p.clone()),
                 None => {
-                    return Err(vec![
+                    Err(vec![
                         Diagnostic::error(format!(
                             "Application {} uses the {} write-back method, which patches the Application itself, but its manifest ({}) is not in the tree being updated",
                             app.id,
@@ -675,11 +711,11 @@ fn resolve<'c>(
                         } else {
                             "write the change to git instead: argocd-image-updater.argoproj.io/write-back-method: git (or writeBackConfig.method: git)"
                         }),
-                    ]);
+                    ])
                 }
             }
         }
-        Target::OverrideFile(p) | Target::HelmValues(p) => p.clone(),
+        Target::OverrideFile(p) | Target::HelmValues(p) => Ok(p.clone()),
         Target::Kustomization(dir) => {
             let at = |f: &str| {
                 if dir == "." {
@@ -693,19 +729,30 @@ fn resolve<'c>(
                 .map(|f| at(f))
                 .find(|p| files.exists(p))
             {
-                Some(p) => p,
+                Some(p) => Ok(p),
                 None => {
-                    return Err(vec![
+                    Err(vec![
                         Diagnostic::error(format!(
                             "no kustomization (kustomization.yaml, kustomization.yml or Kustomization) in {dir}, the write-back target of Application {}",
                             app.id
                         ))
                         .at(target_location.clone()),
-                    ]);
+                    ])
                 }
             }
         }
-    };
+    }
+}
+
+/// The images of one configured Application that have a chosen result (`chosen`), with their new
+/// references; a warning for each that has none.
+fn planned_images<'c>(
+    catalog: &Catalog<'_>,
+    config: &'c AppConfig,
+    chosen: &(dyn Fn(&PolicyKey) -> Option<ImageRef> + Sync),
+    warnings: &mut Vec<Diagnostic>,
+) -> Vec<Planned<'c>> {
+    let app = &catalog.apps[config.app];
     let mut planned = Vec::new();
     // An image that must be signed is written back only with a fetched result, which the gate
     // checked (`catalog::collect` warned about the others).
@@ -732,19 +779,7 @@ fn resolve<'c>(
             key,
         });
     }
-    if planned.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(Work {
-        config,
-        method,
-        target,
-        target_location,
-        source,
-        kind,
-        path,
-        planned,
-    }))
+    planned
 }
 
 /// Plan one Application's edits in its file.
