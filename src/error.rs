@@ -2,6 +2,7 @@
 //! [`Diagnostic`]s in the outcome.
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::failure::FailureKind;
 use crate::sink::dir::CommitError;
 use crate::sink::lock::LockError;
 use crate::walk::WalkError;
@@ -133,6 +134,19 @@ impl Error {
                 diagnostics: Diagnostics(diagnostics.0.into_iter().map(f).collect()),
             },
             other => other,
+        }
+    }
+
+    /// Its kind: configuration for a usage mistake, interrupted for a
+    /// commit a signal interrupted, failed otherwise.
+    #[must_use]
+    pub(crate) fn failure_kind(&self) -> FailureKind {
+        if self.is_usage() {
+            return FailureKind::Configuration;
+        }
+        match self.signal() {
+            Some(signal) => FailureKind::Interrupted { signal },
+            None => FailureKind::Failed,
         }
     }
 

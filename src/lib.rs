@@ -19,7 +19,8 @@
 //!
 //! 0. The leaf vocabulary and infrastructure: [`text`] (line and column),
 //!    [`object`] (object identity), [`setter`] (what a marker names),
-//!    [`diagnostic`] (findings) and [`error`] (what stops a run), [`input`]
+//!    [`diagnostic`] (findings) and [`error`] (what stops a run), [`failure`]
+//!    (the kinds of failure and their exit statuses), [`input`]
 //!    (reading with a cap), [`yaml`] (the one YAML layer: documents as
 //!    values with positions, the span tree, the one syntax error and the one
 //!    rule for plain scalars; [`yaml::edit`], every edit of YAML text: a
@@ -64,6 +65,7 @@ pub(crate) mod create;
 pub(crate) mod deploy;
 pub(crate) mod diagnostic;
 pub(crate) mod error;
+pub(crate) mod failure;
 pub(crate) mod git_repository;
 pub(crate) mod input;
 #[cfg(feature = "job")]

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("setter", 0),
     ("diagnostic", 0),
     ("error", 0),
+    ("failure", 0),
     ("input", 0),
     ("yaml", 0),
     ("pool", 0),

@@ -16,15 +16,14 @@ use super::Exit;
 use super::args::{ArgoArgs, MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
+use crate::failure::FailureKind;
 use crate::git_repository::{self, GitRepository};
 use crate::input::SizeLimit;
 use crate::job::checkout::{self, CheckoutTarget};
 use crate::job::credentials::{self, CredentialFlags, Environment as _, ProcessEnvironment};
 use crate::job::pull_request::{self, ForgeConfig, PullRequestSettings};
 use crate::job::secrets::{SecretObject, Secrets};
-use crate::job::{
-    EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
-};
+use crate::job::{Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status};
 use crate::operation::UpdateConfig;
 use crate::outcome::Mode;
 use crate::render::{self, terminal};
@@ -522,10 +521,8 @@ pub(crate) fn run(args: &JobArgs) -> Result<Exit, Error> {
         }
         Err(Failure::Config(e)) => {
             super::print_error(e);
-            (
-                Status::failed_with("configuration", e, EXIT_CONFIGURATION),
-                EXIT_CONFIGURATION,
-            )
+            let kind = FailureKind::Configuration;
+            (Status::failed_with(kind, e), kind.exit_code())
         }
     };
     write_termination_log(args.termination_log.as_deref(), &status);
@@ -557,7 +554,9 @@ impl Observer for Progress {
 
     fn interrupted(&self, signal: i32) {
         let _ = super::stdio::stderr().write_all(terminal::job_interrupted(signal).as_bytes());
-        super::stdio::exit(128 + signal);
+        super::stdio::exit(i32::from(
+            crate::failure::FailureKind::Interrupted { signal }.exit_code(),
+        ));
     }
 }
 

@@ -44,15 +44,11 @@ use sha2::{Digest, Sha256};
 
 use crate::automation::{self, Automation, AutomationKind, SigningKind};
 use crate::diagnostic::{Diagnostic, Location};
+use crate::failure::FailureKind;
 use crate::git_repository::{self, GitRepository};
 use crate::kubesphere::{self, Interval};
 use crate::yaml::Document;
 
-/// The Job's exit status for a configuration error (`crate::job`'s
-/// `EXIT_CONFIGURATION`; the README's Job section).
-pub(crate) const EXIT_CONFIGURATION: i64 = 2;
-/// The Job's exit status when every push lost a race (`EXIT_CONFLICT`).
-pub(crate) const EXIT_CONFLICT: i64 = 4;
 /// The container's name.
 pub(crate) const CONTAINER: &str = "image-update";
 /// Where the objects are mounted.
@@ -893,15 +889,19 @@ fn job_args(dir: Option<(&str, bool)>, state: Option<String>) -> Vec<String> {
     args
 }
 
+/// The Job's `podFailurePolicy`: fail at once on the exit status of a
+/// configuration error, count a lost push race as a retry.
 fn failure_rules(per_index: bool) -> Value {
+    let configuration = FailureKind::Configuration.exit_code();
+    let conflict = FailureKind::Conflict.exit_code();
     json!({"rules": [
         {
             "action": if per_index { "FailIndex" } else { "FailJob" },
-            "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_CONFIGURATION]},
+            "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [configuration]},
         },
         {
             "action": "Count",
-            "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_CONFLICT]},
+            "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [conflict]},
         },
         // `status` defaults to "True", but the API's OpenAPI schemas of Kubernetes 1.30 to 1.34
         // require it.

@@ -35,6 +35,7 @@ use self::checkout::CheckoutTarget;
 use self::pull_request::ForgeConfig;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
+use crate::failure::FailureKind;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
 use crate::policies::{ImageRef, PolicyKey};
 use crate::render::report::Report;
@@ -46,16 +47,6 @@ pub(crate) mod credentials;
 pub(crate) mod pull_request;
 pub(crate) mod secrets;
 pub(crate) mod state;
-
-/// Exit status of a run that failed for a reason a retry cannot fix: a
-/// usage mistake or invalid configuration (a Job's `podFailurePolicy`
-/// should `FailJob` on it).
-pub(crate) const EXIT_CONFIGURATION: u8 = 2;
-/// Exit status of a failed run that may succeed later (network, registry,
-/// git server, template, invalid files in the repository).
-pub(crate) const EXIT_FAILED: u8 = 1;
-/// Exit status when the push still lost the race after every attempt.
-pub(crate) const EXIT_CONFLICT: u8 = 4;
 
 /// Everything one Job run needs, validated.
 #[derive(Debug)]
@@ -188,7 +179,7 @@ pub(crate) struct ObservedImage {
 pub(crate) struct StatusError {
     /// `configuration`, `conflict`, `interrupted`, `pullRequest` or
     /// `failed`.
-    pub kind: &'static str,
+    pub kind: FailureKind,
     /// The error with its causes, one line.
     pub message: String,
     /// The process exit status.
@@ -217,7 +208,7 @@ impl Status {
     /// what was pushed.
     #[must_use]
     pub(crate) fn failed(error: &JobError) -> Self {
-        let failed = Self::failed_with(error.kind(), error, error.exit_code());
+        let failed = Self::failed_with(error.kind(), error);
         match error {
             JobError::PullRequest { status, .. } => Self {
                 result: JobResult::Failed,
@@ -228,19 +219,18 @@ impl Status {
         }
     }
 
-    /// The status of a run that failed with `error`, of `kind`, ending the
-    /// process with `exit_code`.
+    /// The status of a run that failed with `error`, of `kind` (which
+    /// chooses the exit status).
     #[must_use]
     pub(crate) fn failed_with(
-        kind: &'static str,
+        kind: FailureKind,
         error: &(dyn std::error::Error + 'static),
-        exit_code: u8,
     ) -> Self {
         Self {
             error: Some(StatusError {
                 kind,
                 message: crate::diagnostic::one_line(error),
-                exit_code,
+                exit_code: kind.exit_code(),
             }),
             ..Self::new(JobResult::Failed)
         }
@@ -346,46 +336,40 @@ impl JobError {
         move |source| Self::Git { step, source }
     }
 
-    /// The process exit status: [`EXIT_CONFIGURATION`] for configuration
-    /// that cannot work, [`EXIT_CONFLICT`] when every push lost a race,
-    /// 128 + the signal when interrupted, [`EXIT_FAILED`] otherwise.
+    /// The process exit status ([`FailureKind::exit_code`]).
     #[must_use]
     pub(crate) fn exit_code(&self) -> u8 {
-        if let Self::Interrupted { signal } = self {
-            return u8::try_from(128 + signal).unwrap_or(EXIT_FAILED);
-        }
-        match self.kind() {
-            "configuration" => EXIT_CONFIGURATION,
-            "conflict" => EXIT_CONFLICT,
-            _ => EXIT_FAILED,
-        }
+        self.kind().exit_code()
     }
 
-    /// `configuration`, `conflict`, `interrupted`, `pullRequest` (the
-    /// head branch holds the change, the request failed) or `failed`.
+    /// Configuration that cannot work, a conflict when every push lost a
+    /// race, interrupted, a pull request that failed after its head branch
+    /// was pushed, or failed.
     #[must_use]
-    pub(crate) fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> FailureKind {
         use image_update_git::ErrorKind;
         match self {
             Self::Forge { source, .. }
                 if source.kind() == image_update_forge::ErrorKind::Config =>
             {
-                "configuration"
+                FailureKind::Configuration
             }
-            Self::NoForge | Self::NoBaseBranch { .. } | Self::HeadIsBase { .. } => "configuration",
-            Self::PullRequest { .. } => "pullRequest",
+            Self::NoForge | Self::NoBaseBranch { .. } | Self::HeadIsBase { .. } => {
+                FailureKind::Configuration
+            }
+            Self::PullRequest { .. } => FailureKind::PullRequest,
             Self::Git { source, .. } => match source.kind() {
-                ErrorKind::Configuration => "configuration",
-                ErrorKind::GaveUp => "conflict",
-                _ => "failed",
+                ErrorKind::Configuration => FailureKind::Configuration,
+                ErrorKind::GaveUp => FailureKind::Conflict,
+                _ => FailureKind::Failed,
             },
-            Self::Update(e) | Self::Reapply(e) if e.is_usage() => "configuration",
-            Self::Interrupted { .. } => "interrupted",
+            Self::Update(e) | Self::Reapply(e) if e.is_usage() => FailureKind::Configuration,
+            Self::Interrupted { signal } => FailureKind::Interrupted { signal: *signal },
             Self::Update(_)
             | Self::Reapply(_)
             | Self::WorkDir { .. }
             | Self::NoTagInRange { .. }
-            | Self::Forge { .. } => "failed",
+            | Self::Forge { .. } => FailureKind::Failed,
         }
     }
 }

@@ -68,7 +68,10 @@ mod tests {
     #[test]
     fn the_status_escapes_what_a_terminal_would_act_on_and_keeps_the_values() {
         let value = "web\n::error::x\u{1b}[2J\u{0}\u{9b}2J\u{202e}end";
-        let mut status = Status::failed_with("git", &std::io::Error::other("x"), 1);
+        let mut status = Status::failed_with(
+            crate::failure::FailureKind::Failed,
+            &std::io::Error::other("x"),
+        );
         status.commit_message = Some(value.to_owned());
         for text in [json(&status).unwrap(), termination_message(&status)] {
             let raw = |c: char| c != '\n' && crate::render::escape::escaped(c);
@@ -85,7 +88,7 @@ mod tests {
     #[test]
     fn a_termination_message_of_escaped_characters_still_fits() {
         let error = std::io::Error::other("\u{1}".repeat(3000));
-        let status = Status::failed_with("git", &error, 1);
+        let status = Status::failed_with(crate::failure::FailureKind::Failed, &error);
         let text = termination_message(&status);
         assert!(text.len() <= TERMINATION_MESSAGE_LIMIT, "{}", text.len());
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();
