@@ -27,6 +27,7 @@ pub(crate) enum FailureKind {
     },
     /// The head branch holds the change and only the pull (merge) request
     /// failed.
+    #[cfg_attr(not(feature = "job"), allow(dead_code))] // only the Job opens requests
     PullRequest,
     /// Anything else (network, registry, git server, template, files in the
     /// repository): it may work later.

@@ -17,12 +17,13 @@ use super::application::{AppId, SourceType};
 use super::catalog::Catalog;
 use super::config::{AppConfig, ConfigOrigin, ImageSpec};
 use super::image::ImageTag;
-use super::settings::{GitCredentials, Located, Method, PullRequestSettings};
+use super::settings::{GitCredentials, Located, Method};
 use super::target::{self, Exists, KUSTOMIZATION_FILES, Target};
 use super::writers::{self, OverrideKind, Part, Planned, Problem, Record, Writer};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::input::SizeLimit;
 use crate::object::ObjectId;
+use crate::outcome::AppPullRequest;
 use crate::policies::{ImageRef, PolicyKey};
 use crate::sink::door::{Door, Refusal};
 use crate::text::{LineIndex, Position};
@@ -254,7 +255,7 @@ pub struct GitPlan {
     pub target_key: String,
     /// `gitConfig.pullRequest`: the Job proposes the change set's head branch (`push`) as a
     /// request into the base branch.
-    pub pull_request: Option<PullRequestSettings>,
+    pub pull_request: Option<AppPullRequest>,
 }
 
 /// What one Application's write-back does.

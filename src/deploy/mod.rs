@@ -313,9 +313,9 @@ pub(crate) fn generate(
                 let (namespace, name) = crate::yaml::namespace_name(value);
                 let identity = (group, kind, namespace, name);
                 if let Some(&(earlier, origin)) = first.get(&identity) {
-                    if let Some(d) = crate::object::same::difference(&earlier.value, value) {
+                    if let Some(d) = crate::same_object::difference(&earlier.value, value) {
                         let (_, _, namespace, name) = identity;
-                        errors.push(crate::object::same::conflict(
+                        errors.push(crate::same_object::conflict(
                             &format!("{kind} {namespace}/{name}"),
                             &Location::new(origin, earlier.position(&d.pointer)),
                             at(&d.pointer),

@@ -16,12 +16,11 @@ use image_update_forge::{Options, Provider, WhenNothingToDo};
 
 use super::pull_request::PullRequestSettings;
 use crate::argocd::catalog::GitScope;
-use crate::argocd::settings::PullRequestSettings as PullRequest;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::git_repository::same_repository;
 use crate::operation::{self, UpdateConfig};
-use crate::outcome::Outcome;
+use crate::outcome::{AppPullRequest, AppWriteBack, GitWriteBack, Outcome, RequestProvider};
 
 /// Where the Applications of the policy files write back to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,13 +116,11 @@ pub(crate) fn checkout_for(update: &UpdateConfig, url: &str) -> Result<Option<St
 }
 
 /// The Applications that changed and write back to git, with their git plans.
-fn changed_git(
-    outcome: &Outcome,
-) -> Vec<(&crate::argocd::plan::AppPlan, &crate::argocd::plan::GitPlan)> {
+fn changed_git(outcome: &Outcome) -> Vec<(&AppWriteBack, &GitWriteBack)> {
     outcome
         .argocd
         .iter()
-        .filter(|a| !a.images.is_empty())
+        .filter(|a| a.changes_images)
         .filter_map(|a| a.git.as_ref().map(|g| (a, g)))
         .collect()
 }
@@ -204,7 +201,7 @@ pub(crate) struct ArgoRequest {
 /// Applications that changed and push to different branches.
 pub(crate) fn pull_request(outcome: &Outcome) -> Result<Option<ArgoRequest>, Error> {
     let git = changed_git(outcome);
-    let requests: Vec<&PullRequest> = git
+    let requests: Vec<&AppPullRequest> = git
         .iter()
         .filter_map(|(_, g)| g.pull_request.as_ref())
         .collect();
@@ -236,8 +233,9 @@ pub(crate) fn pull_request(outcome: &Outcome) -> Result<Option<ArgoRequest>, Err
          {{{{ else }}}}{{{{ {fallback} }}}}{{{{ end }}}}"
     );
     let provider = match requests.first().map(|r| r.provider) {
-        Some("gitlab") => Provider::GitLab,
-        _ => Provider::GitHub,
+        Some(RequestProvider::GitLab) => Provider::GitLab,
+        Some(RequestProvider::GitHub) => Provider::GitHub,
+        None => return Ok(None),
     };
     Ok(Some(ArgoRequest {
         provider,

@@ -401,9 +401,9 @@ fn observed(
 
 fn tree_error(e: tree::TreeError) -> Error {
     match e {
-        tree::TreeError::Walk(w) => Error::Walk(w),
+        tree::TreeError::Walk(w) => w.into(),
         tree::TreeError::Read(r) => r.into(),
-        tree::TreeError::Lock(l) => Error::Lock(l),
+        tree::TreeError::Lock(l) => l.into(),
     }
 }
 

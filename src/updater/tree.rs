@@ -13,27 +13,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::input::{ReadError, SizeLimit, WideEncoding};
+use crate::outcome::FileUpdate;
 use crate::policies::PolicyTable;
 use crate::sink;
 use crate::text::Position;
 use crate::updater::plan::{self, Plan, PlanError, PlanOptions, Planned};
 use crate::updater::scan::Layout;
 use crate::walk::{self as dir, Candidate, Skipped, WalkError};
-
-/// A file whose content changes.
-#[derive(Debug, Clone)]
-pub struct FileUpdate {
-    /// Path relative to the root, `/` separators.
-    pub rel: String,
-    /// Where it was read from, and is written in place (through the tree's door, which writes
-    /// a symlink's target).
-    pub path: PathBuf,
-    /// The original text (kept only when asked for, e.g. for diffs).
-    pub old_text: Option<String>,
-    pub new_text: String,
-    /// The file does not exist yet (an Argo CD override file).
-    pub created: bool,
-}
 
 /// What became of one screened file.
 #[derive(Debug)]
