@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
 use crate::object::ObjectId;
-use crate::policies::ImageRef;
+use crate::policies::{ImageRef, PolicyKey};
 use crate::reflector::Resolved;
 use crate::text::Position;
 use crate::walk::Skipped;
@@ -97,7 +97,7 @@ pub struct Outcome {
     pub diagnostics: Vec<Diagnostic>,
     /// Every policy in scope that has a latest image, keyed
     /// `NAMESPACE:NAME`.
-    pub observed_policies: BTreeMap<String, ImageRef>,
+    pub observed_policies: BTreeMap<PolicyKey, ImageRef>,
     /// The files whose content changes (tree input).
     pub files: Vec<FileUpdate>,
     /// The edits of the ResourceList's text (ResourceList input, `Apply`).

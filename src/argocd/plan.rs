@@ -13,7 +13,7 @@ use image_update_template::argocd::{
 };
 use sha2::{Digest, Sha256};
 
-use super::application::{AppId, SourceType};
+use super::application::{AppId, SourceForm, SourceType};
 use super::catalog::Catalog;
 use super::config::{AppConfig, ConfigOrigin, ImageSpec};
 use super::image::ImageTag;
@@ -205,7 +205,7 @@ pub struct FieldChange {
     pub new_value: String,
     /// The policy key of the image: `NAMESPACE:APP/ALIAS` (KubeSphere `NAMESPACE:ALIAS`);
     /// `NAMESPACE:APP` for a value copied from the Application that no image owns.
-    pub setter: String,
+    pub key: PolicyKey,
     pub app: AppId,
     /// The image's alias (`""` for none, or for an unowned value).
     pub alias: String,
@@ -545,7 +545,7 @@ fn finish_file(path: String, state: &FileState<'_, '_>) -> Result<Option<FilePla
             field_path: field_path(&state.editor, &mut places, &r.path),
             old_value: r.old.clone(),
             new_value: r.new.clone(),
-            setter: r.setter.clone(),
+            key: r.key.clone(),
             app: app.clone(),
             alias: r.alias.clone(),
             position: finished
@@ -650,7 +650,7 @@ fn resolve<'c>(
     }
     let path = match &target {
         Target::Application => {
-            if app.hydrator {
+            if app.form == SourceForm::Hydrator {
                 return Err(vec![
                     Diagnostic::error(format!(
                         "Application {} takes its source from spec.sourceHydrator, which the argocd write-back method cannot patch in git",
@@ -761,7 +761,10 @@ fn write(
     let mut writer = Writer {
         editor: &mut state.editor,
         records: &mut records,
-        app_setter: format!("{}:{}", app.id.namespace, app.id.name),
+        app_key: PolicyKey {
+            namespace: app.id.namespace.clone(),
+            name: app.id.name.clone(),
+        },
     };
     let kind = w.kind.unwrap_or(OverrideKind::Helm);
     let result = match &w.target {
@@ -1028,7 +1031,7 @@ fn git_destination(
     };
     // The checkout branch: the configured base, else the source's revision (with several
     // sources and a repository given, the revision of the source in that repository).
-    let revision = if app.multi_source && wb.repository.is_some() {
+    let revision = if app.form == SourceForm::Multiple && wb.repository.is_some() {
         app.sources
             .iter()
             .find(|s| crate::git_repository::same_repository(&s.repo_url, &repository))

@@ -381,7 +381,9 @@ fn short_circuit(
             checkout: revision.id.to_string(),
             push,
         },
-        observed_policies: operation::observe(&config.update).map_err(JobError::Update)?,
+        observed_policies: state::keyed(
+            &operation::observe(&config.update).map_err(JobError::Update)?,
+        ),
         observed_source_revision: Some(revision.to_string()),
         last_push_commit: None,
         last_push_time: None,
@@ -405,7 +407,10 @@ fn short_circuit(
         return Ok((Err(reason.to_owned()), seen));
     }
     let mut status = Status::new(JobResult::Skipped);
-    status.observed_policies = by_name(&last.observed_policies);
+    status.observed_policies = by_name(last.observed_policies.iter().map(|(key, image)| {
+        let name = PolicyKey::parse(key).map_or_else(|| key.clone(), |k| k.name);
+        (name, image)
+    }));
     status.observed_source_revision = last.observed_source_revision;
     status.last_push_commit = last.last_push_commit;
     status.last_push_time = last.last_push_time;
@@ -523,7 +528,12 @@ fn run_in(
     }
     let mut status = Status::new(JobResult::NothingToDo);
     status.observed_source_revision = Some(checked_out.to_string());
-    status.observed_policies = by_name(&outcome.observed_policies);
+    status.observed_policies = by_name(
+        outcome
+            .observed_policies
+            .iter()
+            .map(|(key, image)| (key.name.clone(), image)),
+    );
     status.changes = Some(outcome.report());
     if let Some(what) = &outcome.suspended {
         observer.event(&Event::Suspended { what });
@@ -718,24 +728,22 @@ fn reapply_config(config: &UpdateConfig, outcome: &crate::outcome::Outcome) -> U
     again.values = outcome
         .observed_policies
         .iter()
-        .filter_map(|(key, image)| {
-            Some(PolicyValue {
-                key: PolicyKey::parse(key)?,
-                image: image.clone(),
-                source: format!("{key} (the first attempt's result)"),
-            })
+        .map(|(key, image)| PolicyValue {
+            key: key.clone(),
+            image: image.clone(),
+            source: format!("{key} (the first attempt's result)"),
         })
         .collect();
     again
 }
 
 /// Flux keys `observedPolicies` by policy name (one automation sees one
-/// namespace); the report keys them `NAMESPACE:NAME`.
-fn by_name(observed: &BTreeMap<String, ImageRef>) -> BTreeMap<String, ObservedImage> {
+/// namespace); `observed` gives each policy's name and latest image.
+fn by_name<'a>(
+    observed: impl Iterator<Item = (String, &'a ImageRef)>,
+) -> BTreeMap<String, ObservedImage> {
     observed
-        .iter()
-        .map(|(key, image)| {
-            let name = PolicyKey::parse(key).map_or_else(|| key.clone(), |k| k.name);
+        .map(|(name, image)| {
             let image = ObservedImage {
                 name: image.name.clone(),
                 tag: image.tag.clone(),

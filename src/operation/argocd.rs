@@ -522,7 +522,7 @@ pub(super) fn absorb(
                 field_path: c.field_path,
                 old_value: c.old_value,
                 new_value: c.new_value,
-                setter: c.setter,
+                setter: c.key.to_string(),
                 position: c.position,
             }));
         outcome.files.push(FileUpdate {
@@ -801,7 +801,7 @@ pub(super) fn plan_list(
                 field_path: c.field_path.clone(),
                 old_value: c.old_value.clone(),
                 new_value: c.new_value.clone(),
-                setter: c.setter.clone(),
+                setter: c.key.to_string(),
                 position: crate::text::Position {
                     line: c.position.line + first_line,
                     column: c.position.column,

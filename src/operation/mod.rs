@@ -354,7 +354,8 @@ pub(crate) fn run_then(
 /// As [`run`] for the policy files and fetching.
 pub(crate) fn observe(
     config: &UpdateConfig,
-) -> Result<std::collections::BTreeMap<String, crate::policies::ImageRef>, Error> {
+) -> Result<std::collections::BTreeMap<crate::policies::PolicyKey, crate::policies::ImageRef>, Error>
+{
     let mut early = Vec::new();
     let named =
         policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
@@ -389,13 +390,13 @@ pub(crate) fn argocd_destinations(
         .unwrap_or_default())
 }
 
-/// Every policy of `table` with a latest image, keyed `NAMESPACE:NAME`.
+/// Every policy of `table` with a latest image, by key.
 fn observed(
     table: &crate::policies::PolicyTable,
-) -> std::collections::BTreeMap<String, crate::policies::ImageRef> {
+) -> std::collections::BTreeMap<crate::policies::PolicyKey, crate::policies::ImageRef> {
     table
         .observed()
-        .map(|(k, l)| (k.to_string(), l.clone()))
+        .map(|(k, l)| (k.clone(), l.clone()))
         .collect()
 }
 

@@ -302,7 +302,11 @@ impl Report {
     #[must_use]
     pub fn of(outcome: &Outcome) -> Self {
         let mut report = Self {
-            observed_policies: outcome.observed_policies.clone(),
+            observed_policies: outcome
+                .observed_policies
+                .iter()
+                .map(|(key, image)| (key.to_string(), image.clone()))
+                .collect(),
             ..Self::default()
         };
         for c in &outcome.changes {
