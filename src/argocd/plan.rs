@@ -876,7 +876,7 @@ fn check_branch(b: &Located<String>, app: &AppId) -> Result<(), Diagnostic> {
 /// Where one Application writes back to git, as far as it is known before anything is planned.
 #[cfg(feature = "job")]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Destination {
+pub(crate) struct AppDestination {
     pub app: AppId,
     /// The repository's URL.
     pub repository: String,
@@ -891,7 +891,7 @@ pub(crate) struct Destination {
 /// whose settings are invalid are left out: planning reports them).
 #[cfg(feature = "job")]
 #[must_use]
-pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<Destination> {
+pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<AppDestination> {
     let none = MemoryFiles::default();
     catalog
         .configs
@@ -925,7 +925,7 @@ pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<Destination> {
                 .repository
                 .as_ref()
                 .map_or_else(|| app.location.clone(), |r| r.location.clone());
-            Some(Destination {
+            Some(AppDestination {
                 app: app.id.clone(),
                 repository: to.repository,
                 checkout: to.checkout,

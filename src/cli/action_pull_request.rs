@@ -329,7 +329,6 @@ fn job_config(
         state_file: None,
         forge: Some(forge),
         pull_request: Some(settings),
-        forge_access: None,
     };
     Ok((job, root))
 }

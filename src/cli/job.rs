@@ -744,7 +744,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
                 ),
             )
         }
-        (None, None, Some(d)) => (d.url.clone(), d.origin.clone()),
+        (None, None, Some(d)) => (d.repository.clone(), crate::job::argocd::origin(d)),
         (None, None, None) => {
             return Err(no_repository(automation.as_ref(), automation_file, args));
         }
@@ -831,7 +831,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     };
     let remote =
         credentials::remote_settings(&url, &url_origin, &flags, &ProcessEnvironment, git_secret)?;
-    let (forge, forge_access) = forge_config(
+    let forge = forge_config(
         args,
         &url,
         &remote,
@@ -856,7 +856,6 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         state_file: args.state.clone(),
         forge,
         pull_request,
-        forge_access,
     })
 }
 
@@ -963,13 +962,14 @@ fn pull_request_settings(
     }))
 }
 
-/// The forge's API, when a request is to be opened or a GitHub App signs
-/// the git transport in: its credentials ([`credentials::forge_credentials`]),
-/// the provider (`--forge`, github for a GitRepository with `provider:
-/// github`, else the URL's host), its API URL (`--forge-api-url`, else the
-/// Secret's `githubAppBaseURL`), the git transport's CAs. Second: the same
-/// unchecked, whenever credentials are found, for the pull request Argo CD
-/// Applications may ask for (their provider is known after the update).
+/// The forge's API, whenever credentials for it are found: its credentials
+/// ([`credentials::forge_credentials`]), the provider (`--forge`, github for
+/// a GitRepository with `provider: github`, else the URL's host), its API
+/// URL (`--forge-api-url`, else the Secret's `githubAppBaseURL`), the git
+/// transport's CAs. When a request is to be opened or a GitHub App signs the
+/// git transport in, it must exist and is checked against the URL now;
+/// otherwise it serves the pull request Argo CD Applications may ask for
+/// (their provider is known after the update).
 fn forge_config(
     args: &JobArgs,
     url: &str,
@@ -977,7 +977,7 @@ fn forge_config(
     repository: Option<&GitRepository>,
     git_secret: Option<&SecretObject>,
     pull_request: Option<&PullRequestSettings>,
-) -> Result<(Option<ForgeConfig>, Option<ForgeConfig>), Error> {
+) -> Result<Option<ForgeConfig>, Error> {
     let pr = &args.pull_request;
     let app_in_secret = repository.is_some_and(|r| r.github_app);
     let found = credentials::forge_credentials(&ProcessEnvironment, git_secret, app_in_secret)?;
@@ -1028,9 +1028,9 @@ fn forge_config(
         )
     });
     if pull_request.is_none() && !git_auth {
-        return Ok((None, access));
+        return Ok(access);
     }
-    let Some(mut forge) = access.clone() else {
+    let Some(mut forge) = access else {
         return Err(Error::Usage(
             "--pull-request needs a token for the forge's API: IMAGE_UPDATE_FORGE_TOKEN, a \
              GitHub App (IMAGE_UPDATE_GITHUB_APP_ID and IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY), or \
@@ -1046,7 +1046,7 @@ fn forge_config(
             .map_err(|e| Error::Usage(format!("--pull-request: {e}")))?;
     }
     forge.git_auth = git_auth;
-    Ok((Some(forge), access))
+    Ok(Some(forge))
 }
 
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,

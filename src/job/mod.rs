@@ -75,17 +75,29 @@ pub(crate) struct JobConfig {
     pub work_parent: Option<PathBuf>,
     /// The short-circuit's memory between runs ([`state`]).
     pub state_file: Option<PathBuf>,
-    /// The forge's API: for `--pull-request`, and for a GitHub App's
-    /// installation token as the git credential.
+    /// The forge's API, when credentials for it were found: signed in to
+    /// before the clone for `--pull-request` (checked then) and for a GitHub
+    /// App's installation token as the git credential
+    /// ([`JobConfig::forge_first`]); otherwise only for the request Argo CD
+    /// Applications ask for without `--pull-request`, its provider, when no
+    /// flag names one, theirs. `None`: no credentials for the API were
+    /// found, so such a head branch is pushed and no request opened, with a
+    /// warning.
     pub forge: Option<pull_request::ForgeConfig>,
     /// Push to a head branch and open or update a request into the checkout
     /// branch, instead of pushing to it (needs `forge`).
     pub pull_request: Option<pull_request::PullRequestSettings>,
-    /// The forge, for the request Argo CD Applications ask for without
-    /// `--pull-request`, unchecked (its provider, when no flag names one, is
-    /// theirs); `None`: no credentials for its API were found, so the head
-    /// branch is pushed and no request opened, with a warning.
-    pub forge_access: Option<pull_request::ForgeConfig>,
+}
+
+impl JobConfig {
+    /// The forge signed in to before anything is cloned: for
+    /// `--pull-request`, or a GitHub App's token as the git credential.
+    #[must_use]
+    pub(crate) fn forge_first(&self) -> Option<&pull_request::ForgeConfig> {
+        self.forge
+            .as_ref()
+            .filter(|forge| self.pull_request.is_some() || forge.git_auth)
+    }
 }
 
 /// Where the commit goes.
@@ -279,8 +291,7 @@ pub(crate) fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<St
         return Err(JobError::NoForge);
     }
     let forge = config
-        .forge
-        .as_ref()
+        .forge_first()
         .map(|forge| pull_request::connect(forge, &config.url))
         .transpose()
         .map_err(|source| JobError::Forge {
@@ -564,7 +575,7 @@ fn run_in(
         && let Some(request) = argocd::pull_request(&outcome).map_err(JobError::Update)?
     {
         let connected;
-        let forge = match (forge, &config.forge_access) {
+        let forge = match (forge, &config.forge) {
             (Some(forge), _) => Some(forge),
             (None, Some(access)) => {
                 let access = ForgeConfig {

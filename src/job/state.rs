@@ -77,8 +77,7 @@ pub(crate) fn config_hash(config: &JobConfig) -> String {
         config.signer.as_ref().map(image_update_git::Signer::kind),
         config.push,
         config
-            .forge
-            .as_ref()
+            .forge_first()
             .map(|forge| (forge.provider, &forge.api_url)),
         config.pull_request,
     );

@@ -37,7 +37,7 @@ use crate::updater::plan;
 use crate::updater::plan::Planned;
 use crate::updater::scan::{ObjectInfo, Scan};
 use crate::updater::source::resource_list::{ListLayout, parse_node};
-use crate::updater::tree::{self, Destination, FileOutcome};
+use crate::updater::tree::{self, FileOutcome, Placement};
 
 /// What a run updates.
 #[derive(Debug)]
@@ -372,7 +372,7 @@ pub(crate) fn observe(
 /// Unreadable policy files; invalid Argo CD objects in them.
 pub(crate) fn argocd_destinations(
     config: &UpdateConfig,
-) -> Result<Vec<crate::argocd::plan::Destination>, Error> {
+) -> Result<Vec<crate::argocd::plan::AppDestination>, Error> {
     let files: Vec<_> = config
         .policy_files
         .iter()
@@ -804,17 +804,17 @@ fn write(
             door: None,
         })
         .collect();
-    let destination = match &config.outputs.output_dir {
-        Some(dir) => Destination::Under(dir.clone()),
-        None => Destination::InPlace,
+    let placement = match &config.outputs.output_dir {
+        Some(dir) => Placement::Under(dir.clone()),
+        None => Placement::InPlace,
     };
     let updates = if config.mode.writes() {
         outcome.files.as_slice()
     } else {
         &[]
     };
-    let output_door = match &destination {
-        Destination::Under(dir) if !updates.is_empty() => Some(Door::new(dir).map_err(|e| {
+    let output_door = match &placement {
+        Placement::Under(dir) if !updates.is_empty() => Some(Door::new(dir).map_err(|e| {
             Error::invalid(vec![
                 Diagnostic::error(format!("cannot resolve the output directory: {e}"))
                     .at(Location::new(dir.display().to_string(), None)),
@@ -831,10 +831,10 @@ fn write(
             "files of a tree to write without the tree's door".to_owned(),
         ));
     }
-    let journal_dir = match &destination {
+    let journal_dir = match &placement {
         _ if updates.is_empty() => None,
-        Destination::Under(dir) => Some(dir.as_path()),
-        Destination::InPlace => journal_dir,
+        Placement::Under(dir) => Some(dir.as_path()),
+        Placement::InPlace => journal_dir,
     };
     outcome.stdout = rendered
         .iter()
@@ -857,7 +857,7 @@ fn write(
     let written = match door {
         Some(door) => tree::write_updates(
             updates,
-            &destination,
+            &placement,
             door,
             &extra,
             journal_dir,
