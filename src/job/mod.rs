@@ -825,3 +825,44 @@ impl Drop for SignalWatch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code
+
+    use super::*;
+
+    /// A retry after a lost race applies every result of the first attempt, a key that does not
+    /// read back from its text (an Argo CD alias with a `:`) included: the outcome keeps the
+    /// keys themselves, not their text.
+    #[test]
+    fn a_retry_applies_every_policy_the_first_attempt_observed() {
+        let mut outcome = crate::outcome::Outcome::default();
+        for (namespace, name) in [("apps", "web"), ("argocd", "shop/registry:5000/cart")] {
+            outcome.observed_policies.insert(
+                PolicyKey {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                },
+                ImageRef {
+                    name: format!("example.com/{namespace}"),
+                    tag: "1.2.3".to_owned(),
+                    digest: String::new(),
+                },
+            );
+        }
+        let again = reapply_config(&UpdateConfig::default(), &outcome);
+        let keys: Vec<String> = again.values.iter().map(|v| v.key.to_string()).collect();
+        assert_eq!(keys, ["apps:web", "argocd:shop/registry:5000/cart"]);
+        assert!(PolicyKey::parse(&keys[1]).is_none());
+        let names: Vec<String> = by_name(
+            outcome
+                .observed_policies
+                .iter()
+                .map(|(key, image)| (key.name.clone(), image)),
+        )
+        .into_keys()
+        .collect();
+        assert_eq!(names, ["shop/registry:5000/cart", "web"]);
+    }
+}
