@@ -347,8 +347,9 @@ fn no_circle_of_top_level_modules() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// The front ends: they read the command line, stdin or the Action's
-/// inputs, run the operation and choose what to show.
+/// The front ends (they read the command line, stdin or the Action's
+/// inputs, run the operation and choose what to show) and what they drive
+/// (the operation, deploy's generator): a renderer is given what to show.
 const FRONT_ENDS: &[&str] = &["cli", "krm", "job", "api", "operation", "deploy"];
 
 /// The planners: they decide what changes in a file.
