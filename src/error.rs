@@ -2,9 +2,7 @@
 //! [`Diagnostic`]s in the outcome.
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::sink::dir::CommitError;
-use crate::sink::lock::LockError;
-use crate::walk::WalkError;
+use crate::failure::FailureKind;
 
 /// Why a run stopped before writing anything.
 #[derive(Debug, thiserror::Error)]
@@ -33,16 +31,13 @@ pub(crate) enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error(transparent)]
-    Walk(#[from] WalkError),
     /// The files could not be written as one commit (nothing was written,
     /// unless the error says which originals could not be put back), or a
-    /// signal interrupted the commit ([`Error::signal`]).
+    /// signal interrupted the commit ([`Error::signal`]). `sink::dir`
+    /// converts its error into this one, so that this leaf imports nothing
+    /// above it.
     #[error(transparent)]
-    Commit(#[from] CommitError),
-    /// Another run holds the tree's lock and it could not be waited for.
-    #[error(transparent)]
-    Lock(#[from] LockError),
+    Commit(CommitFailure),
     /// The commit message template does not parse or fails (Flux's
     /// messages).
     #[error(transparent)]
@@ -57,12 +52,36 @@ pub(crate) enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
-    /// A failure whose own message says it all (no policy qualifies, ...).
+    /// A failure whose own message says it all (no policy qualifies, the
+    /// directory walk, another run holding the tree's lock, ...).
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// A bug: something that cannot happen did.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// A commit of files that failed: the sink's error as it is (its message and
+/// causes), and the signal that interrupted it, if one did.
+#[derive(Debug)]
+pub(crate) struct CommitFailure {
+    /// The signal (SIGTERM, SIGINT, SIGHUP) that interrupted the commit.
+    pub signal: Option<i32>,
+    /// Why the commit failed.
+    pub error: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl std::fmt::Display for CommitFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+// Transparent: the chain of causes is the sink's error's own.
+impl std::error::Error for CommitFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
 }
 
 fn invalid_display(summary: &str, diagnostics: &Diagnostics) -> String {
@@ -136,12 +155,25 @@ impl Error {
         }
     }
 
+    /// Its kind: configuration for a usage mistake, interrupted for a
+    /// commit a signal interrupted, failed otherwise.
+    #[must_use]
+    pub(crate) fn failure_kind(&self) -> FailureKind {
+        if self.is_usage() {
+            return FailureKind::Configuration;
+        }
+        match self.signal() {
+            Some(signal) => FailureKind::Interrupted { signal },
+            None => FailureKind::Failed,
+        }
+    }
+
     /// The signal (SIGTERM, SIGINT, SIGHUP) that interrupted a commit, so
     /// that the process ends with 128 + it.
     #[must_use]
     pub(crate) fn signal(&self) -> Option<i32> {
         match self {
-            Error::Commit(e) => e.signal(),
+            Error::Commit(e) => e.signal,
             _ => None,
         }
     }

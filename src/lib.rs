@@ -19,7 +19,10 @@
 //!
 //! 0. The leaf vocabulary and infrastructure: [`text`] (line and column),
 //!    [`object`] (object identity), [`setter`] (what a marker names),
-//!    [`diagnostic`] (findings) and [`error`] (what stops a run), [`input`]
+//!    [`diagnostic`] (findings) and [`error`] (what stops a run), [`failure`]
+//!    (the kinds of failure and their exit statuses), [`escape`] (values
+//!    from the input made safe to show), [`same_object`] (one object read
+//!    from two places), [`input`]
 //!    (reading with a cap), [`yaml`] (the one YAML layer: documents as
 //!    values with positions, the span tree, the one syntax error and the one
 //!    rule for plain scalars; [`yaml::edit`], every edit of YAML text: a
@@ -37,7 +40,8 @@
 //!    results from registries; the client is the `image-update-registry`
 //!    crate), [`argocd`] (Argo CD Applications, Argo CD Image Updater's
 //!    settings and their write-back), [`outcome`] (what a run found and did).
-//! 2. The views the operation writes: [`render`]'s report and commit message.
+//! 2. The views the operation writes: [`render`]'s report and commit message,
+//!    and the Job's status.
 //! 3. [`operation`]: the one orchestration every front end shares; [`deploy`]:
 //!    automations into the workloads that run them.
 //! 4. [`job`]: clone, run the operation, commit, push.
@@ -64,6 +68,8 @@ pub(crate) mod create;
 pub(crate) mod deploy;
 pub(crate) mod diagnostic;
 pub(crate) mod error;
+pub(crate) mod escape;
+pub(crate) mod failure;
 pub(crate) mod git_repository;
 pub(crate) mod input;
 #[cfg(feature = "job")]
@@ -77,6 +83,7 @@ pub(crate) mod policies;
 pub(crate) mod pool;
 pub(crate) mod reflector;
 pub(crate) mod render;
+pub(crate) mod same_object;
 pub(crate) mod setter;
 pub(crate) mod sink;
 pub(crate) mod teardown;

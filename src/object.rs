@@ -1,9 +1,8 @@
 //! The identity of a Kubernetes object: `apiVersion`, `kind`, name and
 //! namespace. A leaf of the vocabulary: the scanner finds objects, changes
-//! and diagnostics name them, reports and kpt results print them. [`same`]:
-//! whether two definitions of one object read from two places are one.
-
-pub(crate) mod same;
+//! and diagnostics name them, reports and kpt results print them
+//! (`crate::same_object`: whether two definitions of one object read from
+//! two places are one).
 
 /// A DNS-1123 label, as Kubernetes checks a namespace: 1 to 63 characters, lowercase letters,
 /// digits and `-`, starting and ending with a letter or digit.
@@ -92,4 +91,13 @@ impl ObjectId {
             text.to_owned()
         }
     }
+}
+
+/// Annotations a kpt orchestrator puts on items; empty outside ResourceLists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ItemAnnotations {
+    /// `internal.config.kubernetes.io/path`, else `config.kubernetes.io/path`.
+    pub path: Option<String>,
+    /// `internal.config.kubernetes.io/index`, else `config.kubernetes.io/index`.
+    pub index: Option<String>,
 }

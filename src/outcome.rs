@@ -7,12 +7,26 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
 use crate::object::ObjectId;
-use crate::policies::ImageRef;
+use crate::policies::{ImageRef, PolicyKey};
 use crate::reflector::Resolved;
 use crate::text::Position;
-use crate::updater::tree::FileUpdate;
 use crate::walk::Skipped;
 use crate::yaml::edit::Edit;
+
+/// A file whose content changes.
+#[derive(Debug, Clone)]
+pub struct FileUpdate {
+    /// Path relative to the root, `/` separators.
+    pub rel: String,
+    /// Where it was read from, and is written in place (through the tree's door, which writes
+    /// a symlink's target).
+    pub path: PathBuf,
+    /// The original text (kept only when asked for, e.g. for diffs).
+    pub old_text: Option<String>,
+    pub new_text: String,
+    /// The file does not exist yet (an Argo CD override file).
+    pub created: bool,
+}
 
 /// One changed field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +97,7 @@ pub struct Outcome {
     pub diagnostics: Vec<Diagnostic>,
     /// Every policy in scope that has a latest image, keyed
     /// `NAMESPACE:NAME`.
-    pub observed_policies: BTreeMap<String, ImageRef>,
+    pub observed_policies: BTreeMap<PolicyKey, ImageRef>,
     /// The files whose content changes (tree input).
     pub files: Vec<FileUpdate>,
     /// The edits of the ResourceList's text (ResourceList input, `Apply`).
@@ -108,9 +122,69 @@ pub struct Outcome {
     /// The directory (or file) the report's paths are relative to (tree
     /// input).
     pub root: Option<TreeRoot>,
-    /// The Argo CD Applications whose images change: what each writes back
-    /// where, its commit message data and git settings.
-    pub argocd: Vec<crate::argocd::plan::AppPlan>,
+    /// The Argo CD Applications whose write-back was written: each one's
+    /// commit message data and git destination.
+    pub argocd: Vec<AppWriteBack>,
+}
+
+/// What one Argo CD Application's write-back did, as the commit message and
+/// the Job need it (the planner's own plan stays in `crate::argocd::plan`).
+#[derive(Debug, Clone)]
+pub struct AppWriteBack {
+    /// `NAMESPACE/NAME`.
+    pub app: String,
+    /// Whether at least one of its images changes.
+    pub changes_images: bool,
+    /// The commit message's data (`.AppName`, `.AppChanges`).
+    pub commit: image_update_template::argocd::CommitData,
+    /// Where its git write-back pushes (`None`: not the git method).
+    pub git: Option<GitWriteBack>,
+}
+
+/// Where an Application's git write-back pushes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitWriteBack {
+    /// The branch pushed when it is not the checkout branch (the rendered
+    /// `base:write` template, or the pull request's head branch).
+    pub push: Option<String>,
+    /// `gitConfig.pullRequest`: the request the Job proposes the head
+    /// branch (`push`) in, into the base branch.
+    pub pull_request: Option<AppPullRequest>,
+}
+
+/// The pull (merge) request an Argo CD Application asks for
+/// (`gitConfig.pullRequest`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppPullRequest {
+    /// Where it is set.
+    pub location: crate::diagnostic::Location,
+    /// The forge it names.
+    pub provider: RequestProvider,
+    /// Labels to add: de-duplicated, empty ones dropped.
+    pub labels: Vec<String>,
+}
+
+/// The forges `gitConfig.pullRequest` can name (Argo CD Image Updater's
+/// `github: {}` and `gitlab: {}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestProvider {
+    GitHub,
+    GitLab,
+}
+
+impl RequestProvider {
+    /// Every provider, by its key.
+    pub const ALL: [RequestProvider; 2] = [RequestProvider::GitHub, RequestProvider::GitLab];
+
+    /// Its key in `gitConfig.pullRequest`: `github` or `gitlab`.
+    #[must_use]
+    pub fn key(self) -> &'static str {
+        match self {
+            RequestProvider::GitHub => "github",
+            RequestProvider::GitLab => "gitlab",
+        }
+    }
 }
 
 /// The root of a tree run, for turning report paths into display paths.

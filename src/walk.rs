@@ -55,6 +55,12 @@ pub(crate) enum WalkError {
     Walk(String),
 }
 
+impl From<WalkError> for crate::error::Error {
+    fn from(error: WalkError) -> Self {
+        crate::error::Error::Other(Box::new(error))
+    }
+}
+
 /// Whether a file name is a candidate for markers.
 #[must_use]
 pub(crate) fn is_candidate_name(name: &str) -> bool {

@@ -233,7 +233,7 @@ fn run(work: &Path, dir: &Path, case: &Case) -> Result<(WriteBack, Value), Vec<S
                     "field": c.field_path,
                     "old": c.old_value,
                     "new": c.new_value,
-                    "setter": c.setter,
+                    "setter": c.key.to_string(),
                     "app": c.app.to_string(),
                     "alias": c.alias,
                     "line": c.position.line,

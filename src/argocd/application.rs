@@ -120,6 +120,17 @@ pub struct Annotation {
     pub value_position: Position,
 }
 
+/// How an Application names its sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceForm {
+    /// `spec.source`.
+    Single,
+    /// `spec.sources` (several sources).
+    Multiple,
+    /// `spec.sourceHydrator` (its `drySource`).
+    Hydrator,
+}
+
 /// An Argo CD Application.
 #[derive(Debug, Clone)]
 pub struct Application {
@@ -130,10 +141,8 @@ pub struct Application {
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, Annotation>,
     pub sources: Vec<Source>,
-    /// `spec.sources` (several sources).
-    pub multi_source: bool,
-    /// `spec.sourceHydrator`.
-    pub hydrator: bool,
+    /// Where its sources are written.
+    pub form: SourceForm,
     /// The object (its `metadata.name`).
     pub location: Location,
 }
@@ -252,11 +261,10 @@ pub(crate) fn read(
     }
     let spec = tree.get(node, "spec").map(|s| tree.resolve(s));
     let mut sources = Vec::new();
-    let mut multi_source = false;
-    let mut hydrator = false;
+    let mut form = SourceForm::Single;
     if let Some(spec) = spec {
         if let Some(list) = tree.get(spec, "sources").filter(|s| tree.is_seq(*s)) {
-            multi_source = true;
+            form = SourceForm::Multiple;
             for (i, s) in tree.items(list).iter().enumerate() {
                 sources.push(read_source(
                     tree,
@@ -267,7 +275,7 @@ pub(crate) fn read(
         } else if let Some(s) = tree.get(spec, "source").filter(|s| tree.is_map(*s)) {
             sources.push(read_source(tree, tree.resolve(s), "spec.source".to_owned()));
         } else if let Some(dry) = tree.at(spec, &["sourceHydrator", "drySource"]) {
-            hydrator = true;
+            form = SourceForm::Hydrator;
             sources.push(read_source(
                 tree,
                 dry,
@@ -288,8 +296,7 @@ pub(crate) fn read(
         labels: string_map(tree, tree.at(node, &["metadata", "labels"])),
         annotations,
         sources,
-        multi_source,
-        hydrator,
+        form,
         location,
     })
 }
@@ -424,7 +431,7 @@ mod tests {
             "kind: Application\nmetadata: {name: multi, namespace: team-a}\nspec:\n  sources:\n  - repoURL: https://charts.example\n    chart: web\n    helm:\n      parameters:\n      - {name: image.tag, value: '1.2', forceString: true}\n  - repoURL: https://git.example/values\n    ref: values\n",
         )
         .unwrap();
-        assert!(app.multi_source);
+        assert_eq!(app.form, SourceForm::Multiple);
         assert_eq!(app.sources.len(), 2);
         assert_eq!(app.sources[0].declared, Some(SourceType::Helm));
         assert_eq!(

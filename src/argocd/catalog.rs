@@ -630,7 +630,7 @@ struct Values {
 
 impl Values {
     /// The two copies (file index, object node, where the object is) of `what` are one object
-    /// (`crate::object::same`), or the error naming both places and the first field that
+    /// (`crate::same_object`), or the error naming both places and the first field that
     /// differs. When a file cannot be read as values, the copies cannot be compared: an error
     /// naming both.
     fn compare(
@@ -653,13 +653,13 @@ impl Values {
                     .at(at_b.clone()),
             ));
         };
-        match crate::object::same::difference(a.value, b.value) {
+        match crate::same_object::difference(a.value, b.value) {
             None => Ok(()),
             Some(d) => {
                 let at = |fi: usize, o: &crate::yaml::Object<'_>| {
                     Location::new(files[fi].origin.clone(), o.position(&d.pointer))
                 };
-                Err(Box::new(crate::object::same::conflict(
+                Err(Box::new(crate::same_object::conflict(
                     what,
                     &at(fa, &a),
                     at(fb, &b),

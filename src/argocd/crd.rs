@@ -31,10 +31,11 @@ use super::config::{
     CosignKeyRef, MAX_IMAGES_PER_APPLICATION, over_limit, split_entry, too_many_images,
 };
 use super::settings::{
-    Located, MAX_PULL_REQUEST_LABELS, ManifestTarget, PullRequestSettings, PullSecret,
-    UpdateSettings, WriteBackSettings, policy_config,
+    Located, MAX_PULL_REQUEST_LABELS, ManifestTarget, PullSecret, UpdateSettings,
+    WriteBackSettings, policy_config,
 };
 use crate::diagnostic::{Diagnostic, Location};
+use crate::outcome::{AppPullRequest, RequestProvider};
 use crate::policies::selector::{LabelSelector, LabelSelectorRequirement, Selector};
 use crate::reflector::selection::glob::Glob;
 use crate::yaml::tree::{NodeId, Tree};
@@ -463,13 +464,13 @@ impl Fields<'_, '_> {
     }
 
     /// `gitConfig.pullRequest`: exactly one provider (`github: {}` or `gitlab: {}`) and labels.
-    fn pull_request(&mut self, git: NodeId, field: &str) -> Option<PullRequestSettings> {
+    fn pull_request(&mut self, git: NodeId, field: &str) -> Option<AppPullRequest> {
         let node = self.tree().get(git, "pullRequest")?;
         let map = self.map(git, "pullRequest", field)?;
         self.known(map, field, &["github", "gitlab", "labels"]);
-        let providers: Vec<&'static str> = ["github", "gitlab"]
+        let providers: Vec<RequestProvider> = RequestProvider::ALL
             .into_iter()
-            .filter(|p| self.tree().get(map, p).is_some())
+            .filter(|p| self.tree().get(map, p.key()).is_some())
             .collect();
         let [provider] = providers[..] else {
             self.error(
@@ -500,7 +501,7 @@ impl Fields<'_, '_> {
             );
             return None;
         }
-        Some(PullRequestSettings {
+        Some(AppPullRequest {
             location: self.at(node),
             provider,
             labels,

@@ -303,7 +303,7 @@ fn signer(
 /// The Secret `namespace`/`name` among `documents`, and how to name it (`Ok(None)`: none).
 ///
 /// # Errors
-/// The Secret is defined twice, differently (`crate::object::same`): naming both places and the
+/// The Secret is defined twice, differently (`crate::same_object`): naming both places and the
 /// first field that differs, never its values.
 fn find_secret<'d>(
     documents: &'d [PolicyDocument],
@@ -323,8 +323,8 @@ fn find_secret<'d>(
         return Ok(None);
     };
     for (other, doc) in found {
-        if let Some(d) = crate::object::same::difference(first.value, other.value) {
-            return Err(crate::object::same::message(
+        if let Some(d) = crate::same_object::difference(first.value, other.value) {
+            return Err(crate::same_object::message(
                 &format!("Secret {namespace}/{name}"),
                 &first_doc.location(&first, &d.pointer),
                 Some(&doc.location(&other, &d.pointer)),

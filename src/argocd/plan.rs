@@ -13,16 +13,17 @@ use image_update_template::argocd::{
 };
 use sha2::{Digest, Sha256};
 
-use super::application::{AppId, SourceType};
+use super::application::{AppId, SourceForm, SourceType};
 use super::catalog::Catalog;
 use super::config::{AppConfig, ConfigOrigin, ImageSpec};
 use super::image::ImageTag;
-use super::settings::{GitCredentials, Located, Method, PullRequestSettings};
+use super::settings::{GitCredentials, Located, Method};
 use super::target::{self, Exists, KUSTOMIZATION_FILES, Target};
 use super::writers::{self, OverrideKind, Part, Planned, Problem, Record, Writer};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::input::SizeLimit;
 use crate::object::ObjectId;
+use crate::outcome::AppPullRequest;
 use crate::policies::{ImageRef, PolicyKey};
 use crate::sink::door::{Door, Refusal};
 use crate::text::{LineIndex, Position};
@@ -204,7 +205,7 @@ pub struct FieldChange {
     pub new_value: String,
     /// The policy key of the image: `NAMESPACE:APP/ALIAS` (KubeSphere `NAMESPACE:ALIAS`);
     /// `NAMESPACE:APP` for a value copied from the Application that no image owns.
-    pub setter: String,
+    pub key: PolicyKey,
     pub app: AppId,
     /// The image's alias (`""` for none, or for an unowned value).
     pub alias: String,
@@ -254,7 +255,7 @@ pub struct GitPlan {
     pub target_key: String,
     /// `gitConfig.pullRequest`: the Job proposes the change set's head branch (`push`) as a
     /// request into the base branch.
-    pub pull_request: Option<PullRequestSettings>,
+    pub pull_request: Option<AppPullRequest>,
 }
 
 /// What one Application's write-back does.
@@ -544,7 +545,7 @@ fn finish_file(path: String, state: &FileState<'_, '_>) -> Result<Option<FilePla
             field_path: field_path(&state.editor, &mut places, &r.path),
             old_value: r.old.clone(),
             new_value: r.new.clone(),
-            setter: r.setter.clone(),
+            key: r.key.clone(),
             app: app.clone(),
             alias: r.alias.clone(),
             position: finished
@@ -685,7 +686,7 @@ fn write_back_path(
     let file = catalog.file_of(app);
     match target {
         Target::Application => {
-            if app.hydrator {
+            if app.form == SourceForm::Hydrator {
                 return Err(vec![
                     Diagnostic::error(format!(
                         "Application {} takes its source from spec.sourceHydrator, which the argocd write-back method cannot patch in git",
@@ -795,7 +796,10 @@ fn write(
     let mut writer = Writer {
         editor: &mut state.editor,
         records: &mut records,
-        app_setter: format!("{}:{}", app.id.namespace, app.id.name),
+        app_key: PolicyKey {
+            namespace: app.id.namespace.clone(),
+            name: app.id.name.clone(),
+        },
     };
     let kind = w.kind.unwrap_or(OverrideKind::Helm);
     let result = match &w.target {
@@ -907,7 +911,7 @@ fn check_branch(b: &Located<String>, app: &AppId) -> Result<(), Diagnostic> {
 /// Where one Application writes back to git, as far as it is known before anything is planned.
 #[cfg(feature = "job")]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Destination {
+pub(crate) struct AppDestination {
     pub app: AppId,
     /// The repository's URL.
     pub repository: String,
@@ -922,7 +926,7 @@ pub(crate) struct Destination {
 /// whose settings are invalid are left out: planning reports them).
 #[cfg(feature = "job")]
 #[must_use]
-pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<Destination> {
+pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<AppDestination> {
     let none = MemoryFiles::default();
     catalog
         .configs
@@ -956,7 +960,7 @@ pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<Destination> {
                 .repository
                 .as_ref()
                 .map_or_else(|| app.location.clone(), |r| r.location.clone());
-            Some(Destination {
+            Some(AppDestination {
                 app: app.id.clone(),
                 repository: to.repository,
                 checkout: to.checkout,
@@ -1062,7 +1066,7 @@ fn git_destination(
     };
     // The checkout branch: the configured base, else the source's revision (with several
     // sources and a repository given, the revision of the source in that repository).
-    let revision = if app.multi_source && wb.repository.is_some() {
+    let revision = if app.form == SourceForm::Multiple && wb.repository.is_some() {
         app.sources
             .iter()
             .find(|s| crate::git_repository::same_repository(&s.repo_url, &repository))

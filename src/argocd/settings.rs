@@ -7,6 +7,7 @@
 //! `<alias>.` keys. A list (`ignoreTags`, `platforms`) replaces the inherited one.
 
 use crate::diagnostic::{Diagnostic, Location};
+use crate::outcome::AppPullRequest;
 use crate::reflector::selection::{Order, PolicyConfig, PolicySpec, Strategy};
 
 /// A value and where it was written.
@@ -246,19 +247,7 @@ pub struct WriteBackSettings {
     pub branch: Option<Located<String>>,
     pub target: Option<Located<String>>,
     /// `gitConfig.pullRequest` (opening the request is the Job's business).
-    pub pull_request: Option<PullRequestSettings>,
-}
-
-/// `gitConfig.pullRequest`: propose the write-back as a pull (merge) request from the
-/// change set's head branch into the base branch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PullRequestSettings {
-    /// Where it is set.
-    pub location: Location,
-    /// The provider it names: `github` or `gitlab`.
-    pub provider: &'static str,
-    /// Labels to add: de-duplicated, empty ones dropped, at most [`MAX_PULL_REQUEST_LABELS`].
-    pub labels: Vec<String>,
+    pub pull_request: Option<AppPullRequest>,
 }
 
 /// The most labels `gitConfig.pullRequest.labels` may give (Argo CD Image Updater's limit).

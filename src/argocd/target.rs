@@ -15,7 +15,7 @@
 //!
 //! Paths are cleaned (`.` and `..` resolved); one that climbs out of the repository is an error.
 
-use super::application::{Application, Source, SourceType};
+use super::application::{Application, Source, SourceForm, SourceType};
 use super::settings::{Located, Method};
 use crate::diagnostic::Diagnostic;
 
@@ -199,7 +199,7 @@ pub(crate) fn choose_source(
         _ => None,
     };
     let types: Vec<SourceType> = app.sources.iter().map(|s| source_type(s, files)).collect();
-    if !app.multi_source {
+    if app.form != SourceForm::Multiple {
         return (0, forced.unwrap_or(types[0]));
     }
     let wanted = forced.or_else(|| {

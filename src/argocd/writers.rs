@@ -59,7 +59,9 @@ pub(crate) struct Record {
     pub tracked: usize,
     pub old: String,
     pub new: String,
-    pub setter: String,
+    /// The policy key that owns the value: its image's, or the
+    /// Application's (`NAMESPACE:APP`) when no image owns it.
+    pub key: PolicyKey,
     pub alias: String,
 }
 
@@ -94,8 +96,8 @@ type Out = Result<Vec<Moved>, Problem>;
 pub(crate) struct Writer<'e, 't, 'a> {
     pub editor: &'e mut Editor<'t, 'a>,
     pub records: &'e mut Vec<Record>,
-    /// Setter of values that belong to no image (`NAMESPACE:APP`).
-    pub app_setter: String,
+    /// The key of values that belong to no image (`NAMESPACE:APP`).
+    pub app_key: PolicyKey,
 }
 
 impl Writer<'_, '_, '_> {
@@ -105,7 +107,7 @@ impl Writer<'_, '_, '_> {
         value: Handle,
         old: String,
         new: &str,
-        setter: &str,
+        key: &PolicyKey,
         alias: &str,
     ) {
         let tracked = self.editor.track(value);
@@ -114,7 +116,7 @@ impl Writer<'_, '_, '_> {
             tracked,
             old,
             new: new.to_owned(),
-            setter: setter.to_owned(),
+            key: key.clone(),
             alias: alias.to_owned(),
         });
     }
@@ -217,10 +219,10 @@ impl Writer<'_, '_, '_> {
         Ok(item)
     }
 
-    /// The setter and alias of a value: its image's, or the Application's when no image owns it.
-    fn owner(&self, p: Option<&Planned<'_>>) -> (String, String) {
-        p.map_or((self.app_setter.clone(), String::new()), |p| {
-            (p.key.to_string(), p.spec.alias.clone())
+    /// The key and alias of a value: its image's, or the Application's when no image owns it.
+    fn owner(&self, p: Option<&Planned<'_>>) -> (PolicyKey, String) {
+        p.map_or((self.app_key.clone(), String::new()), |p| {
+            (p.key.clone(), p.spec.alias.clone())
         })
     }
 
@@ -528,7 +530,7 @@ fn write_env(
 ) -> Result<(), Problem> {
     let mut items = NamedItems::new(w, seq);
     for (name, value) in env {
-        let (setter, alias) = w.owner(owners.get(&name).copied());
+        let (key, alias) = w.owner(owners.get(&name).copied());
         let item = items.item(w, &name)?;
         let (h, old) = w.set_field(item, "value", &value)?;
         if old != value {
@@ -539,7 +541,7 @@ fn write_env(
                 Part::Item { seq, item },
                 Part::Key("value".into()),
             ]);
-            w.record(path, h, old, &value, &setter, &alias);
+            w.record(path, h, old, &value, &key, &alias);
         }
     }
     Ok(())
@@ -618,7 +620,7 @@ fn override_kustomize(
             .or_insert(item);
     }
     for value in &list {
-        let (setter, alias) = w.owner(owners.get(value).copied());
+        let (owner, alias) = w.owner(owners.get(value).copied());
         let new = ArgoImage::parse(value);
         let key = name_and_registry(&new);
         let found = items
@@ -641,14 +643,14 @@ fn override_kustomize(
                 };
                 if replace && old != *value {
                     w.editor.set_scalar(item, value)?;
-                    w.record(path(item), item, old, value, &setter, &alias);
+                    w.record(path(item), item, old, value, &owner, &alias);
                 }
             }
             None => {
                 let item = w.editor.new_scalar(value);
                 w.editor.push(images, item)?;
                 items.insert(key, item);
-                w.record(path(item), item, String::new(), value, &setter, &alias);
+                w.record(path(item), item, String::new(), value, &owner, &alias);
             }
         }
     }
@@ -709,7 +711,7 @@ fn override_helm(
     let mut items = NamedItems::new(w, seq);
     let before = FirstAfter::new(w, seq);
     for param in &params {
-        let (setter, alias) = w.owner(owners.get(&param.name).copied());
+        let (key, alias) = w.owner(owners.get(&param.name).copied());
         match items.find(&param.name) {
             Some(item) => {
                 let (h, old) = w.set_field(item, "value", &param.value)?;
@@ -721,7 +723,7 @@ fn override_helm(
                         Part::Item { seq, item },
                         Part::Key("value".into()),
                     ];
-                    w.record(path, h, old, &param.value, &setter, &alias);
+                    w.record(path, h, old, &param.value, &key, &alias);
                 }
             }
             None => {
@@ -748,7 +750,7 @@ fn override_helm(
                     Part::Item { seq, item },
                     Part::Key("value".into()),
                 ];
-                w.record(path, v, String::new(), &param.value, &setter, &alias);
+                w.record(path, v, String::new(), &param.value, &key, &alias);
             }
         }
     }
@@ -891,7 +893,7 @@ pub(crate) fn kustomization(
     let mut entries = NamedItems::new(w, images);
     for value in &list {
         let want = image_override(value);
-        let (setter, alias) = w.owner(owners.get(value).copied());
+        let (key, alias) = w.owner(owners.get(value).copied());
         let item = match entries.get(&want.name) {
             Some(item) => item,
             None => entries.item(w, &want.name)?,
@@ -908,7 +910,7 @@ pub(crate) fn kustomization(
                 (_, false) => {
                     let (h, old) = w.set_field(item, field, value)?;
                     if old != value {
-                        w.record(path, h, old, value, &setter, &alias);
+                        w.record(path, h, old, value, &key, &alias);
                     }
                 }
             }
@@ -1199,8 +1201,7 @@ pub(crate) fn helm_values(w: &mut Writer<'_, '_, '_>, planned: &[Planned<'_>]) -
     for (p, path, value) in writes {
         let (h, parts, old) = helm_set(w, root, &path, &value)?;
         if old != value {
-            let setter = p.key.to_string();
-            w.record(parts, h, old, &value, &setter, &p.spec.alias);
+            w.record(parts, h, old, &value, &p.key, &p.spec.alias);
         }
     }
     Ok(moved)
@@ -1245,7 +1246,7 @@ pub(crate) fn application(
             let seq = w.seq_at(k, "images")?;
             let items = w.strings(seq);
             for (i, value) in list.iter().enumerate() {
-                let (setter, alias) = w.owner(owners.get(value).copied());
+                let (key, alias) = w.owner(owners.get(value).copied());
                 let item = match items.get(i) {
                     Some((_, old)) if old == value => continue,
                     Some((item, _)) => {
@@ -1265,7 +1266,7 @@ pub(crate) fn application(
                     Part::Key("images".into()),
                     Part::Item { seq, item },
                 ]);
-                w.record(path, item, old, value, &setter, &alias);
+                w.record(path, item, old, value, &key, &alias);
             }
         }
         OverrideKind::Helm => {
@@ -1285,14 +1286,7 @@ pub(crate) fn application(
                             Part::Item { seq, item },
                             Part::Key("value".into()),
                         ]);
-                        w.record(
-                            path,
-                            v,
-                            old,
-                            &param.value,
-                            &p.key.to_string(),
-                            &p.spec.alias,
-                        );
+                        w.record(path, v, old, &param.value, &p.key, &p.spec.alias);
                     }
                 }
             }

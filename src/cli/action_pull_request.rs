@@ -128,7 +128,9 @@ impl Observer for Recorder {
 
     fn interrupted(&self, signal: i32) {
         let _ = super::stdio::stderr().write_all(terminal::job_interrupted(signal).as_bytes());
-        super::stdio::exit(128 + signal);
+        super::stdio::exit(i32::from(
+            crate::failure::FailureKind::Interrupted { signal }.exit_code(),
+        ));
     }
 }
 
@@ -327,7 +329,6 @@ fn job_config(
         state_file: None,
         forge: Some(forge),
         pull_request: Some(settings),
-        forge_access: None,
     };
     Ok((job, root))
 }

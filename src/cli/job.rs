@@ -16,15 +16,14 @@ use super::Exit;
 use super::args::{ArgoArgs, MessageArgs, PolicySourceArgs, RegistryArgs};
 use crate::automation::{Automation, SigningKind};
 use crate::error::Error;
+use crate::failure::FailureKind;
 use crate::git_repository::{self, GitRepository};
 use crate::input::SizeLimit;
 use crate::job::checkout::{self, CheckoutTarget};
 use crate::job::credentials::{self, CredentialFlags, Environment as _, ProcessEnvironment};
 use crate::job::pull_request::{self, ForgeConfig, PullRequestSettings};
 use crate::job::secrets::{SecretObject, Secrets};
-use crate::job::{
-    EXIT_CONFIGURATION, Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status,
-};
+use crate::job::{Event, JobConfig, JobError, JobResult, Observer, PushSettings, Status};
 use crate::operation::UpdateConfig;
 use crate::outcome::Mode;
 use crate::render::{self, terminal};
@@ -522,10 +521,8 @@ pub(crate) fn run(args: &JobArgs) -> Result<Exit, Error> {
         }
         Err(Failure::Config(e)) => {
             super::print_error(e);
-            (
-                Status::failed_with("configuration", e, EXIT_CONFIGURATION),
-                EXIT_CONFIGURATION,
-            )
+            let kind = FailureKind::Configuration;
+            (Status::failed_with(kind, e), kind.exit_code())
         }
     };
     write_termination_log(args.termination_log.as_deref(), &status);
@@ -557,7 +554,9 @@ impl Observer for Progress {
 
     fn interrupted(&self, signal: i32) {
         let _ = super::stdio::stderr().write_all(terminal::job_interrupted(signal).as_bytes());
-        super::stdio::exit(128 + signal);
+        super::stdio::exit(i32::from(
+            crate::failure::FailureKind::Interrupted { signal }.exit_code(),
+        ));
     }
 }
 
@@ -745,7 +744,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
                 ),
             )
         }
-        (None, None, Some(d)) => (d.url.clone(), d.origin.clone()),
+        (None, None, Some(d)) => (d.repository.clone(), crate::job::argocd::origin(d)),
         (None, None, None) => {
             return Err(no_repository(automation.as_ref(), automation_file, args));
         }
@@ -832,7 +831,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
     };
     let remote =
         credentials::remote_settings(&url, &url_origin, &flags, &ProcessEnvironment, git_secret)?;
-    let (forge, forge_access) = forge_config(
+    let forge = forge_config(
         args,
         &url,
         &remote,
@@ -857,7 +856,6 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         state_file: args.state.clone(),
         forge,
         pull_request,
-        forge_access,
     })
 }
 
@@ -964,13 +962,14 @@ fn pull_request_settings(
     }))
 }
 
-/// The forge's API, when a request is to be opened or a GitHub App signs
-/// the git transport in: its credentials ([`credentials::forge_credentials`]),
-/// the provider (`--forge`, github for a GitRepository with `provider:
-/// github`, else the URL's host), its API URL (`--forge-api-url`, else the
-/// Secret's `githubAppBaseURL`), the git transport's CAs. Second: the same
-/// unchecked, whenever credentials are found, for the pull request Argo CD
-/// Applications may ask for (their provider is known after the update).
+/// The forge's API, whenever credentials for it are found: its credentials
+/// ([`credentials::forge_credentials`]), the provider (`--forge`, github for
+/// a GitRepository with `provider: github`, else the URL's host), its API
+/// URL (`--forge-api-url`, else the Secret's `githubAppBaseURL`), the git
+/// transport's CAs. When a request is to be opened or a GitHub App signs the
+/// git transport in, it must exist and is checked against the URL now;
+/// otherwise it serves the pull request Argo CD Applications may ask for
+/// (their provider is known after the update).
 fn forge_config(
     args: &JobArgs,
     url: &str,
@@ -978,7 +977,7 @@ fn forge_config(
     repository: Option<&GitRepository>,
     git_secret: Option<&SecretObject>,
     pull_request: Option<&PullRequestSettings>,
-) -> Result<(Option<ForgeConfig>, Option<ForgeConfig>), Error> {
+) -> Result<Option<ForgeConfig>, Error> {
     let pr = &args.pull_request;
     let app_in_secret = repository.is_some_and(|r| r.github_app);
     let found = credentials::forge_credentials(&ProcessEnvironment, git_secret, app_in_secret)?;
@@ -1029,9 +1028,9 @@ fn forge_config(
         )
     });
     if pull_request.is_none() && !git_auth {
-        return Ok((None, access));
+        return Ok(access);
     }
-    let Some(mut forge) = access.clone() else {
+    let Some(mut forge) = access else {
         return Err(Error::Usage(
             "--pull-request needs a token for the forge's API: IMAGE_UPDATE_FORGE_TOKEN, a \
              GitHub App (IMAGE_UPDATE_GITHUB_APP_ID and IMAGE_UPDATE_GITHUB_APP_PRIVATE_KEY), or \
@@ -1047,7 +1046,7 @@ fn forge_config(
             .map_err(|e| Error::Usage(format!("--pull-request: {e}")))?;
     }
     forge.git_auth = git_auth;
-    Ok((Some(forge), access))
+    Ok(Some(forge))
 }
 
 /// The checkout ref: a flag, else the automation's `spec.git.checkout.ref`,

@@ -44,6 +44,7 @@ pub(crate) use self::args::{
 use self::krm::FN_HELP;
 
 use crate::error::Error;
+use crate::failure::{EXIT_CHANGES_PENDING, EXIT_SUCCESS, FailureKind};
 use crate::render::terminal::Paint;
 
 /// The version `--version` prints: the package version, plus the git
@@ -137,9 +138,9 @@ impl Exit {
     #[must_use]
     pub(crate) fn code(self) -> u8 {
         match self {
-            Exit::Success => 0,
-            Exit::ChangesPending => 3,
-            Exit::Failed => 1,
+            Exit::Success => EXIT_SUCCESS,
+            Exit::ChangesPending => EXIT_CHANGES_PENDING,
+            Exit::Failed => FailureKind::Failed.exit_code(),
             #[cfg(feature = "job")]
             Exit::Code(code) => code,
         }
@@ -216,13 +217,7 @@ pub(crate) fn run() -> Result<Exit, Error> {
 /// it), 1 otherwise.
 #[must_use]
 pub(crate) fn error_code(error: &Error) -> u8 {
-    if error.is_usage() {
-        return 2;
-    }
-    if let Some(signal) = error.signal() {
-        return u8::try_from(128 + signal).unwrap_or(1);
-    }
-    1
+    error.failure_kind().exit_code()
 }
 
 /// How the log subscriber `main` sets up shows an event's fields: escaped

@@ -44,15 +44,11 @@ use sha2::{Digest, Sha256};
 
 use crate::automation::{self, Automation, AutomationKind, SigningKind};
 use crate::diagnostic::{Diagnostic, Location};
+use crate::failure::FailureKind;
 use crate::git_repository::{self, GitRepository};
 use crate::kubesphere::{self, Interval};
 use crate::yaml::Document;
 
-/// The Job's exit status for a configuration error (`crate::job`'s
-/// `EXIT_CONFIGURATION`; the README's Job section).
-pub(crate) const EXIT_CONFIGURATION: i64 = 2;
-/// The Job's exit status when every push lost a race (`EXIT_CONFLICT`).
-pub(crate) const EXIT_CONFLICT: i64 = 4;
 /// The container's name.
 pub(crate) const CONTAINER: &str = "image-update";
 /// Where the objects are mounted.
@@ -317,9 +313,9 @@ pub(crate) fn generate(
                 let (namespace, name) = crate::yaml::namespace_name(value);
                 let identity = (group, kind, namespace, name);
                 if let Some(&(earlier, origin)) = first.get(&identity) {
-                    if let Some(d) = crate::object::same::difference(&earlier.value, value) {
+                    if let Some(d) = crate::same_object::difference(&earlier.value, value) {
                         let (_, _, namespace, name) = identity;
-                        errors.push(crate::object::same::conflict(
+                        errors.push(crate::same_object::conflict(
                             &format!("{kind} {namespace}/{name}"),
                             &Location::new(origin, earlier.position(&d.pointer)),
                             at(&d.pointer),
@@ -790,17 +786,15 @@ fn signing_env(signing: Option<&(String, SigningKind)>) -> Option<Value> {
     })
 }
 
-/// The arguments and environment a unit adds for its signing key.
+/// The environment and projected file a unit adds for its signing key (its
+/// flag is [`JobCommand::signing_key`]).
 fn with_signing(
-    args: &mut Vec<String>,
     env: &mut Vec<Value>,
     sources: &mut Vec<Value>,
     signing: Option<&(String, SigningKind)>,
 ) {
     if let Some((secret, kind)) = signing {
         sources.push(signing_source(secret, *kind, "signing-key"));
-        args.push("--signing-key".to_owned());
-        args.push(format!("{CONFIG_MOUNT}/signing-key"));
     }
     env.extend(signing_env(signing));
 }
@@ -865,43 +859,82 @@ fn pod(
     })
 }
 
-/// The Job's arguments after the objects' (`dir`: the automation's
-/// directory with its files and whether it has policies; none for a fleet,
-/// whose index names them).
-fn job_args(dir: Option<(&str, bool)>, state: Option<String>) -> Vec<String> {
-    let mut args = Vec::new();
-    if let Some((dir, has_policies)) = dir {
-        args.extend([
-            "job".to_owned(),
-            "--automation".to_owned(),
-            format!("{dir}/{}", fleet::AUTOMATION),
-            "--git-repository".to_owned(),
-            format!("{dir}/{}", fleet::GIT_REPOSITORY),
-        ]);
-        if has_policies {
-            args.push("--policies".to_owned());
-            args.push(format!("{dir}/{}", fleet::POLICIES));
-        }
-    }
-    args.push("--fetch".to_owned());
-    if let Some(s) = state {
-        args.push("--state".to_owned());
-        args.push(s);
-    }
-    args.push("--termination-log".to_owned());
-    args.push("/dev/termination-log".to_owned());
-    args
+/// Where a deployed Job reads its objects from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JobObjects {
+    /// One automation's files (its GitRepository's, its policies' when it
+    /// has some) in the mounted configuration.
+    Automation {
+        /// The automation has a policies file.
+        policies: bool,
+    },
+    /// The fleet's index, whose entry `JOB_COMPLETION_INDEX` picks.
+    Fleet,
 }
 
+/// The command line of a deployed Job, each flag typed: [`JobCommand::args`]
+/// is the one place that spells `image-update job`'s flags for `deploy`.
+#[derive(Debug, Clone)]
+struct JobCommand<'o> {
+    objects: JobObjects,
+    /// `--state FILE`.
+    state: Option<String>,
+    /// `--signing-key`: the key mounted at `CONFIG_MOUNT/signing-key`.
+    signing_key: bool,
+    /// The deploy options: `--registry-provider HOST=PROVIDER` for each of
+    /// their registry providers.
+    options: &'o Options,
+}
+
+impl JobCommand<'_> {
+    /// The container's arguments: `job`, the objects, `--fetch`, the state
+    /// file, the termination log, the signing key, the registry providers.
+    fn args(&self) -> Vec<String> {
+        let mut args = vec!["job".to_owned()];
+        let at = |file: &str| format!("{CONFIG_MOUNT}/{file}");
+        match self.objects {
+            JobObjects::Automation { policies } => {
+                args.extend([
+                    "--automation".to_owned(),
+                    at(fleet::AUTOMATION),
+                    "--git-repository".to_owned(),
+                    at(fleet::GIT_REPOSITORY),
+                ]);
+                if policies {
+                    args.extend(["--policies".to_owned(), at(fleet::POLICIES)]);
+                }
+            }
+            JobObjects::Fleet => args.extend(["--fleet".to_owned(), at(fleet::FILE)]),
+        }
+        args.push("--fetch".to_owned());
+        if let Some(state) = &self.state {
+            args.extend(["--state".to_owned(), state.clone()]);
+        }
+        args.extend([
+            "--termination-log".to_owned(),
+            "/dev/termination-log".to_owned(),
+        ]);
+        if self.signing_key {
+            args.extend(["--signing-key".to_owned(), at("signing-key")]);
+        }
+        args.extend(provider_args(self.options));
+        args
+    }
+}
+
+/// The Job's `podFailurePolicy`: fail at once on the exit status of a
+/// configuration error, count a lost push race as a retry.
 fn failure_rules(per_index: bool) -> Value {
+    let configuration = FailureKind::Configuration.exit_code();
+    let conflict = FailureKind::Conflict.exit_code();
     json!({"rules": [
         {
             "action": if per_index { "FailIndex" } else { "FailJob" },
-            "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_CONFIGURATION]},
+            "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [configuration]},
         },
         {
             "action": "Count",
-            "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_CONFLICT]},
+            "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [conflict]},
         },
         // `status` defaults to "True", but the API's OpenAPI schemas of Kubernetes 1.30 to 1.34
         // require it.
@@ -967,14 +1000,17 @@ fn single(u: &Unit, name: &str, options: &Options) -> Result<(Vec<Value>, Option
             json!({"secret": {"name": s, "items": [{"key": ".dockerconfigjson", "path": s}]}}),
         );
     }
-    let has_policies = u.files.iter().any(|(k, _)| *k == fleet::POLICIES);
-    let mut args = job_args(
-        Some((CONFIG_MOUNT, has_policies)),
-        options.state.then(|| "/state/state.json".to_owned()),
-    );
+    let args = JobCommand {
+        objects: JobObjects::Automation {
+            policies: u.files.iter().any(|(k, _)| *k == fleet::POLICIES),
+        },
+        state: options.state.then(|| "/state/state.json".to_owned()),
+        signing_key: u.signing.is_some(),
+        options,
+    }
+    .args();
     let mut env = git_env(u.git_secret.as_deref(), u.ssh);
-    with_signing(&mut args, &mut env, &mut sources, u.signing.as_ref());
-    args.extend(provider_args(options));
+    with_signing(&mut env, &mut sources, u.signing.as_ref());
     let volumes = vec![json!({"name": "config", "projected": {"sources": sources}})];
     let mut template = pod(&options.image, args, env, volumes, options.state, name);
     if let Some(identity) = &options.cloud_identity {
@@ -1143,20 +1179,15 @@ fn fleet_objects(
     let state = options
         .state
         .then(|| "/state/$(JOB_COMPLETION_INDEX).json".to_owned());
-    let mut fleet_args = vec![
-        "job".to_owned(),
-        "--fleet".to_owned(),
-        format!("{CONFIG_MOUNT}/{}", fleet::FILE),
-    ];
-    fleet_args.extend(job_args(None, state));
+    let fleet_args = JobCommand {
+        objects: JobObjects::Fleet,
+        state,
+        signing_key: first.signing.is_some(),
+        options,
+    }
+    .args();
     let mut env = git_env(first.git_secret.as_deref(), first.ssh);
-    with_signing(
-        &mut fleet_args,
-        &mut env,
-        &mut sources,
-        first.signing.as_ref(),
-    );
-    fleet_args.extend(provider_args(options));
+    with_signing(&mut env, &mut sources, first.signing.as_ref());
     let volumes = vec![json!({"name": "config", "projected": {"sources": sources}})];
     let mut template = pod(
         &options.image,

@@ -16,32 +16,21 @@ use image_update_forge::{Options, Provider, WhenNothingToDo};
 
 use super::pull_request::PullRequestSettings;
 use crate::argocd::catalog::GitScope;
-use crate::argocd::settings::PullRequestSettings as PullRequest;
+use crate::argocd::plan::AppDestination;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::git_repository::same_repository;
 use crate::operation::{self, UpdateConfig};
-use crate::outcome::Outcome;
-
-/// Where the Applications of the policy files write back to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Destination {
-    /// The repository's URL.
-    pub url: String,
-    /// The base branch (`None`: the remote's default branch).
-    pub checkout: Option<String>,
-    /// Where the URL comes from, for messages: `FILE:LINE:COL: the repository Argo CD
-    /// Application NS/NAME writes back to`.
-    pub origin: String,
-}
+use crate::outcome::{AppPullRequest, AppWriteBack, GitWriteBack, Outcome, RequestProvider};
 
 /// The one repository and base branch the git write-back of the Applications in the policy
-/// files goes to (`None` when none writes back to git), for a Job given no `--url`.
+/// files goes to (`None` when none writes back to git), for a Job given no `--url`: the first
+/// Application's destination, which every other one shares.
 ///
 /// # Errors
 /// Unreadable policy files, invalid Argo CD objects, Applications that name different
 /// repositories or base branches (each at its file, line and column).
-pub(crate) fn destination(update: &UpdateConfig) -> Result<Option<Destination>, Error> {
+pub(crate) fn destination(update: &UpdateConfig) -> Result<Option<AppDestination>, Error> {
     let found = operation::argocd_destinations(update)?;
     let Some(first) = found.first() else {
         return Ok(None);
@@ -89,14 +78,17 @@ pub(crate) fn destination(update: &UpdateConfig) -> Result<Option<Destination>, 
             },
         ));
     }
-    Ok(Some(Destination {
-        url: first.repository.clone(),
-        checkout: first.checkout.clone(),
-        origin: format!(
-            "{}: the repository Argo CD Application {} writes back to",
-            first.location, first.app
-        ),
-    }))
+    Ok(Some(first.clone()))
+}
+
+/// Where the repository URL of `destination` comes from, for messages: `FILE:LINE:COL: the
+/// repository Argo CD Application NS/NAME writes back to`.
+#[must_use]
+pub(crate) fn origin(destination: &AppDestination) -> String {
+    format!(
+        "{}: the repository Argo CD Application {} writes back to",
+        destination.location, destination.app
+    )
 }
 
 /// The base branch the Applications of the policy files that write to `url` agree on, for a Job
@@ -117,13 +109,11 @@ pub(crate) fn checkout_for(update: &UpdateConfig, url: &str) -> Result<Option<St
 }
 
 /// The Applications that changed and write back to git, with their git plans.
-fn changed_git(
-    outcome: &Outcome,
-) -> Vec<(&crate::argocd::plan::AppPlan, &crate::argocd::plan::GitPlan)> {
+fn changed_git(outcome: &Outcome) -> Vec<(&AppWriteBack, &GitWriteBack)> {
     outcome
         .argocd
         .iter()
-        .filter(|a| !a.images.is_empty())
+        .filter(|a| a.changes_images)
         .filter_map(|a| a.git.as_ref().map(|g| (a, g)))
         .collect()
 }
@@ -204,7 +194,7 @@ pub(crate) struct ArgoRequest {
 /// Applications that changed and push to different branches.
 pub(crate) fn pull_request(outcome: &Outcome) -> Result<Option<ArgoRequest>, Error> {
     let git = changed_git(outcome);
-    let requests: Vec<&PullRequest> = git
+    let requests: Vec<&AppPullRequest> = git
         .iter()
         .filter_map(|(_, g)| g.pull_request.as_ref())
         .collect();
@@ -236,8 +226,9 @@ pub(crate) fn pull_request(outcome: &Outcome) -> Result<Option<ArgoRequest>, Err
          {{{{ else }}}}{{{{ {fallback} }}}}{{{{ end }}}}"
     );
     let provider = match requests.first().map(|r| r.provider) {
-        Some("gitlab") => Provider::GitLab,
-        _ => Provider::GitHub,
+        Some(RequestProvider::GitLab) => Provider::GitLab,
+        Some(RequestProvider::GitHub) => Provider::GitHub,
+        None => return Ok(None),
     };
     Ok(Some(ArgoRequest {
         provider,

@@ -29,15 +29,15 @@ use image_update_git::{
     Auth, Author, Checkout, CheckoutRef, CloneOptions, CommitSettings, ForcePush, PushOutcome,
     PushRequest, Remote, RemoteSettings, RetryError, RetryPolicy, Signer, push_with_retry,
 };
-use serde::Serialize;
 
 use self::checkout::CheckoutTarget;
 use self::pull_request::ForgeConfig;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
+use crate::failure::FailureKind;
 use crate::operation::{self, Input, PolicyValue, UpdateConfig};
 use crate::policies::{ImageRef, PolicyKey};
-use crate::render::report::Report;
+pub(crate) use crate::render::job_status::{Event, JobResult, ObservedImage, Status};
 use crate::sink::interrupt;
 
 pub(crate) mod argocd;
@@ -46,16 +46,6 @@ pub(crate) mod credentials;
 pub(crate) mod pull_request;
 pub(crate) mod secrets;
 pub(crate) mod state;
-
-/// Exit status of a run that failed for a reason a retry cannot fix: a
-/// usage mistake or invalid configuration (a Job's `podFailurePolicy`
-/// should `FailJob` on it).
-pub(crate) const EXIT_CONFIGURATION: u8 = 2;
-/// Exit status of a failed run that may succeed later (network, registry,
-/// git server, template, invalid files in the repository).
-pub(crate) const EXIT_FAILED: u8 = 1;
-/// Exit status when the push still lost the race after every attempt.
-pub(crate) const EXIT_CONFLICT: u8 = 4;
 
 /// Everything one Job run needs, validated.
 #[derive(Debug)]
@@ -85,17 +75,29 @@ pub(crate) struct JobConfig {
     pub work_parent: Option<PathBuf>,
     /// The short-circuit's memory between runs ([`state`]).
     pub state_file: Option<PathBuf>,
-    /// The forge's API: for `--pull-request`, and for a GitHub App's
-    /// installation token as the git credential.
+    /// The forge's API, when credentials for it were found: signed in to
+    /// before the clone for `--pull-request` (checked then) and for a GitHub
+    /// App's installation token as the git credential
+    /// ([`JobConfig::forge_first`]); otherwise only for the request Argo CD
+    /// Applications ask for without `--pull-request`, its provider, when no
+    /// flag names one, theirs. `None`: no credentials for the API were
+    /// found, so such a head branch is pushed and no request opened, with a
+    /// warning.
     pub forge: Option<pull_request::ForgeConfig>,
     /// Push to a head branch and open or update a request into the checkout
     /// branch, instead of pushing to it (needs `forge`).
     pub pull_request: Option<pull_request::PullRequestSettings>,
-    /// The forge, for the request Argo CD Applications ask for without
-    /// `--pull-request`, unchecked (its provider, when no flag names one, is
-    /// theirs); `None`: no credentials for its API were found, so the head
-    /// branch is pushed and no request opened, with a warning.
-    pub forge_access: Option<pull_request::ForgeConfig>,
+}
+
+impl JobConfig {
+    /// The forge signed in to before anything is cloned: for
+    /// `--pull-request`, or a GitHub App's token as the git credential.
+    #[must_use]
+    pub(crate) fn forge_first(&self) -> Option<&pull_request::ForgeConfig> {
+        self.forge
+            .as_ref()
+            .filter(|forge| self.pull_request.is_some() || forge.git_auth)
+    }
 }
 
 /// Where the commit goes.
@@ -110,114 +112,12 @@ pub(crate) struct PushSettings {
     pub options: Vec<String>,
 }
 
-/// What a run did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) enum JobResult {
-    /// A commit was pushed.
-    Pushed,
-    /// No marked field needed a change (or someone else made it first, or
-    /// the automation is suspended): nothing was pushed.
-    NothingToDo,
-    /// Nothing changed since the last run (`--state`): nothing was cloned.
-    Skipped,
-    /// The run failed (the status's `error` says why).
-    Failed,
-}
-
-/// The Job's status: one JSON object on stdout, shaped after Flux's
-/// ImageUpdateAutomation status.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Status {
-    /// What happened.
-    pub result: JobResult,
-    /// The pushed commit (40 hex digits).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_push_commit: Option<String>,
-    /// When it was pushed (RFC 3339, UTC).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_push_time: Option<String>,
-    /// Every policy in scope with its latest image, keyed by policy name
-    /// (Flux's `observedPolicies`).
-    pub observed_policies: BTreeMap<String, ObservedImage>,
-    /// `BRANCH@sha1:HEX`: the pushed commit, or the checked-out one when
-    /// nothing was pushed or the push went to another branch (Flux).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub observed_source_revision: Option<String>,
-    /// The ResultV2 change report of the update that was pushed (or that
-    /// found nothing to do).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub changes: Option<Report>,
-    /// Push attempts made (0 when nothing was pushed).
-    pub attempts: u32,
-    /// The message of the pushed commit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub commit_message: Option<String>,
-    /// What the supply-chain gate found about each chosen image (who signed
-    /// it, when it was released, the alias, the candidates passed over), by
-    /// policy: the report's `supplyChain`.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub supply_chain: BTreeMap<String, crate::render::report::SupplyChainEntry>,
-    /// With `--state`: why the run was skipped, or why it was not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub short_circuit: Option<String>,
-    /// With `--pull-request`: the request this run left.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pull_request: Option<pull_request::RequestStatus>,
-    /// Why the run failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<StatusError>,
-}
-
-/// An image reference of `observedPolicies`, as Flux writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct ObservedImage {
-    /// The image name.
-    pub name: String,
-    /// The tag.
-    pub tag: String,
-    /// The digest, when known.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub digest: String,
-}
-
-/// The `error` of a failed run's status.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct StatusError {
-    /// `configuration`, `conflict`, `interrupted`, `pullRequest` or
-    /// `failed`.
-    pub kind: &'static str,
-    /// The error with its causes, one line.
-    pub message: String,
-    /// The process exit status.
-    pub exit_code: u8,
-}
-
 impl Status {
-    fn new(result: JobResult) -> Self {
-        Self {
-            result,
-            last_push_commit: None,
-            last_push_time: None,
-            observed_policies: BTreeMap::new(),
-            observed_source_revision: None,
-            changes: None,
-            attempts: 0,
-            commit_message: None,
-            supply_chain: BTreeMap::new(),
-            short_circuit: None,
-            pull_request: None,
-            error: None,
-        }
-    }
-
     /// The status of a run that failed with `error`; after a push, with
     /// what was pushed.
     #[must_use]
     pub(crate) fn failed(error: &JobError) -> Self {
-        let failed = Self::failed_with(error.kind(), error, error.exit_code());
+        let failed = Self::failed_with(error.kind(), error);
         match error {
             JobError::PullRequest { status, .. } => Self {
                 result: JobResult::Failed,
@@ -225,24 +125,6 @@ impl Status {
                 ..(**status).clone()
             },
             _ => failed,
-        }
-    }
-
-    /// The status of a run that failed with `error`, of `kind`, ending the
-    /// process with `exit_code`.
-    #[must_use]
-    pub(crate) fn failed_with(
-        kind: &'static str,
-        error: &(dyn std::error::Error + 'static),
-        exit_code: u8,
-    ) -> Self {
-        Self {
-            error: Some(StatusError {
-                kind,
-                message: crate::diagnostic::one_line(error),
-                exit_code,
-            }),
-            ..Self::new(JobResult::Failed)
         }
     }
 }
@@ -346,103 +228,42 @@ impl JobError {
         move |source| Self::Git { step, source }
     }
 
-    /// The process exit status: [`EXIT_CONFIGURATION`] for configuration
-    /// that cannot work, [`EXIT_CONFLICT`] when every push lost a race,
-    /// 128 + the signal when interrupted, [`EXIT_FAILED`] otherwise.
+    /// The process exit status ([`FailureKind::exit_code`]).
     #[must_use]
     pub(crate) fn exit_code(&self) -> u8 {
-        if let Self::Interrupted { signal } = self {
-            return u8::try_from(128 + signal).unwrap_or(EXIT_FAILED);
-        }
-        match self.kind() {
-            "configuration" => EXIT_CONFIGURATION,
-            "conflict" => EXIT_CONFLICT,
-            _ => EXIT_FAILED,
-        }
+        self.kind().exit_code()
     }
 
-    /// `configuration`, `conflict`, `interrupted`, `pullRequest` (the
-    /// head branch holds the change, the request failed) or `failed`.
+    /// Configuration that cannot work, a conflict when every push lost a
+    /// race, interrupted, a pull request that failed after its head branch
+    /// was pushed, or failed.
     #[must_use]
-    pub(crate) fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> FailureKind {
         use image_update_git::ErrorKind;
         match self {
             Self::Forge { source, .. }
                 if source.kind() == image_update_forge::ErrorKind::Config =>
             {
-                "configuration"
+                FailureKind::Configuration
             }
-            Self::NoForge | Self::NoBaseBranch { .. } | Self::HeadIsBase { .. } => "configuration",
-            Self::PullRequest { .. } => "pullRequest",
+            Self::NoForge | Self::NoBaseBranch { .. } | Self::HeadIsBase { .. } => {
+                FailureKind::Configuration
+            }
+            Self::PullRequest { .. } => FailureKind::PullRequest,
             Self::Git { source, .. } => match source.kind() {
-                ErrorKind::Configuration => "configuration",
-                ErrorKind::GaveUp => "conflict",
-                _ => "failed",
+                ErrorKind::Configuration => FailureKind::Configuration,
+                ErrorKind::GaveUp => FailureKind::Conflict,
+                _ => FailureKind::Failed,
             },
-            Self::Update(e) | Self::Reapply(e) if e.is_usage() => "configuration",
-            Self::Interrupted { .. } => "interrupted",
+            Self::Update(e) | Self::Reapply(e) if e.is_usage() => FailureKind::Configuration,
+            Self::Interrupted { signal } => FailureKind::Interrupted { signal: *signal },
             Self::Update(_)
             | Self::Reapply(_)
             | Self::WorkDir { .. }
             | Self::NoTagInRange { .. }
-            | Self::Forge { .. } => "failed",
+            | Self::Forge { .. } => FailureKind::Failed,
         }
     }
-}
-
-/// What the Job tells while it runs, for the front end to show.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Event<'a> {
-    /// The short-circuit could not skip the run, for this reason.
-    Running { reason: &'a str },
-    /// Nothing changed since the last run: nothing was cloned.
-    Skipped,
-    /// The repository was cloned at this revision (`BRANCH@sha1:HEX`) into
-    /// the work tree (removed when the run ends).
-    Cloned {
-        url: &'a str,
-        revision: &'a str,
-        work_tree: &'a Path,
-    },
-    /// The update of the work tree is done (before anything is committed):
-    /// what it found and did, its paths in the work tree.
-    Updated(&'a crate::outcome::Outcome),
-    /// The update raised a warning.
-    Warning(&'a Diagnostic),
-    /// The automation is suspended.
-    Suspended { what: &'a str },
-    /// No marked field needs a change.
-    NothingToChange,
-    /// The update changed fields back to what the tree already held.
-    TreeUnchanged,
-    /// A commit was pushed.
-    Pushed {
-        commit: &'a str,
-        branch: &'a str,
-        attempts: u32,
-    },
-    /// After a lost race, the other writer's tip needs no change.
-    RaceLeftNothing { tip: &'a str },
-    /// The head branch of the request already holds this change: nothing
-    /// was pushed.
-    HeadUpToDate { branch: &'a str },
-    /// The request this run left.
-    PullRequest {
-        /// `pull request` or `merge request`.
-        noun: &'a str,
-        url: &'a str,
-        number: u64,
-        /// `created`, `updated`, `unchanged`, `reopened` or `closed`.
-        action: &'a str,
-    },
-    /// A call made once the request existed failed (a label, an assignee,
-    /// a reviewer, auto-merge).
-    PullRequestWarning { message: &'a str },
-    /// The state file could not be written (the run itself succeeded).
-    StateNotWritten {
-        path: &'a Path,
-        error: &'a std::io::Error,
-    },
 }
 
 /// Told what the Job does; the Job itself prints nothing and never ends the
@@ -470,8 +291,7 @@ pub(crate) fn run(config: &JobConfig, observer: &Arc<dyn Observer>) -> Result<St
         return Err(JobError::NoForge);
     }
     let forge = config
-        .forge
-        .as_ref()
+        .forge_first()
         .map(|forge| pull_request::connect(forge, &config.url))
         .transpose()
         .map_err(|source| JobError::Forge {
@@ -572,7 +392,9 @@ fn short_circuit(
             checkout: revision.id.to_string(),
             push,
         },
-        observed_policies: operation::observe(&config.update).map_err(JobError::Update)?,
+        observed_policies: state::keyed(
+            &operation::observe(&config.update).map_err(JobError::Update)?,
+        ),
         observed_source_revision: Some(revision.to_string()),
         last_push_commit: None,
         last_push_time: None,
@@ -596,7 +418,10 @@ fn short_circuit(
         return Ok((Err(reason.to_owned()), seen));
     }
     let mut status = Status::new(JobResult::Skipped);
-    status.observed_policies = by_name(&last.observed_policies);
+    status.observed_policies = by_name(last.observed_policies.iter().map(|(key, image)| {
+        let name = PolicyKey::parse(key).map_or_else(|| key.clone(), |k| k.name);
+        (name, image)
+    }));
     status.observed_source_revision = last.observed_source_revision;
     status.last_push_commit = last.last_push_commit;
     status.last_push_time = last.last_push_time;
@@ -714,7 +539,12 @@ fn run_in(
     }
     let mut status = Status::new(JobResult::NothingToDo);
     status.observed_source_revision = Some(checked_out.to_string());
-    status.observed_policies = by_name(&outcome.observed_policies);
+    status.observed_policies = by_name(
+        outcome
+            .observed_policies
+            .iter()
+            .map(|(key, image)| (key.name.clone(), image)),
+    );
     status.changes = Some(outcome.report());
     if let Some(what) = &outcome.suspended {
         observer.event(&Event::Suspended { what });
@@ -745,7 +575,7 @@ fn run_in(
         && let Some(request) = argocd::pull_request(&outcome).map_err(JobError::Update)?
     {
         let connected;
-        let forge = match (forge, &config.forge_access) {
+        let forge = match (forge, &config.forge) {
             (Some(forge), _) => Some(forge),
             (None, Some(access)) => {
                 let access = ForgeConfig {
@@ -909,24 +739,22 @@ fn reapply_config(config: &UpdateConfig, outcome: &crate::outcome::Outcome) -> U
     again.values = outcome
         .observed_policies
         .iter()
-        .filter_map(|(key, image)| {
-            Some(PolicyValue {
-                key: PolicyKey::parse(key)?,
-                image: image.clone(),
-                source: format!("{key} (the first attempt's result)"),
-            })
+        .map(|(key, image)| PolicyValue {
+            key: key.clone(),
+            image: image.clone(),
+            source: format!("{key} (the first attempt's result)"),
         })
         .collect();
     again
 }
 
 /// Flux keys `observedPolicies` by policy name (one automation sees one
-/// namespace); the report keys them `NAMESPACE:NAME`.
-fn by_name(observed: &BTreeMap<String, ImageRef>) -> BTreeMap<String, ObservedImage> {
+/// namespace); `observed` gives each policy's name and latest image.
+fn by_name<'a>(
+    observed: impl Iterator<Item = (String, &'a ImageRef)>,
+) -> BTreeMap<String, ObservedImage> {
     observed
-        .iter()
-        .map(|(key, image)| {
-            let name = PolicyKey::parse(key).map_or_else(|| key.clone(), |k| k.name);
+        .map(|(name, image)| {
             let image = ObservedImage {
                 name: image.name.clone(),
                 tag: image.tag.clone(),
@@ -995,5 +823,46 @@ impl Drop for SignalWatch {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code
+
+    use super::*;
+
+    /// A retry after a lost race applies every result of the first attempt, a key that does not
+    /// read back from its text (an Argo CD alias with a `:`) included: the outcome keeps the
+    /// keys themselves, not their text.
+    #[test]
+    fn a_retry_applies_every_policy_the_first_attempt_observed() {
+        let mut outcome = crate::outcome::Outcome::default();
+        for (namespace, name) in [("apps", "web"), ("argocd", "shop/registry:5000/cart")] {
+            outcome.observed_policies.insert(
+                PolicyKey {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                },
+                ImageRef {
+                    name: format!("example.com/{namespace}"),
+                    tag: "1.2.3".to_owned(),
+                    digest: String::new(),
+                },
+            );
+        }
+        let again = reapply_config(&UpdateConfig::default(), &outcome);
+        let keys: Vec<String> = again.values.iter().map(|v| v.key.to_string()).collect();
+        assert_eq!(keys, ["apps:web", "argocd:shop/registry:5000/cart"]);
+        assert!(PolicyKey::parse(&keys[1]).is_none());
+        let names: Vec<String> = by_name(
+            outcome
+                .observed_policies
+                .iter()
+                .map(|(key, image)| (key.name.clone(), image)),
+        )
+        .into_keys()
+        .collect();
+        assert_eq!(names, ["shop/registry:5000/cart", "web"]);
     }
 }

@@ -21,11 +21,11 @@ use image_update_forge::{
     Proposal, Provider, PullRequest, Repository, RetryPolicy, WhenNothingToDo,
 };
 use image_update_git::{Checkout, CommitSettings, ForcePush, PushRequest};
-use serde::Serialize;
 
 use super::{Event, JobConfig, JobError, JobResult, Observer, Status, now_rfc3339};
 use crate::operation::UpdateConfig;
 use crate::outcome::Outcome;
+pub(crate) use crate::render::job_status::RequestStatus;
 
 /// How to reach the forge's API.
 #[derive(Debug, Clone)]
@@ -155,34 +155,6 @@ pub(crate) struct PullRequestSettings {
     pub options: Options,
     /// What a run with nothing to do does with the open request.
     pub when_nothing_to_do: WhenNothingToDo,
-}
-
-/// The status's `pullRequest`: the request a run left, if any.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RequestStatus {
-    /// `github`, `gitlab`, `gitea` or `forgejo`.
-    pub provider: &'static str,
-    /// The head branch.
-    pub head: String,
-    /// The base branch (the checkout branch).
-    pub base: String,
-    /// The request's web page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Its number (GitLab's `!N`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub number: Option<u64>,
-    /// `created`, `updated`, `unchanged`, `reopened` or `closed`; absent
-    /// when there is no request (nothing to do, and none open).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<&'static str>,
-    /// What failed once the request existed (a label, an assignee, a
-    /// reviewer, auto-merge).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// API calls this run made (a GitHub App's token exchange included).
-    pub api_calls: u32,
 }
 
 impl RequestStatus {

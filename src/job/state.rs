@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use super::JobConfig;
-use crate::policies::ImageRef;
+use crate::policies::{ImageRef, PolicyKey};
 
 /// What the last successful run saw and left.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,7 +27,8 @@ pub(crate) struct State {
     pub config_hash: String,
     /// The remote heads after it.
     pub heads: Heads,
-    /// Its policies' latest images, keyed `NAMESPACE:NAME`.
+    /// Its policies' latest images, keyed `NAMESPACE:NAME` (the state
+    /// file's format: [`keyed`]).
     pub observed_policies: BTreeMap<String, ImageRef>,
     /// Its status's `observedSourceRevision`.
     #[serde(default)]
@@ -76,8 +77,7 @@ pub(crate) fn config_hash(config: &JobConfig) -> String {
         config.signer.as_ref().map(image_update_git::Signer::kind),
         config.push,
         config
-            .forge
-            .as_ref()
+            .forge_first()
             .map(|forge| (forge.provider, &forge.api_url)),
         config.pull_request,
     );
@@ -126,4 +126,14 @@ pub(crate) fn write(path: &Path, state: &State) -> std::io::Result<()> {
     file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// `observed` as the state file keeps it: keyed `NAMESPACE:NAME`, in the
+/// order of those strings.
+#[must_use]
+pub(crate) fn keyed(observed: &BTreeMap<PolicyKey, ImageRef>) -> BTreeMap<String, ImageRef> {
+    observed
+        .iter()
+        .map(|(key, image)| (key.to_string(), image.clone()))
+        .collect()
 }

@@ -22,13 +22,14 @@ use crate::argocd::plan::{self, AppPlan, DirFiles, FilePlan, Files, KnownFiles, 
 use crate::diagnostic::{Diagnostic, Location};
 use crate::error::Error;
 use crate::input::FileId;
+use crate::outcome::{AppWriteBack, FileUpdate, GitWriteBack};
 use crate::outcome::{Change, Outcome, TreeRoot};
 use crate::policies::{PolicyDocument, PolicyKey, PolicyTable};
 use crate::reflector::Definition;
 use crate::render::message::MessageConfig;
 use crate::render::report::Report;
 use crate::sink::door::Door;
-use crate::updater::tree::{FileUpdate, KeptText};
+use crate::updater::tree::KeptText;
 
 /// A text that may hold Argo CD objects.
 #[derive(Debug)]
@@ -521,7 +522,7 @@ pub(super) fn absorb(
                 field_path: c.field_path,
                 old_value: c.old_value,
                 new_value: c.new_value,
-                setter: c.setter,
+                setter: c.key.to_string(),
                 position: c.position,
             }));
         outcome.files.push(FileUpdate {
@@ -547,9 +548,18 @@ pub(super) fn absorb(
 /// The Applications of `apps` with a change in `written`, the files written: an Application whose
 /// write-back is not written (outside the update path) gives no commit message, write branch or
 /// pull request.
-fn written_apps(apps: Vec<AppPlan>, written: &HashSet<AppId>) -> Vec<AppPlan> {
+fn written_apps(apps: Vec<AppPlan>, written: &HashSet<AppId>) -> Vec<AppWriteBack> {
     apps.into_iter()
         .filter(|a| written.contains(&a.app))
+        .map(|a| AppWriteBack {
+            app: a.app.to_string(),
+            changes_images: !a.images.is_empty(),
+            commit: a.commit,
+            git: a.git.map(|g| GitWriteBack {
+                push: g.push,
+                pull_request: g.pull_request,
+            }),
+        })
         .collect()
 }
 
@@ -791,7 +801,7 @@ pub(super) fn plan_list(
                 field_path: c.field_path.clone(),
                 old_value: c.old_value.clone(),
                 new_value: c.new_value.clone(),
-                setter: c.setter.clone(),
+                setter: c.key.to_string(),
                 position: crate::text::Position {
                     line: c.position.line + first_line,
                     column: c.position.column,

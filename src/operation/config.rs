@@ -34,7 +34,7 @@ pub struct UpdateConfig {
     /// Policy documents given with the settings themselves: a KRM
     /// functionConfig that is a KubeSphere ImageUpdater, whose `images` are
     /// definitions. One that is also among the input's documents (the same
-    /// object, with the same content: `crate::object::same`) is read once;
+    /// object, with the same content: `crate::same_object`) is read once;
     /// with other content, it is an error.
     pub documents: Vec<crate::policies::PolicyDocument>,
     /// Which ImagePolicies are used.

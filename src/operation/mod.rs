@@ -37,7 +37,7 @@ use crate::updater::plan;
 use crate::updater::plan::Planned;
 use crate::updater::scan::{ObjectInfo, Scan};
 use crate::updater::source::resource_list::{ListLayout, parse_node};
-use crate::updater::tree::{self, Destination, FileOutcome};
+use crate::updater::tree::{self, FileOutcome, Placement};
 
 /// What a run updates.
 #[derive(Debug)]
@@ -354,7 +354,8 @@ pub(crate) fn run_then(
 /// As [`run`] for the policy files and fetching.
 pub(crate) fn observe(
     config: &UpdateConfig,
-) -> Result<std::collections::BTreeMap<String, crate::policies::ImageRef>, Error> {
+) -> Result<std::collections::BTreeMap<crate::policies::PolicyKey, crate::policies::ImageRef>, Error>
+{
     let mut early = Vec::new();
     let named =
         policies::read_policy_files(&config.policy_files, config.max_file_size, &mut early)?;
@@ -371,7 +372,7 @@ pub(crate) fn observe(
 /// Unreadable policy files; invalid Argo CD objects in them.
 pub(crate) fn argocd_destinations(
     config: &UpdateConfig,
-) -> Result<Vec<crate::argocd::plan::Destination>, Error> {
+) -> Result<Vec<crate::argocd::plan::AppDestination>, Error> {
     let files: Vec<_> = config
         .policy_files
         .iter()
@@ -389,21 +390,21 @@ pub(crate) fn argocd_destinations(
         .unwrap_or_default())
 }
 
-/// Every policy of `table` with a latest image, keyed `NAMESPACE:NAME`.
+/// Every policy of `table` with a latest image, by key.
 fn observed(
     table: &crate::policies::PolicyTable,
-) -> std::collections::BTreeMap<String, crate::policies::ImageRef> {
+) -> std::collections::BTreeMap<crate::policies::PolicyKey, crate::policies::ImageRef> {
     table
         .observed()
-        .map(|(k, l)| (k.to_string(), l.clone()))
+        .map(|(k, l)| (k.clone(), l.clone()))
         .collect()
 }
 
 fn tree_error(e: tree::TreeError) -> Error {
     match e {
-        tree::TreeError::Walk(w) => Error::Walk(w),
+        tree::TreeError::Walk(w) => w.into(),
         tree::TreeError::Read(r) => r.into(),
-        tree::TreeError::Lock(l) => Error::Lock(l),
+        tree::TreeError::Lock(l) => l.into(),
     }
 }
 
@@ -803,17 +804,17 @@ fn write(
             door: None,
         })
         .collect();
-    let destination = match &config.outputs.output_dir {
-        Some(dir) => Destination::Under(dir.clone()),
-        None => Destination::InPlace,
+    let placement = match &config.outputs.output_dir {
+        Some(dir) => Placement::Under(dir.clone()),
+        None => Placement::InPlace,
     };
     let updates = if config.mode.writes() {
         outcome.files.as_slice()
     } else {
         &[]
     };
-    let output_door = match &destination {
-        Destination::Under(dir) if !updates.is_empty() => Some(Door::new(dir).map_err(|e| {
+    let output_door = match &placement {
+        Placement::Under(dir) if !updates.is_empty() => Some(Door::new(dir).map_err(|e| {
             Error::invalid(vec![
                 Diagnostic::error(format!("cannot resolve the output directory: {e}"))
                     .at(Location::new(dir.display().to_string(), None)),
@@ -830,10 +831,10 @@ fn write(
             "files of a tree to write without the tree's door".to_owned(),
         ));
     }
-    let journal_dir = match &destination {
+    let journal_dir = match &placement {
         _ if updates.is_empty() => None,
-        Destination::Under(dir) => Some(dir.as_path()),
-        Destination::InPlace => journal_dir,
+        Placement::Under(dir) => Some(dir.as_path()),
+        Placement::InPlace => journal_dir,
     };
     outcome.stdout = rendered
         .iter()
@@ -856,7 +857,7 @@ fn write(
     let written = match door {
         Some(door) => tree::write_updates(
             updates,
-            &destination,
+            &placement,
             door,
             &extra,
             journal_dir,

@@ -344,7 +344,7 @@ fn flux_gate(value: &Value) -> Result<GateConfig, Problem> {
 ///
 /// An object defined twice (the same API group, kind, namespace and name,
 /// read from two places) is one object when both definitions are the same
-/// (`crate::object::same`: the first read is kept), and an error naming both
+/// (`crate::same_object`: the first read is kept), and an error naming both
 /// places and the first field that differs when they are not; for a Secret,
 /// only when a definition uses it.
 ///
@@ -416,7 +416,7 @@ fn distinct<'a>(
     documents: &'a [PolicyDocument],
     errors: &mut Vec<Diagnostic>,
 ) -> (Vec<Found<'a>>, BTreeMap<(String, String), String>) {
-    use crate::object::same;
+    use crate::same_object as same;
     let mut kept: Vec<Found<'a>> = Vec::new();
     let mut first: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
     let mut conflicts = BTreeMap::new();

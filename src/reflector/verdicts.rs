@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::gate::{GateError, SupplyChain, signers};
 use super::selection::Selection;
-use crate::render::escape::{Shown, escape};
+use crate::escape::{Shown, escape};
 
 /// The gate's verdict on one candidate: what [`super::gate::pass`] would
 /// say about it.
@@ -273,7 +273,7 @@ impl<'a> JsonVerdicts<'a> {
 /// ```
 ///
 /// `chosen` is the gate's choice, or why there is none. Values (tags,
-/// identities, reasons) are escaped ([`crate::render::escape`]).
+/// identities, reasons) are escaped ([`crate::escape`]).
 #[must_use]
 pub(crate) fn render_text(
     chain: &SupplyChain,

@@ -27,10 +27,10 @@
 use std::fmt::Write as _;
 use std::path::{Component, Path};
 
-use super::escape::{Shown, escape, line_start};
 use super::{Summary, Unit, change_text, fetched_line};
 use crate::diagnostic::{Diagnostic, Location, Severity, one_line};
 use crate::error::{Error, Part};
+use crate::escape::{Shown, escape, line_start};
 use crate::outcome::Outcome;
 
 /// The outputs the Action writes, in the order it writes them (the last

@@ -35,13 +35,13 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use super::escape::{Shown, escape};
 use super::{Summary, Unit, change_text};
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, Part};
+use crate::escape::{Shown, escape};
+use crate::object::ItemAnnotations;
 use crate::object::ObjectId;
 use crate::outcome::{Mode, Outcome};
-use crate::updater::scan::ItemAnnotations;
 use crate::yaml::edit::{Style, quote};
 
 /// How serious a result is.

@@ -20,8 +20,9 @@
 //! each warning once, in the outcome; nothing here adds to or drops from
 //! them, so every audience is told the same things.
 
-pub(crate) mod escape;
 pub(crate) mod github;
+#[cfg(feature = "job")]
+pub(crate) mod job_status;
 pub(crate) mod kpt;
 pub(crate) mod message;
 pub(crate) mod progress;
@@ -32,7 +33,7 @@ pub(crate) mod terminal;
 
 use std::collections::BTreeSet;
 
-use self::escape::{Shown, escape};
+use crate::escape::{Shown, escape};
 use crate::outcome::{Change, Outcome};
 use crate::reflector::Resolved;
 

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use image_update_registry::{Event, Observer};
 
-use super::escape::Shown;
+use crate::escape::Shown;
 
 /// Nothing is shown before fetching has gone on this long.
 pub(crate) const QUIET_START: Duration = Duration::from_secs(1);

@@ -302,7 +302,11 @@ impl Report {
     #[must_use]
     pub fn of(outcome: &Outcome) -> Self {
         let mut report = Self {
-            observed_policies: outcome.observed_policies.clone(),
+            observed_policies: outcome
+                .observed_policies
+                .iter()
+                .map(|(key, image)| (key.to_string(), image.clone()))
+                .collect(),
             ..Self::default()
         };
         for c in &outcome.changes {
@@ -338,7 +342,7 @@ impl Report {
     }
 
     /// Render as JSON (pretty, newline-terminated; the characters YAML does not allow raw and
-    /// those a terminal would act on escaped, [`super::escape::json`], so that every reader of
+    /// those a terminal would act on escaped, [`crate::escape::json`], so that every reader of
     /// reports reads it back and a terminal shows it safely) or YAML.
     ///
     /// # Errors
@@ -347,7 +351,7 @@ impl Report {
         match format {
             Format::Json => serde_json::to_string_pretty(self)
                 .map(|s| {
-                    let mut s = super::escape::json(s);
+                    let mut s = crate::escape::json(s);
                     s.push('\n');
                     s
                 })

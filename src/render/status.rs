@@ -2,9 +2,9 @@
 //! its termination message, the same object cut to fit what Kubernetes
 //! keeps. Both are read in a terminal (`kubectl logs`, `kubectl describe
 //! pod`): the characters JSON leaves raw that a terminal would act on are
-//! written as JSON escapes ([`super::escape::json`]), the same values.
+//! written as JSON escapes ([`crate::escape::json`]), the same values.
 
-use crate::job::Status;
+use super::job_status::Status;
 
 /// The most bytes Kubernetes keeps of a termination message.
 pub(crate) const TERMINATION_MESSAGE_LIMIT: usize = 4096;
@@ -15,7 +15,7 @@ pub(crate) const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 /// Only if serialisation fails, which plain data does not.
 pub(crate) fn json(status: &Status) -> Result<String, serde_json::Error> {
     serde_json::to_string_pretty(status).map(|text| {
-        let mut text = super::escape::json(text);
+        let mut text = crate::escape::json(text);
         text.push('\n');
         text
     })
@@ -28,7 +28,7 @@ pub(crate) fn json(status: &Status) -> Result<String, serde_json::Error> {
 #[must_use]
 pub(crate) fn termination_message(status: &Status) -> String {
     let text =
-        |brief: &Status| super::escape::json(serde_json::to_string(brief).unwrap_or_default());
+        |brief: &Status| crate::escape::json(serde_json::to_string(brief).unwrap_or_default());
     let mut brief = status.clone();
     let mut out = text(&brief);
     if out.len() > TERMINATION_MESSAGE_LIMIT {
@@ -68,10 +68,13 @@ mod tests {
     #[test]
     fn the_status_escapes_what_a_terminal_would_act_on_and_keeps_the_values() {
         let value = "web\n::error::x\u{1b}[2J\u{0}\u{9b}2J\u{202e}end";
-        let mut status = Status::failed_with("git", &std::io::Error::other("x"), 1);
+        let mut status = Status::failed_with(
+            crate::failure::FailureKind::Failed,
+            &std::io::Error::other("x"),
+        );
         status.commit_message = Some(value.to_owned());
         for text in [json(&status).unwrap(), termination_message(&status)] {
-            let raw = |c: char| c != '\n' && crate::render::escape::escaped(c);
+            let raw = |c: char| c != '\n' && crate::escape::escaped(c);
             assert!(!text.contains(raw), "{text}");
             assert!(
                 text.contains(r"web\n::error::x\u001b[2J\u0000\u009b2J\u202eend"),
@@ -85,7 +88,7 @@ mod tests {
     #[test]
     fn a_termination_message_of_escaped_characters_still_fits() {
         let error = std::io::Error::other("\u{1}".repeat(3000));
-        let status = Status::failed_with("git", &error, 1);
+        let status = Status::failed_with(crate::failure::FailureKind::Failed, &error);
         let text = termination_message(&status);
         assert!(text.len() <= TERMINATION_MESSAGE_LIMIT, "{}", text.len());
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -16,12 +16,12 @@
 
 use std::fmt::Write as _;
 
-use super::escape::{Shown, escape, line_start};
 use super::{Summary, Unit, change_text, fetched_line};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::error::{Error, Part};
+use crate::escape::{Shown, escape, line_start};
+use crate::outcome::FileUpdate;
 use crate::outcome::{Change, Outcome};
-use crate::updater::tree::FileUpdate;
 
 /// ANSI colours, or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,7 +272,7 @@ pub(crate) fn diff(update: &FileUpdate, path: &str, paint: Paint) -> String {
 /// lines.
 #[must_use]
 pub(crate) fn git_quoted(path: &str) -> String {
-    if !path.contains(|c: char| super::escape::escaped(c) || c == '"' || c == '\\') {
+    if !path.contains(|c: char| crate::escape::escaped(c) || c == '"' || c == '\\') {
         return path.to_owned();
     }
     let mut out = String::with_capacity(path.len() + 8);
@@ -288,7 +288,7 @@ pub(crate) fn git_quoted(path: &str) -> String {
             '\u{b}' => out.push_str("\\v"),
             '\u{c}' => out.push_str("\\f"),
             '\r' => out.push_str("\\r"),
-            c if super::escape::escaped(c) => {
+            c if crate::escape::escaped(c) => {
                 let mut bytes = [0; 4];
                 for b in c.encode_utf8(&mut bytes).bytes() {
                     let _ = write!(out, "\\{b:03o}");
@@ -305,8 +305,8 @@ pub(crate) fn git_quoted(path: &str) -> String {
 /// in it escaped.
 #[cfg(feature = "job")]
 #[must_use]
-pub(crate) fn job_event(event: &crate::job::Event<'_>, paint: Paint) -> String {
-    use crate::job::Event;
+pub(crate) fn job_event(event: &super::job_status::Event<'_>, paint: Paint) -> String {
+    use super::job_status::Event;
     match event {
         Event::Running { reason } => format!("running: {}\n", Shown(reason)),
         Event::Skipped => "nothing changed since the last run: skipped\n".to_owned(),
@@ -493,7 +493,7 @@ mod tests {
     #[cfg(feature = "job")]
     #[test]
     fn job_progress_shows_values_escaped() {
-        use crate::job::Event;
+        use crate::render::job_status::Event;
         let lines = [
             Event::Cloned {
                 url: &format!("https://h/r{PAYLOAD}"),

@@ -135,6 +135,15 @@ impl CommitError {
     }
 }
 
+impl From<CommitError> for crate::error::Error {
+    fn from(error: CommitError) -> Self {
+        crate::error::Error::Commit(crate::error::CommitFailure {
+            signal: error.signal(),
+            error: Box::new(error),
+        })
+    }
+}
+
 /// What [`recover`] did with the journals of runs that are gone.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Recovered {

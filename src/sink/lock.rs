@@ -28,6 +28,12 @@ pub(crate) struct LockError {
     pub source: std::io::Error,
 }
 
+impl From<LockError> for crate::error::Error {
+    fn from(error: LockError) -> Self {
+        crate::error::Error::Other(Box::new(error))
+    }
+}
+
 /// Lock the directory `dir`, exclusively or shared, waiting for another
 /// run that holds it (with a message on stderr). A filesystem that does not
 /// support locks is used unlocked, with a warning.

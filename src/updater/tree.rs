@@ -13,27 +13,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::input::{ReadError, SizeLimit, WideEncoding};
+use crate::outcome::FileUpdate;
 use crate::policies::PolicyTable;
 use crate::sink;
 use crate::text::Position;
 use crate::updater::plan::{self, Plan, PlanError, PlanOptions, Planned};
 use crate::updater::scan::Layout;
 use crate::walk::{self as dir, Candidate, Skipped, WalkError};
-
-/// A file whose content changes.
-#[derive(Debug, Clone)]
-pub struct FileUpdate {
-    /// Path relative to the root, `/` separators.
-    pub rel: String,
-    /// Where it was read from, and is written in place (through the tree's door, which writes
-    /// a symlink's target).
-    pub path: PathBuf,
-    /// The original text (kept only when asked for, e.g. for diffs).
-    pub old_text: Option<String>,
-    pub new_text: String,
-    /// The file does not exist yet (an Argo CD override file).
-    pub created: bool,
-}
 
 /// What became of one screened file.
 #[derive(Debug)]
@@ -410,21 +396,21 @@ pub(crate) fn prepare(path: &Path, writes_in_place: bool) -> Result<Prepared, Tr
     })
 }
 
-/// Where updated files go.
+/// Where updated files are placed: in place, or under an output directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Destination {
+pub(crate) enum Placement {
     InPlace,
     /// Under this directory, at each file's relative path.
     Under(PathBuf),
 }
 
-impl Destination {
+impl Placement {
     /// Where `update` is written, as named (its door resolves it).
     #[must_use]
     pub(crate) fn target(&self, update: &FileUpdate) -> PathBuf {
         match self {
-            Destination::InPlace => update.path.clone(),
-            Destination::Under(dir) => dir.join(&update.rel),
+            Placement::InPlace => update.path.clone(),
+            Placement::Under(dir) => dir.join(&update.rel),
         }
     }
 }
@@ -439,14 +425,14 @@ impl Destination {
 /// back the originals failed too (the error names them).
 pub(crate) fn write_updates<'a>(
     updates: impl IntoIterator<Item = &'a FileUpdate>,
-    destination: &Destination,
+    placement: &Placement,
     door: &sink::door::Door,
     extra: &[sink::dir::FileWrite<'_>],
     journal_dir: Option<&Path>,
     before_rename: sink::dir::BeforeRename<'_>,
 ) -> Result<(), sink::dir::CommitError> {
     let updates: Vec<&FileUpdate> = updates.into_iter().collect();
-    let targets: Vec<PathBuf> = updates.iter().map(|u| destination.target(u)).collect();
+    let targets: Vec<PathBuf> = updates.iter().map(|u| placement.target(u)).collect();
     let writes: Vec<sink::dir::FileWrite<'_>> = updates
         .iter()
         .zip(&targets)

@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use super::select::{Candidate, Drops, PatternCount, Selection, thousands};
 use super::spec::PolicySpec;
-use crate::render::escape::Shown;
+use crate::escape::Shown;
 
 /// What a report names as the result of a policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl<'a> From<&'a Drops> for JsonDrops<'a> {
 }
 
 /// The JSON report (pretty-printed, newline-terminated; the characters a
-/// terminal would act on as JSON escapes, [`crate::render::escape::json`]);
+/// terminal would act on as JSON escapes, [`crate::escape::json`]);
 /// schema in the module docs.
 ///
 /// # Errors
@@ -150,7 +150,7 @@ pub(crate) fn render_json_with(
         digest_reflection: spec.digest_reflection().to_string(),
         supply_chain,
     };
-    let mut out = crate::render::escape::json(serde_json::to_string_pretty(&report)?);
+    let mut out = crate::escape::json(serde_json::to_string_pretty(&report)?);
     out.push('\n');
     Ok(out)
 }
@@ -175,7 +175,7 @@ pub(crate) fn render_json_with(
 /// A candidate whose ranking key differs from its tag shows it as
 /// `tag (key 1700000000)`; newest-build candidates show `created <time>`.
 /// Values (the registry's tags, patterns) are escaped
-/// ([`crate::render::escape`]): each line is one line.
+/// ([`crate::escape`]): each line is one line.
 pub fn render_text(
     image: &str,
     spec: &PolicySpec,

@@ -30,7 +30,7 @@ use std::ops::Range;
 use granit_parser::{Event, Parser, ScalarStyle, Span, StructureStyle};
 
 use self::marker::Comment;
-use crate::object::ObjectId;
+use crate::object::{ItemAnnotations, ObjectId};
 use crate::text::Position;
 use crate::yaml::SyntaxError;
 use crate::yaml::edit::{Slot, Style};
@@ -42,15 +42,6 @@ pub enum Layout {
     Documents,
     /// One `ResourceList` document; its objects are the elements of `items`.
     ResourceList,
-}
-
-/// Annotations a kpt orchestrator puts on items; empty outside ResourceLists.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ItemAnnotations {
-    /// `internal.config.kubernetes.io/path`, else `config.kubernetes.io/path`.
-    pub path: Option<String>,
-    /// `internal.config.kubernetes.io/index`, else `config.kubernetes.io/index`.
-    pub index: Option<String>,
 }
 
 /// One object (a document, or a ResourceList item) that holds markers.

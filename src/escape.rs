@@ -122,7 +122,7 @@ pub(crate) fn json(text: String) -> String {
 #[cfg(test)]
 mod tests {
     // (Named from the crate: this module's layer is below its parent's.)
-    use crate::render::escape::{Cow, Shown, escape, escaped, json, line_start};
+    use crate::escape::{Cow, Shown, escape, escaped, json, line_start};
 
     #[test]
     fn controls_and_bidi_characters_are_shown_escaped() {
