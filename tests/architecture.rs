@@ -517,3 +517,163 @@ fn every_module_is_on_the_maps() {
         );
     }
 }
+
+/// The longest a function in `src/` may be, in lines from its `fn` line to
+/// its closing brace.
+const MAX_FUNCTION_LINES: usize = 120;
+
+/// Functions still longer than [`MAX_FUNCTION_LINES`], each with the length
+/// it may not exceed: a ratchet that only goes down. Split one and remove it
+/// from this list (the test says when); none may be added.
+const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
+    ("src/argocd/catalog.rs", "collect", 371),
+    ("src/cli/job.rs", "config", 279),
+    ("src/operation/mod.rs", "run_then", 261),
+    ("src/reflector/definitions.rs", "flux_policy", 225),
+    ("src/deploy/mod.rs", "generate", 202),
+    ("src/job/mod.rs", "run_in", 198),
+    ("src/deploy/mod.rs", "fleet_objects", 185),
+    ("src/reflector/fetch.rs", "resolve", 173),
+    ("src/argocd/kubesphere.rs", "read", 167),
+    ("src/deploy/mod.rs", "unit", 160),
+    ("src/yaml/tree.rs", "parse", 154),
+    ("src/reflector/gate.rs", "pass", 146),
+    ("src/walk.rs", "walk", 143),
+    ("src/sink/dir.rs", "commit_staged", 143),
+    ("src/operation/policies.rs", "gather", 140),
+    ("src/reflector/selection/select.rs", "filter_tags", 135),
+    ("src/create.rs", "image_updater", 131),
+    ("src/job/pull_request.rs", "propose", 128),
+    (
+        "src/reflector/emit.rs",
+        "emits_flux_and_kubesphere_policies",
+        125,
+    ),
+    ("src/argocd/writers.rs", "helm_set", 125),
+    ("src/updater/scan/mod.rs", "event", 124),
+    (
+        "src/reflector/selection/reflection.rs",
+        "flux_digest_reflection_matrix",
+        123,
+    ),
+    ("src/cli/action_pull_request.rs", "job_config", 123),
+    ("src/argocd/annotations.rs", "read", 122),
+];
+
+/// The name of the function a line declares (`pub(crate) async fn name<...>(`),
+/// if it declares one.
+fn declared_function(line: &str) -> Option<&str> {
+    let mut rest = line.trim_start();
+    for prefix in [
+        "pub(crate) ",
+        "pub(super) ",
+        "pub ",
+        "const ",
+        "async ",
+        "unsafe ",
+    ] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    let rest = rest.strip_prefix("fn ")?;
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+    Some(&rest[..end]).filter(|name| !name.is_empty())
+}
+
+/// Every function with a body in `text` as (name, first line, lines). The
+/// sources are rustfmt's: a body opens on a line at the `fn` line's
+/// indentation that ends with `{` (or `{}`), and closes on the first later
+/// line that is that indentation and `}`; a line ending with `;` first is a
+/// declaration without a body.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let Some(name) = declared_function(line) else {
+            continue;
+        };
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let opening = lines[start..].iter().position(|l| {
+            let at_indent = l.starts_with(indent) && !l[indent.len()..].starts_with(' ');
+            (std::ptr::eq(*l, *line) || at_indent)
+                && (l.ends_with('{') || l.ends_with("{}") || l.ends_with(';'))
+        });
+        let Some(opening) = opening.map(|o| start + o) else {
+            continue;
+        };
+        if lines[opening].ends_with(';') {
+            continue;
+        }
+        let length = if lines[opening].ends_with("{}") {
+            opening - start + 1
+        } else {
+            let closing = format!("{indent}}}");
+            match lines[opening + 1..].iter().position(|l| *l == closing) {
+                Some(c) => opening + 1 + c - start + 1,
+                None => continue,
+            }
+        };
+        found.push((name.to_owned(), start + 1, length));
+    }
+    found
+}
+
+#[test]
+fn functions_are_measured() {
+    let text = "fn a() {}\n\
+                pub(crate) fn b(\n    x: u8,\n) -> u8 {\n    x\n}\n\
+                trait T {\n    fn c(&self);\n    fn d(&self) {\n        let _ = 1;\n    }\n}\n";
+    assert_eq!(
+        functions(text),
+        vec![
+            ("a".to_owned(), 1, 1),
+            ("b".to_owned(), 2, 5),
+            ("d".to_owned(), 9, 3),
+        ]
+    );
+}
+
+#[test]
+fn no_function_is_over_the_limit() {
+    let mut files = Vec::new();
+    sources(&root().join("src"), &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let text = fs_err::read_to_string(file).unwrap();
+        for (name, line, length) in functions(&text) {
+            let allowed = LONG_FUNCTIONS
+                .iter()
+                .find(|(f, n, _)| *f == rel && *n == name)
+                .map(|(_, _, l)| *l);
+            if allowed.is_some() {
+                seen.insert((rel.clone(), name.clone()));
+            }
+            match allowed {
+                Some(limit) if length > limit => problems.push(format!(
+                    "{rel}:{line}: {name} has {length} lines, more than the {limit} it had: split it"
+                )),
+                Some(_) if length <= MAX_FUNCTION_LINES => problems.push(format!(
+                    "{rel}:{line}: {name} has {length} lines now: remove it from LONG_FUNCTIONS"
+                )),
+                None if length > MAX_FUNCTION_LINES => problems.push(format!(
+                    "{rel}:{line}: {name} has {length} lines, over {MAX_FUNCTION_LINES}: split it"
+                )),
+                _ => {}
+            }
+        }
+    }
+    for (file, name, _) in LONG_FUNCTIONS {
+        if !seen.contains(&((*file).to_owned(), (*name).to_owned())) {
+            problems.push(format!(
+                "{file}: no function {name}: remove it from LONG_FUNCTIONS"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
