@@ -29,9 +29,11 @@
 //!    all-or-nothing writes), [`teardown`] (what a one-shot process leaves
 //!    to its exit).
 //! 1. The domain: [`policies`] (policy results, scope, the table markers are
-//!    looked up in), [`automation`] (Flux ImageUpdateAutomation),
-//!    [`git_repository`] (the Flux GitRepository an automation updates),
-//!    [`kubesphere`] (KubeSphere ImageUpdaters as automations), [`create`]
+//!    looked up in), [`automation`] (Flux ImageUpdateAutomation, and the one
+//!    reader of its git section), [`git_repository`] (the Flux GitRepository
+//!    an automation updates), [`kubesphere`] (a KubeSphere ImageUpdater, read
+//!    once for the automation, the reflector and the Argo CD write-back),
+//!    [`automation_file`] (the automation a file names, of either kind), [`create`]
 //!    (the objects `create` writes), [`updater`] (find markers and plan
 //!    their new values; [`updater::plan`] is its pure core), [`reflector`] (policy
 //!    results from registries; the client is the `image-update-registry`
@@ -58,6 +60,7 @@
 pub mod api;
 pub(crate) mod argocd;
 pub(crate) mod automation;
+pub(crate) mod automation_file;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub(crate) mod create;

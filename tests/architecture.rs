@@ -30,6 +30,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("teardown", 0),
     ("policies", 1),
     ("automation", 1),
+    ("automation_file", 1),
     ("git_repository", 1),
     ("kubesphere", 1),
     ("create", 1),

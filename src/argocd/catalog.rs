@@ -103,11 +103,21 @@ pub struct Selection {
     /// `FILE (Application NS/NAME, image "ALIAS")`, for messages and conflicts.
     pub source: String,
     pub location: Location,
-    /// The reflector's definitions already read this image (a KubeSphere entry, same key and
-    /// configuration): the operation must not define it twice.
-    pub defined_by_reflector: bool,
+    /// Who defines the policy the selection reads.
+    pub defined_by: DefinedBy,
     /// The key its candidates must be signed with (`imagesVerification`).
     pub verify: Option<CosignKeyRef>,
+}
+
+/// Who defines the policy a [`Selection`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefinedBy {
+    /// The selection: the catalog's definitions (`argocd::definitions`) make one of it.
+    Selection,
+    /// The reflector, from the KubeSphere ImageUpdater the image is an entry of (the object read
+    /// once, by `crate::kubesphere::read`, under the same key `NAMESPACE:ALIAS`): the operation
+    /// must not define it twice.
+    KubeSphereUpdater,
 }
 
 /// Everything read.
@@ -137,7 +147,7 @@ impl Catalog<'_> {
 }
 
 /// Substrings of a file that may hold something read here.
-pub(crate) const SCREEN: [&str; 2] = ["argoproj.io", kubesphere::GROUP];
+pub(crate) const SCREEN: [&str; 2] = ["argoproj.io", crate::kubesphere::GROUP];
 
 /// Whether `text` may hold an Application or image updater configuration (a cheap test before
 /// parsing).
@@ -516,7 +526,10 @@ pub fn collect<'a>(
                     image.key_alias()
                 ),
                 location: image.location.clone(),
-                defined_by_reflector: config.kubesphere,
+                defined_by: match config.origin {
+                    ConfigOrigin::KubeSphere { .. } => DefinedBy::KubeSphereUpdater,
+                    _ => DefinedBy::Selection,
+                },
                 verify: image.verify.clone(),
             });
         }
@@ -587,6 +600,9 @@ fn read_file<'a>(
         tree,
     };
     let mut found = Vec::new();
+    // The file's values, for the one reader of a KubeSphere ImageUpdater: parsed when the file
+    // holds one (`None` inside: the value reader refused the file).
+    let mut values: Option<Result<Vec<crate::yaml::Document>, crate::yaml::SyntaxError>> = None;
     for (di, doc) in file.tree.docs().iter().enumerate() {
         let Some(root) = doc.root else { continue };
         for node in objects(&file.tree, root) {
@@ -611,12 +627,44 @@ fn read_file<'a>(
                 let mut warnings = Vec::new();
                 let read = crd::read(&file, node, &options.controller_namespace, &mut warnings);
                 found.push(Found::Updater(read, warnings, node));
-            } else if kubesphere::is_argocd(&file, node) {
-                found.push(Found::Sphere(kubesphere::read(&file, node), node));
+            } else if group == crate::kubesphere::GROUP && kind == crate::kubesphere::KIND {
+                let values = values.get_or_insert_with(|| crate::yaml::parse_documents(f.text));
+                found.push(Found::Sphere(sphere(&file, values, node), node));
             }
         }
     }
     Ok((file, found))
+}
+
+/// The KubeSphere ImageUpdater at `node` of `file`, read by the one reader from the file's
+/// `values` (the object that starts where the node does), and its write-back part.
+fn sphere(
+    file: &ParsedFile<'_>,
+    values: &Result<Vec<crate::yaml::Document>, crate::yaml::SyntaxError>,
+    node: NodeId,
+) -> Result<Option<KubeSphereUpdater>, Vec<Diagnostic>> {
+    let position = file.tree.node_position(node);
+    let documents = values.as_ref().map_err(|e| {
+        vec![
+            Diagnostic::error(format!(
+                "{} cannot be read: {}",
+                crate::kubesphere::KIND,
+                e.message
+            ))
+            .at(Location::new(
+                file.origin.clone(),
+                e.position.or(Some(position)),
+            )),
+        ]
+    })?;
+    let Some(object) = documents
+        .iter()
+        .flat_map(crate::yaml::objects)
+        .find(|o| o.position("") == Some(position))
+    else {
+        return Ok(None);
+    };
+    kubesphere::write_back(&crate::kubesphere::read(&object, &file.origin, true))
 }
 
 /// The values of the files read, for comparing the two definitions of an object read from two
