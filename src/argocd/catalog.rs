@@ -297,6 +297,7 @@ pub fn collect<'a>(
                     }
                 }
                 Found::Sphere(Ok(None), _) => {}
+                Found::Unread(warning) => warnings.push(warning),
                 Found::Sphere(Err(mut e), _) => errors.append(&mut e),
             }
         }
@@ -362,7 +363,6 @@ pub fn collect<'a>(
                 method: s.write.clone(),
                 ..annotation_write_back(&apps[ai], &parsed[apps[ai].object.file].origin)
             },
-            kubesphere: true,
             location: s.location.clone(),
         });
     }
@@ -399,7 +399,6 @@ pub fn collect<'a>(
                             origin,
                             images: a.images,
                             write_back: a.write_back,
-                            kubesphere: false,
                             location: r.location.clone(),
                         });
                     }
@@ -438,7 +437,6 @@ pub fn collect<'a>(
                 origin,
                 images,
                 write_back: u.write_back.merged(&r.write_back),
-                kubesphere: false,
                 location: r.location.clone(),
             });
         }
@@ -453,7 +451,6 @@ pub fn collect<'a>(
                 origin: ConfigOrigin::Annotations,
                 images: a.images,
                 write_back: a.write_back,
-                kubesphere: false,
                 location: a.location,
             }),
             Err(mut e) => errors.append(&mut e),
@@ -577,6 +574,8 @@ enum Found {
     ),
     /// A KubeSphere `ImageUpdater` (`None`: not `kind: argocd`), and its node.
     Sphere(Result<Option<KubeSphereUpdater>, Vec<Diagnostic>>, NodeId),
+    /// Objects of the file that could not be read, and why.
+    Unread(Diagnostic),
 }
 
 /// Parse one file and read its Argo CD objects, in order; a file that is not YAML is a warning
@@ -628,8 +627,22 @@ fn read_file<'a>(
                 let read = crd::read(&file, node, &options.controller_namespace, &mut warnings);
                 found.push(Found::Updater(read, warnings, node));
             } else if group == crate::kubesphere::GROUP && kind == crate::kubesphere::KIND {
-                let values = values.get_or_insert_with(|| crate::yaml::parse_documents(f.text));
-                found.push(Found::Sphere(sphere(&file, values, node), node));
+                let first = values.is_none();
+                match values.get_or_insert_with(|| crate::yaml::parse_documents(f.text)) {
+                    Ok(documents) => {
+                        found.push(Found::Sphere(sphere(&file, documents, node), node))
+                    }
+                    // Told once a file, as a file the tree cannot read is.
+                    Err(e) if first => found.push(Found::Unread(
+                        Diagnostic::warning(format!(
+                            "holds a KubeSphere {} but is not valid YAML, so it is not read: {}",
+                            crate::kubesphere::KIND,
+                            e.message
+                        ))
+                        .at(Location::new(f.origin.clone(), e.position)),
+                    )),
+                    Err(_) => {}
+                }
             }
         }
     }
@@ -637,26 +650,13 @@ fn read_file<'a>(
 }
 
 /// The KubeSphere ImageUpdater at `node` of `file`, read by the one reader from the file's
-/// `values` (the object that starts where the node does), and its write-back part.
+/// values, `documents` (the object that starts where the node does), and its write-back part.
 fn sphere(
     file: &ParsedFile<'_>,
-    values: &Result<Vec<crate::yaml::Document>, crate::yaml::SyntaxError>,
+    documents: &[crate::yaml::Document],
     node: NodeId,
 ) -> Result<Option<KubeSphereUpdater>, Vec<Diagnostic>> {
     let position = file.tree.node_position(node);
-    let documents = values.as_ref().map_err(|e| {
-        vec![
-            Diagnostic::error(format!(
-                "{} cannot be read: {}",
-                crate::kubesphere::KIND,
-                e.message
-            ))
-            .at(Location::new(
-                file.origin.clone(),
-                e.position.or(Some(position)),
-            )),
-        ]
-    })?;
     let Some(object) = documents
         .iter()
         .flat_map(crate::yaml::objects)

@@ -133,11 +133,18 @@ pub struct AppConfig {
     pub origin: ConfigOrigin,
     pub images: Vec<ImageSpec>,
     pub write_back: WriteBackSettings,
-    /// KubeSphere spells the Application method `built-in`.
-    pub kubesphere: bool,
     /// Where the configuration is (the `image-list` annotation, the `applicationRefs` entry, the
     /// KubeSphere object).
     pub location: Location,
+}
+
+impl AppConfig {
+    /// A KubeSphere ImageUpdater configures it: KubeSphere spells the Application method
+    /// `built-in`.
+    #[must_use]
+    pub fn kubesphere(&self) -> bool {
+        matches!(self.origin, ConfigOrigin::KubeSphere { .. })
+    }
 }
 
 /// Split an image entry `[ALIAS=]IMAGE[:CONSTRAINT]`: the alias is cut at the first `=`, the
