@@ -627,6 +627,10 @@ fn read_file<'a>(
                 let read = crd::read(&file, node, &options.controller_namespace, &mut warnings);
                 found.push(Found::Updater(read, warnings, node));
             } else if group == crate::kubesphere::GROUP && kind == crate::kubesphere::KIND {
+                if let Some(screened) = screen_sphere(&file, node) {
+                    found.extend(screened.map(|e| Found::Sphere(Err(vec![e]), node)));
+                    continue;
+                }
                 let first = values.is_none();
                 match values.get_or_insert_with(|| crate::yaml::parse_documents(f.text)) {
                     Ok(documents) => {
@@ -647,6 +651,34 @@ fn read_file<'a>(
         }
     }
     Ok((file, found))
+}
+
+/// A screen of the KubeSphere ImageUpdater at `node` of `file` on its tree, before its file is
+/// parsed as values for the one reader: `Some(None)` passes over an updater that is not of kind
+/// `argocd` (the reflector's alone), `Some(Some(error))` refuses one that lists more images than
+/// the reader reads (its error, at the first image over the limit), so that neither costs a
+/// second parse of its file; `None` lets the reader read it.
+fn screen_sphere(file: &ParsedFile<'_>, node: NodeId) -> Option<Option<Diagnostic>> {
+    use crate::kubesphere::{Engine, MAX_IMAGES, too_many_images};
+    let t = &file.tree;
+    let kind = t.at(node, &["spec", "kind"]).and_then(|n| t.text_value(n));
+    if kind.is_some_and(|k| k != "argocd") {
+        return Some(None);
+    }
+    let images = t
+        .at(node, &["spec", "images"])
+        .map_or(&[][..], |n| t.items(n));
+    let over = images.get(MAX_IMAGES)?;
+    let (namespace, name) = application::namespace_name(t, node);
+    let namespace = namespace.unwrap_or_else(|| "default".to_owned());
+    Some(Some(
+        Diagnostic::error(format!(
+            "{} {namespace}/{name}: {}",
+            crate::kubesphere::KIND,
+            too_many_images(images.len(), Engine::ArgoCd)
+        ))
+        .at(file.location(*over)),
+    ))
 }
 
 /// The KubeSphere ImageUpdater at `node` of `file`, read by the one reader from the file's

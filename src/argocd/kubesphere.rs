@@ -22,7 +22,7 @@ use super::config::ImageSpec;
 use super::image::ArgoImage;
 use super::settings::{Located, ManifestTarget, UpdateSettings};
 use crate::diagnostic::{Diagnostic, Location};
-use crate::kubesphere::Updater;
+use crate::kubesphere::{Setting, Updater};
 
 /// A KubeSphere ImageUpdater of kind `argocd`, as the write-back takes it.
 #[derive(Debug, Clone)]
@@ -60,14 +60,10 @@ pub(crate) fn write_back(updater: &Updater) -> Result<Option<KubeSphereUpdater>,
             Err(errors)
         };
     };
-    let entries = match &updater.images {
-        Ok(entries) => entries.as_slice(),
-        Err(e) => {
-            errors.push(e.clone());
-            return Err(errors);
-        }
+    let Some(entries) = updater.images_into(&mut errors) else {
+        return Err(errors);
     };
-    if entries.is_empty() {
+    if matches!(&updater.images, Ok(list) if list.is_empty()) {
         errors.push(
             Diagnostic::error(format!("{what}: spec.images lists no image"))
                 .at(updater.location.clone()),
@@ -75,13 +71,6 @@ pub(crate) fn write_back(updater: &Updater) -> Result<Option<KubeSphereUpdater>,
     }
     let mut images = Vec::new();
     for image in entries {
-        let image = match image {
-            Ok(image) => image,
-            Err(e) => {
-                errors.push(e.clone());
-                continue;
-            }
-        };
         let entry = &image.entry;
         let mut fail = |message: String| {
             errors.push(
@@ -89,33 +78,24 @@ pub(crate) fn write_back(updater: &Updater) -> Result<Option<KubeSphereUpdater>,
                     .at(image.location.clone()),
             );
         };
-        let mut settings = UpdateSettings::default();
-        let mut single = |field: &str| match updater.setting(entry, field) {
-            Ok(None) => None,
-            Ok(Some(s)) => match s.text() {
-                Ok(text) => Some(Located::new(text, s.location.clone())),
-                Err(m) => {
-                    fail(m);
-                    None
-                }
-            },
-            Err(m) => {
-                fail(m);
-                None
-            }
+        let single = |field: &str| {
+            updater.setting(entry, field).and_then(|s| {
+                s.map(|s| s.text().map(|t| Located::new(t, s.location.clone())))
+                    .transpose()
+            })
         };
-        settings.update_strategy = single("update-strategy");
-        settings.allow_tags = single("allow-tags");
-        let mut list = |field: &str| match updater.setting(entry, field) {
-            Ok(None) => None,
-            Ok(Some(s)) => s.list().map_err(&mut fail).ok(),
-            Err(m) => {
-                fail(m);
-                None
-            }
+        let list = |field: &str| {
+            updater
+                .setting(entry, field)
+                .and_then(|s| s.map(Setting::list).transpose())
         };
-        settings.ignore_tags = list("ignore-tags");
-        settings.platforms = list("platforms");
+        let settings = UpdateSettings {
+            update_strategy: reported(single("update-strategy"), &mut fail),
+            allow_tags: reported(single("allow-tags"), &mut fail),
+            ignore_tags: reported(list("ignore-tags"), &mut fail),
+            platforms: reported(list("platforms"), &mut fail),
+            ..UpdateSettings::default()
+        };
         let mut parsed = ArgoImage::parse(&entry.image);
         parsed.alias.clone_from(&entry.alias);
         parsed.tag = None;
@@ -149,4 +129,12 @@ pub(crate) fn write_back(updater: &Updater) -> Result<Option<KubeSphereUpdater>,
         images,
         location: updater.location.clone(),
     }))
+}
+
+/// A setting's value, or `None` with its error given to `fail`.
+fn reported<T>(result: Result<Option<T>, String>, fail: &mut impl FnMut(String)) -> Option<T> {
+    result.unwrap_or_else(|message| {
+        fail(message);
+        None
+    })
 }

@@ -27,7 +27,8 @@ use serde_json::Value;
 
 pub(crate) use self::images::{Engine, ImageEntry};
 pub(crate) use self::interval::Interval;
-use crate::argocd::config::{MAX_IMAGES_PER_APPLICATION as MAX_IMAGES, over_limit};
+pub(crate) use crate::argocd::config::MAX_IMAGES_PER_APPLICATION as MAX_IMAGES;
+use crate::argocd::config::over_limit;
 use crate::automation::fields::Fields;
 use crate::automation::{self, Automation, AutomationKind};
 use crate::diagnostic::{Diagnostic, Location};
@@ -256,6 +257,22 @@ impl Updater {
         }
     }
 
+    /// The images read; the errors of the others (or of the list) go to `errors`, and `None`
+    /// says the list itself could not be read.
+    pub(crate) fn images_into(&self, errors: &mut Vec<Diagnostic>) -> Option<Vec<&Image>> {
+        match &self.images {
+            Err(e) => {
+                errors.push(e.clone());
+                None
+            }
+            Ok(list) => Some(
+                list.iter()
+                    .filter_map(|i| i.as_ref().map_err(|e| errors.push(e.clone())).ok())
+                    .collect(),
+            ),
+        }
+    }
+
     /// `spec.kind` names Argo CD (the default).
     #[must_use]
     pub(crate) fn is_argocd(&self) -> bool {
@@ -336,14 +353,9 @@ fn images(
         return Err(fields.error("/spec", "spec.images is missing or not a list"));
     };
     if list.len() > MAX_IMAGES {
-        // An argocd updater writes back one Application.
-        let per = match engine {
-            Engine::ArgoCd => "Application",
-            Engine::FluxCd => KIND,
-        };
         return Err(fields.error(
             &format!("/spec/images/{MAX_IMAGES}"),
-            over_limit("spec.images", list.len(), "images", MAX_IMAGES, per),
+            too_many_images(list.len(), engine),
         ));
     }
     Ok(list
@@ -364,6 +376,18 @@ fn images(
             })
         })
         .collect())
+}
+
+/// The error for `count` images (more than [`MAX_IMAGES`]) listed by an updater of `engine`, at
+/// the first image over the limit (`/spec/images/MAX_IMAGES`).
+#[must_use]
+pub(crate) fn too_many_images(count: usize, engine: Engine) -> String {
+    // An argocd updater writes back one Application.
+    let per = match engine {
+        Engine::ArgoCd => "Application",
+        Engine::FluxCd => KIND,
+    };
+    over_limit("spec.images", count, "images", MAX_IMAGES, per)
 }
 
 /// `spec.argocd`.

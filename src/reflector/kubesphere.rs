@@ -35,24 +35,13 @@ pub(super) fn definitions(
         };
         d.at(doc.location(object, &p.pointer))
     };
-    let images = match &updater.images {
-        Ok(images) => images,
-        Err(e) => {
-            errors.push(e.clone());
-            return;
-        }
+    let Some(images) = updater.images_into(errors) else {
+        return;
     };
     let Ok(engine) = updater.engine else {
         return;
     };
     for image in images {
-        let image = match image {
-            Ok(image) => image,
-            Err(e) => {
-                errors.push(e.clone());
-                continue;
-            }
-        };
         let text = &image.text;
         // A problem of the entry: at the field that holds it, else at the entry.
         let at_entry = |p: Problem| {
