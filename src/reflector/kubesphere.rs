@@ -16,8 +16,23 @@ use crate::yaml::{Object, labels};
 use image_update_registry::Repository;
 
 /// The definitions of the ImageUpdater `object` (into `out`), or its
-/// problems (into `errors`).
+/// problems (into `errors`, in the order of their lines).
 pub(super) fn definitions(
+    object: &Object<'_>,
+    doc: &PolicyDocument,
+    secrets: &Secrets<'_, '_>,
+    out: &mut Vec<Definition>,
+    errors: &mut Vec<Diagnostic>,
+) {
+    let mut mine = Vec::new();
+    entries(object, doc, secrets, out, &mut mine);
+    mine.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    errors.append(&mut mine);
+}
+
+/// [`definitions`], its problems in the order found: those of the reading, then those of each
+/// entry's definition.
+fn entries(
     object: &Object<'_>,
     doc: &PolicyDocument,
     secrets: &Secrets<'_, '_>,
