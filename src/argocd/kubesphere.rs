@@ -138,3 +138,56 @@ fn reported<T>(result: Result<Option<T>, String>, fail: &mut impl FnMut(String))
         None
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::argocd::settings::policy_config;
+    use crate::policies::PolicyDocument;
+    use crate::reflector::definitions;
+    use crate::yaml::Object;
+
+    const SEED: &str = "apiVersion: gitops.kubesphere.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: demo, namespace: demo}\nspec:\n  images:\n  - nginx:^0.1\n  - myalias=some/image\n  - edge=ghcr.io/acme/edge:stable\n  - localhost:5000/acme/api:~1.2\n  - ghcr.io/acme/jobs\n  kind: argocd\n  argocd:\n    app: {name: demo, namespace: demo}\n    write: git\n    update-strategy: {nginx: semver, myalias: latest, edge: digest, ghcr.io/acme/jobs: latest}\n    allow-tags: {nginx: any, acme/api: 'regexp:^1'}\n    ignore-tags: {myalias: '*-dev, *-old', edge: [a, b]}\n    platforms: {nginx: linux/amd64}\n";
+
+    /// The object is read once; its settings become a selection here and a definition in the
+    /// reflector (which fetches it), two translations of one reading into the selection's
+    /// configuration, which must agree.
+    #[test]
+    fn the_write_back_and_the_reflector_translate_one_reading_alike() {
+        let doc = crate::yaml::parse_one(SEED).unwrap();
+        let updater = crate::kubesphere::read(&Object::root(&doc), "ks.yaml", true);
+        let u = write_back(&updater).unwrap().unwrap();
+        assert_eq!(
+            (u.app_namespace.as_str(), u.app_name.as_str()),
+            ("demo", "demo")
+        );
+        assert_eq!(u.write.as_ref().unwrap().value, "git");
+        let no_app = SEED.replace("    app: {name: demo, namespace: demo}\n", "");
+        let doc_without = crate::yaml::parse_one(&no_app).unwrap();
+        let without = crate::kubesphere::read(&Object::root(&doc_without), "ks.yaml", true);
+        assert!(write_back(&without).unwrap().is_none());
+        let docs = [PolicyDocument {
+            document: doc,
+            origin: "ks.yaml".into(),
+            positions: true,
+            dir: None,
+            supplies: false,
+        }];
+        let defs = definitions::collect(&docs).unwrap();
+        assert_eq!(defs.len(), u.images.len());
+        for image in &u.images {
+            let def = defs
+                .iter()
+                .find(|d| d.key.name == image.alias && d.key.namespace == u.namespace)
+                .unwrap_or_else(|| panic!("no definition for {}", image.alias));
+            let mine = policy_config(
+                &image.settings,
+                image.constraint.as_deref(),
+                &image.location,
+            )
+            .unwrap();
+            assert_eq!(mine, def.config, "{}", image.alias);
+            assert_eq!(image.image_text, def.image);
+        }
+    }
+}
