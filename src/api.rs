@@ -102,7 +102,7 @@ pub mod objects {
 /// into a catalog, and the write-back planned from chosen images.
 pub mod argocd {
     pub use crate::argocd::application::InputFile;
-    pub use crate::argocd::catalog::{CollectOptions, collect, may_hold};
+    pub use crate::argocd::catalog::{CollectOptions, DefinedBy, collect, may_hold};
     pub use crate::argocd::plan::{
         DirFiles, FieldChange, FilePlan, KnownFiles, MemoryFiles, WriteBack, likely_target, plan,
     };

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::kubesphere::Interval;
-use crate::reflector::kubesphere::{self, ImageEntry};
+use crate::kubesphere::{self, ImageEntry};
 
 /// Flux's image API version.
 pub(crate) const FLUX_IMAGE_API: &str = "image.toolkit.fluxcd.io/v1";

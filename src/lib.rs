@@ -20,7 +20,9 @@
 //! 0. The leaf vocabulary and infrastructure: [`text`] (line and column),
 //!    [`object`] (object identity), [`setter`] (what a marker names),
 //!    [`diagnostic`] (findings) and [`error`] (what stops a run), [`failure`]
-//!    (the kinds of failure and their exit statuses), [`escape`] (values
+//!    (the kinds of failure and their exit statuses), [`limits`] (what one
+//!    object may list), [`argo_image`] (image references as Argo CD Image
+//!    Updater reads them), [`escape`] (values
 //!    from the input made safe to show), [`same_object`] (one object read
 //!    from two places), [`input`]
 //!    (reading with a cap), [`yaml`] (the one YAML layer: documents as
@@ -32,9 +34,11 @@
 //!    all-or-nothing writes), [`teardown`] (what a one-shot process leaves
 //!    to its exit).
 //! 1. The domain: [`policies`] (policy results, scope, the table markers are
-//!    looked up in), [`automation`] (Flux ImageUpdateAutomation),
-//!    [`git_repository`] (the Flux GitRepository an automation updates),
-//!    [`kubesphere`] (KubeSphere ImageUpdaters as automations), [`create`]
+//!    looked up in), [`automation`] (Flux ImageUpdateAutomation, and the one
+//!    reader of its git section), [`git_repository`] (the Flux GitRepository
+//!    an automation updates), [`kubesphere`] (a KubeSphere ImageUpdater, read
+//!    once for the automation, the reflector and the Argo CD write-back),
+//!    [`automation_file`] (the automation a file names, of either kind), [`create`]
 //!    (the objects `create` writes), [`updater`] (find markers and plan
 //!    their new values; [`updater::plan`] is its pure core), [`reflector`] (policy
 //!    results from registries; the client is the `image-update-registry`
@@ -60,8 +64,10 @@
 #![warn(unreachable_pub)]
 
 pub mod api;
+pub(crate) mod argo_image;
 pub(crate) mod argocd;
 pub(crate) mod automation;
+pub(crate) mod automation_file;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub(crate) mod create;
@@ -76,6 +82,7 @@ pub(crate) mod input;
 pub(crate) mod job;
 pub(crate) mod krm;
 pub(crate) mod kubesphere;
+pub(crate) mod limits;
 pub(crate) mod object;
 pub(crate) mod operation;
 pub(crate) mod outcome;

@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use image_update::api::argocd::{
-    CollectOptions, Diagnostic, DirFiles, InputFile, SizeLimit, WriteBack, apply_edits, collect,
-    plan,
+    CollectOptions, DefinedBy, Diagnostic, DirFiles, InputFile, SizeLimit, WriteBack, apply_edits,
+    collect, plan,
 };
 use image_update::api::plan::{ImageRef, PolicyKey};
 use image_update_template::argocd::{parse_commit_template, render_commit_message};
@@ -186,7 +186,7 @@ fn run(work: &Path, dir: &Path, case: &Case) -> Result<(WriteBack, Value), Vec<S
                 "platforms": s.config.platforms,
                 "pullSecret": s.pull_secret.as_ref().map(|p| format!("{p:?}")),
                 "forceUpdate": s.force_update,
-                "definedByReflector": s.defined_by_reflector,
+                "definedByReflector": s.defined_by == DefinedBy::KubeSphereUpdater,
                 "source": s.source,
             })
         })

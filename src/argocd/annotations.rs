@@ -16,11 +16,11 @@ use super::application::Application;
 use std::collections::{HashMap, HashSet};
 
 use super::config::{ImageSpec, MAX_IMAGES_PER_APPLICATION, split_entry, too_many_images};
-use super::image::ArgoImage;
 use super::settings::{
     Located, ManifestTarget, PullSecret, UpdateSettings, WriteBackSettings, parse_bool,
     policy_config,
 };
+use crate::argo_image::ArgoImage;
 use crate::diagnostic::{Diagnostic, Location};
 
 /// The annotations' prefix.

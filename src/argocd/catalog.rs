@@ -19,9 +19,9 @@ use super::annotations;
 use super::application::{self, AppId, Application, InputFile, ObjectRef, ParsedFile, kind_of};
 use super::config::{AppConfig, ConfigOrigin, CosignKeyRef, ImageSpec, split_entry};
 use super::crd::{self, ImageUpdater, Verification};
-use super::image::ArgoImage;
 use super::kubesphere::{self, KubeSphereUpdater};
 use super::settings::{PullSecret, policy_config};
+use crate::argo_image::ArgoImage;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::git_repository::same_repository;
 use crate::policies::PolicyKey;
@@ -103,11 +103,21 @@ pub struct Selection {
     /// `FILE (Application NS/NAME, image "ALIAS")`, for messages and conflicts.
     pub source: String,
     pub location: Location,
-    /// The reflector's definitions already read this image (a KubeSphere entry, same key and
-    /// configuration): the operation must not define it twice.
-    pub defined_by_reflector: bool,
+    /// Who defines the policy the selection reads.
+    pub defined_by: DefinedBy,
     /// The key its candidates must be signed with (`imagesVerification`).
     pub verify: Option<CosignKeyRef>,
+}
+
+/// Who defines the policy a [`Selection`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefinedBy {
+    /// The selection: the catalog's definitions (`argocd::definitions`) make one of it.
+    Selection,
+    /// The reflector, from the KubeSphere ImageUpdater the image is an entry of (the object read
+    /// once, by `crate::kubesphere::read`, under the same key `NAMESPACE:ALIAS`): the operation
+    /// must not define it twice.
+    KubeSphereUpdater,
 }
 
 /// Everything read.
@@ -137,7 +147,7 @@ impl Catalog<'_> {
 }
 
 /// Substrings of a file that may hold something read here.
-pub(crate) const SCREEN: [&str; 2] = ["argoproj.io", kubesphere::GROUP];
+pub(crate) const SCREEN: [&str; 2] = ["argoproj.io", crate::kubesphere::GROUP];
 
 /// Whether `text` may hold an Application or image updater configuration (a cheap test before
 /// parsing).
@@ -287,6 +297,7 @@ pub fn collect<'a>(
                     }
                 }
                 Found::Sphere(Ok(None), _) => {}
+                Found::Unread(warning) => warnings.push(warning),
                 Found::Sphere(Err(mut e), _) => errors.append(&mut e),
             }
         }
@@ -352,7 +363,6 @@ pub fn collect<'a>(
                 method: s.write.clone(),
                 ..annotation_write_back(&apps[ai], &parsed[apps[ai].object.file].origin)
             },
-            kubesphere: true,
             location: s.location.clone(),
         });
     }
@@ -389,7 +399,6 @@ pub fn collect<'a>(
                             origin,
                             images: a.images,
                             write_back: a.write_back,
-                            kubesphere: false,
                             location: r.location.clone(),
                         });
                     }
@@ -428,7 +437,6 @@ pub fn collect<'a>(
                 origin,
                 images,
                 write_back: u.write_back.merged(&r.write_back),
-                kubesphere: false,
                 location: r.location.clone(),
             });
         }
@@ -443,7 +451,6 @@ pub fn collect<'a>(
                 origin: ConfigOrigin::Annotations,
                 images: a.images,
                 write_back: a.write_back,
-                kubesphere: false,
                 location: a.location,
             }),
             Err(mut e) => errors.append(&mut e),
@@ -516,7 +523,10 @@ pub fn collect<'a>(
                     image.key_alias()
                 ),
                 location: image.location.clone(),
-                defined_by_reflector: config.kubesphere,
+                defined_by: match config.origin {
+                    ConfigOrigin::KubeSphere { .. } => DefinedBy::KubeSphereUpdater,
+                    _ => DefinedBy::Selection,
+                },
                 verify: image.verify.clone(),
             });
         }
@@ -564,6 +574,8 @@ enum Found {
     ),
     /// A KubeSphere `ImageUpdater` (`None`: not `kind: argocd`), and its node.
     Sphere(Result<Option<KubeSphereUpdater>, Vec<Diagnostic>>, NodeId),
+    /// Objects of the file that could not be read, and why.
+    Unread(Diagnostic),
 }
 
 /// Parse one file and read its Argo CD objects, in order; a file that is not YAML is a warning
@@ -587,6 +599,9 @@ fn read_file<'a>(
         tree,
     };
     let mut found = Vec::new();
+    // The file's values, for the one reader of a KubeSphere ImageUpdater: parsed when the file
+    // holds one (`None` inside: the value reader refused the file).
+    let mut values: Option<Result<Vec<crate::yaml::Document>, crate::yaml::SyntaxError>> = None;
     for (di, doc) in file.tree.docs().iter().enumerate() {
         let Some(root) = doc.root else { continue };
         for node in objects(&file.tree, root) {
@@ -611,12 +626,77 @@ fn read_file<'a>(
                 let mut warnings = Vec::new();
                 let read = crd::read(&file, node, &options.controller_namespace, &mut warnings);
                 found.push(Found::Updater(read, warnings, node));
-            } else if kubesphere::is_argocd(&file, node) {
-                found.push(Found::Sphere(kubesphere::read(&file, node), node));
+            } else if group == crate::kubesphere::GROUP && kind == crate::kubesphere::KIND {
+                if let Some(screened) = screen_sphere(&file, node) {
+                    found.extend(screened.map(|e| Found::Sphere(Err(vec![e]), node)));
+                    continue;
+                }
+                let first = values.is_none();
+                match values.get_or_insert_with(|| crate::yaml::parse_documents(f.text)) {
+                    Ok(documents) => {
+                        found.push(Found::Sphere(sphere(&file, documents, node), node))
+                    }
+                    // Told once a file, as a file the tree cannot read is.
+                    Err(e) if first => found.push(Found::Unread(
+                        Diagnostic::warning(format!(
+                            "holds a KubeSphere {} but is not valid YAML, so it is not read: {}",
+                            crate::kubesphere::KIND,
+                            e.message
+                        ))
+                        .at(Location::new(f.origin.clone(), e.position)),
+                    )),
+                    Err(_) => {}
+                }
             }
         }
     }
     Ok((file, found))
+}
+
+/// A screen of the KubeSphere ImageUpdater at `node` of `file` on its tree, before its file is
+/// parsed as values for the one reader: `Some(None)` passes over an updater that is not of kind
+/// `argocd` (the reflector's alone), `Some(Some(error))` refuses one that lists more images than
+/// the reader reads (its error, at the first image over the limit), so that neither costs a
+/// second parse of its file; `None` lets the reader read it.
+fn screen_sphere(file: &ParsedFile<'_>, node: NodeId) -> Option<Option<Diagnostic>> {
+    use crate::kubesphere::{Engine, MAX_IMAGES, too_many_images};
+    let t = &file.tree;
+    let kind = t.at(node, &["spec", "kind"]).and_then(|n| t.text_value(n));
+    if kind.is_some_and(|k| k != "argocd") {
+        return Some(None);
+    }
+    let images = t
+        .at(node, &["spec", "images"])
+        .map_or(&[][..], |n| t.items(n));
+    let over = images.get(MAX_IMAGES)?;
+    let (namespace, name) = application::namespace_name(t, node);
+    let namespace = namespace.unwrap_or_else(|| "default".to_owned());
+    Some(Some(
+        Diagnostic::error(format!(
+            "{} {namespace}/{name}: {}",
+            crate::kubesphere::KIND,
+            too_many_images(images.len(), Engine::ArgoCd)
+        ))
+        .at(file.location(*over)),
+    ))
+}
+
+/// The KubeSphere ImageUpdater at `node` of `file`, read by the one reader from the file's
+/// values, `documents` (the object that starts where the node does), and its write-back part.
+fn sphere(
+    file: &ParsedFile<'_>,
+    documents: &[crate::yaml::Document],
+    node: NodeId,
+) -> Result<Option<KubeSphereUpdater>, Vec<Diagnostic>> {
+    let position = file.tree.node_position(node);
+    let Some(object) = documents
+        .iter()
+        .flat_map(crate::yaml::objects)
+        .find(|o| o.position("") == Some(position))
+    else {
+        return Ok(None);
+    };
+    kubesphere::write_back(&crate::kubesphere::read(&object, &file.origin, true))
 }
 
 /// The values of the files read, for comparing the two definitions of an object read from two

@@ -1,15 +1,11 @@
 //! What one Application is asked to do, whichever front end said it: the images to follow and how
 //! to write them back.
 
-use super::image::ArgoImage;
 use super::settings::{ManifestTarget, UpdateSettings, WriteBackSettings};
+use crate::argo_image::ArgoImage;
 use crate::diagnostic::Location;
 
-/// The most images one Application follows (its `image-list`, its `applicationRefs` entry's
-/// `images`, a KubeSphere updater's `spec.images`), far above any real Application's few: more is
-/// an error where they are listed, read before any of them, so that a repository cannot make a
-/// run read, select and write back without bound.
-pub(crate) const MAX_IMAGES_PER_APPLICATION: usize = 10_000;
+pub(crate) use crate::limits::{MAX_IMAGES_PER_APPLICATION, over_limit};
 
 /// The error for `count` images listed by `what` (more than [`MAX_IMAGES_PER_APPLICATION`]).
 #[must_use]
@@ -20,14 +16,6 @@ pub(crate) fn too_many_images(what: &str, count: usize) -> String {
         "images",
         MAX_IMAGES_PER_APPLICATION,
         "Application",
-    )
-}
-
-/// The error for `count` `items` listed by `what`, more than the `limit` read per `per`.
-#[must_use]
-pub(crate) fn over_limit(what: &str, count: usize, items: &str, limit: usize, per: &str) -> String {
-    format!(
-        "{what} lists {count} {items}; at most {limit} are read per {per} (split them over several)"
     )
 }
 
@@ -133,11 +121,18 @@ pub struct AppConfig {
     pub origin: ConfigOrigin,
     pub images: Vec<ImageSpec>,
     pub write_back: WriteBackSettings,
-    /// KubeSphere spells the Application method `built-in`.
-    pub kubesphere: bool,
     /// Where the configuration is (the `image-list` annotation, the `applicationRefs` entry, the
     /// KubeSphere object).
     pub location: Location,
+}
+
+impl AppConfig {
+    /// A KubeSphere ImageUpdater configures it: KubeSphere spells the Application method
+    /// `built-in`.
+    #[must_use]
+    pub fn kubesphere(&self) -> bool {
+        matches!(self.origin, ConfigOrigin::KubeSphere { .. })
+    }
 }
 
 /// Split an image entry `[ALIAS=]IMAGE[:CONSTRAINT]`: the alias is cut at the first `=`, the

@@ -25,7 +25,7 @@ use serde_json::Value;
 use image_update_registry::settings::{KeyConfig, VerifyConfig};
 use image_update_verify::PublicKey;
 
-use super::catalog::{Catalog, Selection};
+use super::catalog::{Catalog, DefinedBy, Selection};
 use super::config::CosignKeyRef;
 use super::settings::PullSecret;
 use crate::diagnostic::Diagnostic;
@@ -85,7 +85,7 @@ pub(crate) fn definitions(
     for s in catalog
         .selections
         .iter()
-        .filter(|s| !s.defined_by_reflector)
+        .filter(|s| s.defined_by == DefinedBy::Selection)
     {
         let credentials = match &s.pull_secret {
             None => None,

@@ -77,7 +77,6 @@ pub(crate) mod catalog;
 pub(crate) mod config;
 pub(crate) mod crd;
 pub(crate) mod definitions;
-pub(crate) mod image;
 pub(crate) mod kubesphere;
 pub(crate) mod plan;
 pub(crate) mod settings;

@@ -16,10 +16,10 @@ use sha2::{Digest, Sha256};
 use super::application::{AppId, SourceForm, SourceType};
 use super::catalog::Catalog;
 use super::config::{AppConfig, ConfigOrigin, ImageSpec};
-use super::image::ImageTag;
 use super::settings::{GitCredentials, Located, Method};
 use super::target::{self, Exists, KUSTOMIZATION_FILES, Target};
 use super::writers::{self, OverrideKind, Part, Planned, Problem, Record, Writer};
+use crate::argo_image::ImageTag;
 use crate::diagnostic::{Diagnostic, Location};
 use crate::input::SizeLimit;
 use crate::object::ObjectId;
@@ -579,7 +579,7 @@ fn resolve<'c>(
     let file = catalog.file_of(app);
     let (method, method_location) = match &config.write_back.method {
         Some(m) => (
-            Method::parse(&m.value, config.kubesphere)
+            Method::parse(&m.value, config.kubesphere())
                 .map_err(|e| vec![Diagnostic::error(e).at(m.location.clone())])?,
             m.location.clone(),
         ),
@@ -703,11 +703,11 @@ fn write_back_path(
                         Diagnostic::error(format!(
                             "Application {} uses the {} write-back method, which patches the Application itself, but its manifest ({}) is not in the tree being updated",
                             app.id,
-                            if config.kubesphere { "built-in" } else { "argocd" },
+                            if config.kubesphere() { "built-in" } else { "argocd" },
                             file.origin
                         ))
                         .at(method_location.clone())
-                        .with_hint(if config.kubesphere {
+                        .with_hint(if config.kubesphere() {
                             "write the change to git instead: set spec.argocd.write: git"
                         } else {
                             "write the change to git instead: argocd-image-updater.argoproj.io/write-back-method: git (or writeBackConfig.method: git)"
@@ -933,7 +933,7 @@ pub(crate) fn git_destinations(catalog: &Catalog<'_>) -> Vec<AppDestination> {
         .iter()
         .filter_map(|config| {
             let method = config.write_back.method.as_ref()?;
-            let Ok(Method::Git(_)) = Method::parse(&method.value, config.kubesphere) else {
+            let Ok(Method::Git(_)) = Method::parse(&method.value, config.kubesphere()) else {
                 return None;
             };
             let app = &catalog.apps[config.app];

@@ -7,7 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::application::HelmParam;
 use super::config::ImageSpec;
-use super::image::{ArgoImage, ImageTag, KUSTOMIZE_DELIMITERS, kustomize_cut, kustomize_delimiter};
+use crate::argo_image::{
+    ArgoImage, ImageTag, KUSTOMIZE_DELIMITERS, kustomize_cut, kustomize_delimiter,
+};
 
 /// Argo CD Image Updater's default Helm parameter names.
 pub(crate) const DEFAULT_HELM_NAME: &str = "image.name";
@@ -379,7 +381,7 @@ mod tests {
         }
         match images
             .iter()
-            .position(|e| crate::argocd::image::kustomize_match(e, &param))
+            .position(|e| crate::argo_image::kustomize_match(e, &param))
         {
             Some(i) => images[i] = param,
             None => images.push(param),

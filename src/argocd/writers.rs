@@ -20,12 +20,12 @@ use std::collections::{HashMap, HashSet};
 
 use super::application::{HelmParam, Source};
 use super::config::ImageSpec;
-use super::image::{ArgoImage, ImageTag, has_registry_prefix, short_form};
 use super::spec_update::{
     HelmNames, KustomizeImages, current_helm, current_plugin, env_by_name, helm_by_name,
     helm_names, helm_params, kustomize_param, merge_env, merge_helm_params, parse_tag_value,
     plugin_env, plugin_names,
 };
+use crate::argo_image::{ArgoImage, ImageTag, has_registry_prefix, short_form};
 use crate::policies::PolicyKey;
 use crate::yaml::edit::{EditProblem, Editor, Handle, Shape};
 

@@ -306,7 +306,7 @@ pub(crate) fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, 
     }
     if let Some(file) = inputs.value("automation") {
         let path = workspace.join(file);
-        let automation = crate::automation::read_file(&path, update.max_file_size)?;
+        let automation = crate::automation_file::read_file(&path, update.max_file_size)?;
         update = update.with_automation(automation);
         super::args::add_updater_definitions(&mut update, &path);
     }

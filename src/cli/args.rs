@@ -662,8 +662,8 @@ impl UpdateArgs {
         self.source.apply(&mut config)?;
         self.argocd.apply(&mut config, self.max_file_size)?;
         if let Some(file) = &self.automation {
-            config =
-                config.with_automation(crate::automation::read_file(file, self.max_file_size)?);
+            config = config
+                .with_automation(crate::automation_file::read_file(file, self.max_file_size)?);
             add_updater_definitions(&mut config, file);
         }
         if self.commit_message_file.is_some() {

@@ -606,7 +606,7 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         .map(|m| m.git_repository.as_path())
         .or(args.git_repository.as_deref());
     let automation = automation_file
-        .map(|file| crate::automation::read_file(file, args.max_file_size))
+        .map(|file| crate::automation_file::read_file(file, args.max_file_size))
         .transpose()?;
     let git = automation.as_ref().and_then(|a| a.git.clone());
     if args.state.is_some()
@@ -628,8 +628,8 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         && let Some(source) = &a.source_ref
         && (source.namespace != r.namespace || source.name != r.name)
     {
-        let at =
-            automation_file.map(|f| crate::automation::source_ref_location(f, args.max_file_size));
+        let at = automation_file
+            .map(|f| crate::automation_file::source_ref_location(f, args.max_file_size));
         let mut error = crate::diagnostic::Diagnostic::error(format!(
             "{}: its sourceRef names GitRepository {}/{}, but --git-repository gives {}/{}",
             a.describe(),
@@ -877,7 +877,7 @@ fn no_repository(
                     "{}: its sourceRef names GitRepository {source}, which is not given: give its file with --git-repository (or the repository's URL with --url)",
                     a.describe()
                 ))
-                .at(crate::automation::source_ref_location(file, args.max_file_size)),
+                .at(crate::automation_file::source_ref_location(file, args.max_file_size)),
             ])
         }
         _ => Error::Usage(

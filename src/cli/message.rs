@@ -27,7 +27,7 @@ pub(crate) fn run(args: &MessageCommandArgs) -> Result<Exit, Error> {
     let automation = args
         .automation
         .as_deref()
-        .map(|file| crate::automation::read_file(file, args.max_file_size))
+        .map(|file| crate::automation_file::read_file(file, args.max_file_size))
         .transpose()?;
     let config = args
         .message

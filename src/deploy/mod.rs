@@ -356,7 +356,7 @@ pub(crate) fn generate(
                     }
                 }
                 (kubesphere::GROUP, kubesphere::KIND) => {
-                    match kubesphere::read(doc, source.origin, true) {
+                    match kubesphere::automation(doc, source.origin, true) {
                         Ok(u) => entries.push(Entry {
                             source_at: at("/spec/fluxcd/sourceRef"),
                             automation: u.automation,

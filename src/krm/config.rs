@@ -113,7 +113,7 @@ pub fn read(value: &Value) -> Result<UpdateConfig, Vec<Diagnostic>> {
             // A KubeSphere ImageUpdater (kind: fluxcd) is an automation too,
             // and its images are definitions (fetched when fetching).
             let doc = crate::yaml::Document::from_value(value.clone());
-            match crate::kubesphere::read(&doc, "", false) {
+            match crate::kubesphere::automation(&doc, "", false) {
                 Ok(u) => {
                     let message = crate::render::message::MessageConfig::from_automation(&u.automation);
                     reader.config = reader.config.with_automation(u.automation);

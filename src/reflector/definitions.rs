@@ -13,7 +13,8 @@ use base64::Engine;
 use image_update_registry::{Provider, Repository, Secret};
 use serde_json::Value;
 
-use super::kubesphere::{self, KUBESPHERE_GROUP};
+use super::kubesphere;
+use crate::kubesphere::{GROUP as KUBESPHERE_GROUP, is_image_updater};
 
 use crate::diagnostic::{Diagnostic, Location};
 use crate::policies::image_policy::{Role, is_flux_kind, role};
@@ -376,7 +377,7 @@ pub fn collect(documents: &[PolicyDocument]) -> Result<Vec<Definition>, Vec<Diag
                 Ok(d) => out.push(d),
                 Err(e) => errors.push(e),
             }
-        } else if kubesphere::is_image_updater(value) {
+        } else if is_image_updater(value) {
             kubesphere::definitions(object, doc, &secrets, &mut out, &mut errors);
         }
     }
@@ -426,7 +427,7 @@ fn distinct<'a>(
             let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
             let compared = is_flux_kind(value, "ImageRepository")
                 || role(value, true) == Role::Definition
-                || kubesphere::is_image_updater(value)
+                || is_image_updater(value)
                 || is_secret(value);
             if !compared {
                 kept.push((object, doc));
@@ -550,7 +551,8 @@ fn flux_policy(
             .at(repo_doc.location(repo_object, "/spec/image"))
             .caused_by(e)
     })?;
-    let strategy = flux_strategy(spec, "/spec").map_err(fail)?;
+    let strategy =
+        flux_strategy(spec.get("policy").unwrap_or(&Value::Null), "/spec").map_err(fail)?;
     let mut config = PolicyConfig::new(strategy);
     if let Some(filter) = spec.get("filterTags").filter(|v| !v.is_null()) {
         config.filter = Some(FilterTagsConfig {
@@ -614,30 +616,7 @@ fn flux_policy(
     }
     // The selection's own check, now rather than after the registry is asked, so that a mistake
     // is reported at the field that holds it.
-    if let Err(e) = PolicySpec::new(config.clone()) {
-        return Err(match e.field {
-            "semver range" => fail(Problem::at(
-                format!("spec.policy.semver.range: {e}"),
-                "/spec/policy/semver/range",
-            )),
-            "filterTags.pattern" => fail(Problem::at(
-                format!("spec.filterTags.pattern: {e}"),
-                "/spec/filterTags/pattern",
-            )),
-            "exclude pattern" => {
-                let pointer = config
-                    .exclude
-                    .iter()
-                    .position(|p| *p == e.value)
-                    .map_or_else(
-                        || "/spec/exclusionList".to_owned(),
-                        |i| format!("/spec/exclusionList/{i}"),
-                    );
-                repo_fail(Problem::at(format!("spec.exclusionList: {e}"), &pointer))
-            }
-            _ => fail(Problem::at(format!("spec: {e}"), "/spec")),
-        });
-    }
+    check_selection(&config, &fail, &repo_fail)?;
     let insecure = match repository.pointer("/spec/insecure") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -713,10 +692,43 @@ fn flux_policy(
     })
 }
 
-/// `policy` (at `base` in its object): semver > alphabetical > numerical,
+/// The selection's own check of `config`, its error placed at the field that holds the mistake:
+/// the policy's (`fail`) or its repository's (`repo_fail`).
+fn check_selection(
+    config: &PolicyConfig,
+    fail: &dyn Fn(Problem) -> Diagnostic,
+    repo_fail: &dyn Fn(Problem) -> Diagnostic,
+) -> Result<(), Diagnostic> {
+    let Err(e) = PolicySpec::new(config.clone()) else {
+        return Ok(());
+    };
+    Err(match e.field {
+        "semver range" => fail(Problem::at(
+            format!("spec.policy.semver.range: {e}"),
+            "/spec/policy/semver/range",
+        )),
+        "filterTags.pattern" => fail(Problem::at(
+            format!("spec.filterTags.pattern: {e}"),
+            "/spec/filterTags/pattern",
+        )),
+        "exclude pattern" => {
+            let pointer = config
+                .exclude
+                .iter()
+                .position(|p| *p == e.value)
+                .map_or_else(
+                    || "/spec/exclusionList".to_owned(),
+                    |i| format!("/spec/exclusionList/{i}"),
+                );
+            repo_fail(Problem::at(format!("spec.exclusionList: {e}"), &pointer))
+        }
+        _ => fail(Problem::at(format!("spec: {e}"), "/spec")),
+    })
+}
+
+/// `policy` (at `{base}/policy` in its object): semver > alphabetical > numerical,
 /// as Flux. Messages name the fields as `spec.policy...`.
-pub(super) fn flux_strategy(spec: &Value, base: &str) -> Result<Strategy, Problem> {
-    let policy = spec.get("policy").unwrap_or(&Value::Null);
+pub(super) fn flux_strategy(policy: &Value, base: &str) -> Result<Strategy, Problem> {
     let policy_base = format!("{base}/policy");
     let present = |k: &str| policy.get(k).is_some_and(|v| !v.is_null());
     let order = |k: &str| -> Result<Order, Problem> {
@@ -851,7 +863,7 @@ pub(crate) fn secret_config_json(secret: &Value, origin: &str) -> Result<String,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reflector::kubesphere::ImageEntry;
+    use crate::kubesphere::ImageEntry;
     use crate::yaml::parse_values;
 
     fn docs(yaml: &str) -> Vec<PolicyDocument> {
@@ -1095,7 +1107,7 @@ status: {latestRef: {name: a, tag: '1'}}
 
     #[test]
     fn image_entries() {
-        use crate::reflector::kubesphere::Engine::{ArgoCd, FluxCd};
+        use crate::kubesphere::Engine::{ArgoCd, FluxCd};
         for engine in [ArgoCd, FluxCd] {
             let e = ImageEntry::parse("nginx:^0.1", engine).unwrap();
             assert_eq!((e.alias.as_str(), e.image.as_str()), ("nginx", "nginx"));

@@ -414,13 +414,62 @@ pub struct Object<'a> {
     pub pointer: String,
 }
 
-impl Object<'_> {
+impl<'a> Object<'a> {
+    /// The object `value` of `document` (its root).
+    #[must_use]
+    pub(crate) fn root(document: &'a Document) -> Self {
+        Self {
+            value: &document.value,
+            document,
+            pointer: String::new(),
+        }
+    }
+
     /// Where the field at `field` (a JSON pointer relative to the object,
     /// such as `/status/latestRef`) starts, or its nearest ancestor.
     #[must_use]
     pub fn position(&self, field: &str) -> Option<Position> {
         self.document.position(&format!("{}{field}", self.pointer))
     }
+
+    /// The value at `field` (a JSON pointer relative to the object); `None` when it is absent or
+    /// null (null is absence, as the API server has it).
+    #[must_use]
+    pub(crate) fn field(&self, field: &str) -> Option<&'a Value> {
+        self.value.pointer(field).filter(|v| !v.is_null())
+    }
+
+    /// A field meant to hold a string, by the one rule for plain scalars ([`plain_is_string`]:
+    /// the value reader reads a plain `1`, `true` or `0x1f` as a number or a boolean, and such a
+    /// value is refused): `Ok(None)` when absent or null.
+    ///
+    /// # Errors
+    /// The field holds a number, a boolean or a collection; the caller names it at its position.
+    pub(crate) fn string_field(&self, field: &str) -> Result<Option<&'a str>, tree::NotAString> {
+        match self.field(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(tree::NotAString),
+        }
+    }
+}
+
+/// A JSON pointer as the field's dotted name in messages: `/spec/fluxcd/interval` is
+/// `spec.fluxcd.interval` (`~1` and `~0` unescaped).
+#[must_use]
+pub(crate) fn dotted(pointer: &str) -> String {
+    pointer
+        .trim_start_matches('/')
+        .split('/')
+        .map(|p| p.replace("~1", "/").replace("~0", "~"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// A mapping key as one step of a JSON pointer (`/` and `~` escaped).
+#[must_use]
+pub(crate) fn pointer_step(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// Every object of `document`, `List`s opened, in document order.
