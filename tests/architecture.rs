@@ -540,7 +540,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "emits_flux_and_kubesphere_policies",
         125,
     ),
-    ("src/argocd/writers.rs", "helm_set", 125),
     ("src/updater/scan/mod.rs", "event", 124),
     (
         "src/reflector/selection/reflection.rs",
@@ -548,7 +547,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         123,
     ),
     ("src/cli/action_pull_request.rs", "job_config", 123),
-    ("src/argocd/annotations.rs", "read", 122),
 ];
 
 /// The name of the function a line declares (`pub(crate) async fn name<...>(`),

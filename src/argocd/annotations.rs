@@ -205,12 +205,7 @@ pub(crate) fn read(
             .at(list_location),
         ]);
     };
-    let entries: Vec<&str> = list
-        .value
-        .split(',')
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-        .collect();
+    let entries = list_entries(&list.value);
     if entries.len() > MAX_IMAGES_PER_APPLICATION {
         let message = too_many_images(IMAGE_LIST, entries.len());
         return Err(vec![Diagnostic::error(message).at(list_location)]);
@@ -341,4 +336,12 @@ fn warn_unknown(
             );
         }
     }
+}
+
+/// The entries of an `image-list` annotation: comma-separated, trimmed, empty ones dropped.
+fn list_entries(list: &str) -> Vec<&str> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect()
 }

@@ -1038,21 +1038,7 @@ fn helm_set(
     let mut parts = Vec::new();
     for (i, k) in keys.iter().enumerate() {
         let last = i == keys.len() - 1;
-        let (key, index) = match split_index(k) {
-            Some((key, idx)) => match idx.parse::<usize>() {
-                Ok(n) => (key, Some(n)),
-                Err(_) => {
-                    let at = w.editor.get(current, key).or(Some(current));
-                    return Err(path_problem(
-                        w,
-                        at,
-                        path,
-                        format!("the index {idx:?} of {k:?} is not a number (write KEY[N])"),
-                    ));
-                }
-            },
-            None => (*k, None),
-        };
+        let (key, index) = segment(w, current, path, k)?;
         let Some(child) = w.editor.get(current, key) else {
             // Missing: created, the whole segment as the key (as Argo CD Image Updater does).
             if last {
@@ -1136,6 +1122,31 @@ fn helm_set(
         }
     }
     Err(path_problem(w, None, path, "the path is empty".to_owned()))
+}
+
+/// One segment `k` of the Helm parameter `path` (under `current`): its key and the item index of
+/// `KEY[N]`, if it has one.
+fn segment<'k>(
+    w: &Writer<'_, '_, '_>,
+    current: Handle,
+    path: &str,
+    k: &'k str,
+) -> Result<(&'k str, Option<usize>), Problem> {
+    let Some((key, idx)) = split_index(k) else {
+        return Ok((k, None));
+    };
+    match idx.parse::<usize>() {
+        Ok(n) => Ok((key, Some(n))),
+        Err(_) => {
+            let at = w.editor.get(current, key).or(Some(current));
+            Err(path_problem(
+                w,
+                at,
+                path,
+                format!("the index {idx:?} of {k:?} is not a number (write KEY[N])"),
+            ))
+        }
+    }
 }
 
 /// The header of a values file created by a write-back.
