@@ -75,6 +75,7 @@ pub(crate) mod operation;
 pub(crate) mod outcome;
 pub(crate) mod policies;
 pub(crate) mod pool;
+pub(crate) mod provenance;
 pub(crate) mod reflector;
 pub(crate) mod render;
 pub(crate) mod setter;

@@ -111,6 +111,12 @@ pub struct Outcome {
     /// The Argo CD Applications whose images change: what each writes back
     /// where, its commit message data and git settings.
     pub argocd: Vec<crate::argocd::plan::AppPlan>,
+    /// Each change's provenance, by old value, new value and setter (when
+    /// an output asked for it: `FetchSettings::provenance`).
+    pub provenance: std::collections::HashMap<
+        crate::provenance::ChangeKey,
+        image_update_template::provenance::Provenance,
+    >,
 }
 
 /// The root of a tree run, for turning report paths into display paths.
