@@ -378,7 +378,7 @@ impl Content {
     /// links are the ones `provenance::links` built.
     fn images_section(&self, limit: usize) -> String {
         let images = self.images();
-        if images.is_empty() {
+        if images.is_empty() || limit == 0 {
             return String::new();
         }
         let mut out = String::from("\n### Images\n");
@@ -454,11 +454,9 @@ impl Content {
             }
         }
         if images.len() > limit {
-            let _ = writeln!(
-                out,
-                "\n{} more not shown.",
-                plural(images.len() - limit, "image")
-            );
+            let rest = images.len() - limit;
+            let noun = if rest == 1 { "image" } else { "images" };
+            let _ = writeln!(out, "\n{rest} more {noun} not shown (the report has them).");
         }
         out
     }
@@ -699,6 +697,73 @@ mod tests {
              `flux-system/apps`. Every run rewrites the branch `image-update/flux-system-apps` \
              from `main`: commits pushed to it by hand are lost.</sub>\n"
             ),
+            "{body}"
+        );
+    }
+
+    /// The default body of the report `update --provenance` wrote (`tests/report_schema.rs`,
+    /// `cli::fetch_provenance`): per image, old -> new, the source with its commit and compare
+    /// links, the signer, the notes; against `testdata/provenance/body.md`.
+    #[test]
+    fn default_body_with_provenance() {
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/provenance");
+        let report: serde_json::Value =
+            serde_json::from_str(&fs_err::read_to_string(root.join("report.json")).unwrap())
+                .unwrap();
+        let mut c = Content::from_report(&report, None, &BTreeMap::new(), "Update images").unwrap();
+        c.base = "main".into();
+        c.head = "image-update/main".into();
+        let body = c.body(None, 65_536).unwrap();
+        let golden = root.join("body.md");
+        if image_update_testkit::golden::updating().unwrap() {
+            image_update_testkit::golden::write(&golden, &body).unwrap();
+        } else {
+            assert_eq!(
+                body,
+                fs_err::read_to_string(&golden).unwrap(),
+                "UPDATE_EXPECT=1 rewrites it"
+            );
+        }
+        // Within a small limit the report goes first, then the images, then rows.
+        let short = c.body(None, 1_500).unwrap();
+        assert!(short.chars().count() <= 1_500, "{short}");
+        assert!(!short.contains("```json"), "{short}");
+        assert!(
+            short.contains("1 more image not shown (the report has them)."),
+            "{short}"
+        );
+        let shorter = c.body(None, 1_000).unwrap();
+        assert!(
+            !shorter.contains("### Images") && shorter.chars().count() <= 1_000,
+            "{shorter}"
+        );
+    }
+
+    /// What a registry serves is untrusted: in the body it is code, never Markdown, HTML or a
+    /// mention.
+    #[test]
+    fn provenance_text_stays_code() {
+        let mut c = content();
+        c.rows[0].provenance = Some(image_update_template::provenance::Provenance {
+            signer: image_update_template::provenance::Signer {
+                kind: "identity".into(),
+                subject: "@admin <img src=x> [x](javascript:y)".into(),
+                issuer: "`x`".into(),
+                ..Default::default()
+            },
+            notes: vec!["<!-- hidden --> @team".into()],
+            ..Default::default()
+        });
+        let body = c.body(None, 65_536).unwrap();
+        assert!(
+            body.contains(
+                "  - Signed by: `@admin <img src=x> [x](javascript:y)` (issuer `` `x` ``)\n"
+            ),
+            "{body}"
+        );
+        assert!(
+            body.contains("  - Note: `<!-- hidden --> @team`\n"),
             "{body}"
         );
     }
