@@ -270,16 +270,22 @@ fn signer(who: &image_update_verify::SignedBy, revision: &str) -> Signer {
             ..Signer::default()
         },
         image_update_verify::SignedBy::Identity {
-            subject, issuer, ..
-        } => {
-            let _ = revision;
-            Signer {
-                kind: "identity".to_owned(),
-                subject: subject.clone(),
-                issuer: issuer.clone(),
-                ..Signer::default()
-            }
-        }
+            subject,
+            issuer,
+            source_repository,
+            source_digest,
+            ..
+        } => Signer {
+            kind: "identity".to_owned(),
+            subject: subject.clone(),
+            issuer: issuer.clone(),
+            source_repository: source_repository.clone(),
+            source_digest: source_digest.clone(),
+            // The strongest claim: the workflow that signed ran on the commit the image names.
+            source_digest_matches: !source_digest.is_empty()
+                && source_digest.eq_ignore_ascii_case(revision),
+            ..Signer::default()
+        },
     }
 }
 
@@ -361,5 +367,23 @@ mod tests {
         assert!(p.compare_url.is_empty());
         assert_eq!(p.commit_url, "https://github.com/acme/web/commit/1234567");
         assert!(p.notes[0].contains("source changed"));
+    }
+
+    #[test]
+    fn a_workflow_signing_the_images_own_commit_is_flagged() {
+        let who = |digest: &str| image_update_verify::SignedBy::Identity {
+            subject: "https://github.com/acme/web/.github/workflows/release.yml@refs/tags/v1.5.0"
+                .into(),
+            issuer: "https://token.actions.githubusercontent.com".into(),
+            log_index: 1,
+            integrated_time: "2026-11-26T10:00:00Z".into(),
+            source_repository: "https://github.com/acme/web".into(),
+            source_digest: digest.into(),
+        };
+        let s = signer(&who("9C1D2E3"), "9c1d2e3");
+        assert!(s.source_digest_matches);
+        assert_eq!(s.source_repository, "https://github.com/acme/web");
+        assert!(!signer(&who("1234567"), "9c1d2e3").source_digest_matches);
+        assert!(!signer(&who(""), "").source_digest_matches);
     }
 }

@@ -211,6 +211,7 @@ impl Signer {
                 issuer,
                 log_index,
                 integrated_time,
+                ..
             } => Self {
                 kind: "identity".to_owned(),
                 subject: subject.clone(),
