@@ -577,6 +577,42 @@ fn cli_fetch_provenance_report() {
     let masked = text
         .replace(&host, "registry.test")
         .replace(&fingerprint, "sha256:FINGERPRINT");
+    // `policy IMAGE --provenance`: the chosen image's side, its commit, the gate's signer.
+    let out = run(
+        &[
+            "policy",
+            &format!("{host}/acme/web"),
+            "--semver",
+            ">=1.0",
+            "--provenance",
+            "--output",
+            "json",
+            "--registry-config",
+            &settings.display().to_string(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let policy: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &policy["provenance"];
+    assert_eq!(
+        p["new"]["revision"], "9c1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5",
+        "{p}"
+    );
+    assert_eq!(
+        p["commitURL"],
+        "https://github.com/acme/web/commit/9c1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5",
+        "{p}"
+    );
+    assert_eq!(
+        (&p["compareURL"], &p["signer"]["name"]),
+        (&json!(""), &json!("cosign.pub")),
+        "{p}"
+    );
     let golden = root().join("testdata/provenance/report.json");
     if testkit::golden::updating().unwrap() {
         testkit::golden::write(&golden, &masked).unwrap();

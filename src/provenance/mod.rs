@@ -13,9 +13,12 @@ use std::collections::{BTreeMap, HashMap};
 use image_update_registry::provenance::{Fact, ImageFacts};
 use image_update_template::provenance::{ImageSource, Provenance, Signer};
 
+use image_update_registry::{Platform, RegistryClient, Repository};
+
 use crate::outcome::Outcome;
 use crate::policies::ImageRef;
 use crate::reflector::Resolved;
+use crate::reflector::gate::GateOutcome;
 use crate::setter::{Field, Setter};
 use links::Forge;
 
@@ -132,15 +135,29 @@ fn one(
             }
         }
     }
-    let forges: BTreeMap<String, Forge> = lookup
-        .client
+    link(
+        &mut p,
+        &forges(&lookup.client),
+        tag_of(old_value, field),
+        &latest.tag,
+    );
+    found_by_gate(&mut p, resolved.gate.as_ref());
+    p
+}
+
+/// The forges the registry settings name for source hosts (`source_forges`).
+fn forges(client: &RegistryClient) -> BTreeMap<String, Forge> {
+    client
         .settings()
         .source_forges
         .iter()
         .filter_map(|(host, kind)| Some((host.clone(), Forge::parse(kind)?)))
-        .collect();
-    link(&mut p, &forges, tag_of(old_value, field), &latest.tag);
-    if let Some(g) = &resolved.gate {
+        .collect()
+}
+
+/// The signer and release time the supply-chain gate found.
+fn found_by_gate(p: &mut Provenance, gate: Option<&GateOutcome>) {
+    if let Some(g) = gate {
         if let Some(who) = g.signed_by.first() {
             p.signer = signer(who, &p.new.revision);
         }
@@ -149,6 +166,32 @@ fn one(
             p.release_source.clone_from(&r.source);
         }
     }
+}
+
+/// The provenance of one image alone (`image-update policy IMAGE --provenance`): its side is
+/// `new`, the links are to its commit (nothing to compare with).
+pub(crate) fn of_image(
+    client: &RegistryClient,
+    repository: &Repository,
+    image: &ImageRef,
+    platform: Option<&Platform>,
+    gate: Option<&GateOutcome>,
+) -> Provenance {
+    let mut p = Provenance::default();
+    p.new.image = image.to_string();
+    let reference = if image.digest.is_empty() {
+        &image.tag
+    } else {
+        &image.digest
+    };
+    match client.provenance(repository, reference, platform) {
+        Ok(f) => fill(&mut p.new, &f),
+        Err(e) => p
+            .notes
+            .push(format!("{} could not be read: {e}", p.new.image)),
+    }
+    link(&mut p, &forges(client), String::new(), &image.tag);
+    found_by_gate(&mut p, gate);
     p
 }
 

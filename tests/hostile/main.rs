@@ -13,6 +13,7 @@ mod cloud;
 mod escape;
 mod inputs;
 mod limits;
+mod provenance;
 mod seams;
 #[allow(dead_code)] // each surface uses some of the helpers
 mod support;
@@ -28,5 +29,6 @@ fn main() {
     trials.extend(limits::trials());
     trials.extend(inputs::trials());
     trials.extend(cloud::trials());
+    trials.extend(provenance::trials());
     image_update_testkit::run(trials)
 }
