@@ -426,37 +426,8 @@ pub(crate) fn provenance_text(p: &image_update_template::provenance::Provenance)
             let _ = writeln!(out, "  {what}: {url}");
         }
     }
-    let s = &p.signer;
-    match s.kind.as_str() {
-        "key" => {
-            let _ = writeln!(
-                out,
-                "  signed by: key {} ({})",
-                Shown(&s.name),
-                s.fingerprint
-            );
-        }
-        "identity" => {
-            let _ = write!(
-                out,
-                "  signed by: {} (issuer {})",
-                Shown(&s.subject),
-                Shown(&s.issuer)
-            );
-            if !s.source_repository.is_empty() {
-                let _ = write!(
-                    out,
-                    ", from {} at {}",
-                    Shown(&s.source_repository),
-                    Shown(&s.source_digest)
-                );
-            }
-            if s.source_digest_matches {
-                out.push_str(", the image's own revision");
-            }
-            out.push('\n');
-        }
-        _ => {}
+    if let Some(who) = p.signer.describe(|t| Shown(t).to_string()) {
+        let _ = writeln!(out, "  signed by: {who}");
     }
     if !p.released.is_empty() {
         let _ = writeln!(

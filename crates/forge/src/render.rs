@@ -409,37 +409,8 @@ impl Content {
                 }
                 out.push('\n');
             }
-            let s = &p.signer;
-            match s.kind.as_str() {
-                "key" => {
-                    let _ = writeln!(
-                        out,
-                        "  - Signed by: key {} {}",
-                        code(&s.name),
-                        code(&s.fingerprint)
-                    );
-                }
-                "identity" => {
-                    let _ = write!(
-                        out,
-                        "  - Signed by: {} (issuer {})",
-                        code(&s.subject),
-                        code(&s.issuer)
-                    );
-                    if !s.source_repository.is_empty() {
-                        let _ = write!(
-                            out,
-                            ", from {} at {}",
-                            code(&s.source_repository),
-                            code(&s.source_digest)
-                        );
-                    }
-                    if s.source_digest_matches {
-                        out.push_str(", the image's own revision");
-                    }
-                    out.push('\n');
-                }
-                _ => {}
+            if let Some(who) = p.signer.describe(code) {
+                let _ = writeln!(out, "  - Signed by: {who}");
             }
             if !p.released.is_empty() {
                 let _ = writeln!(

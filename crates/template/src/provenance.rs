@@ -73,6 +73,30 @@ pub struct Signer {
     pub source_digest_matches: bool,
 }
 
+impl Signer {
+    /// Who signed, in one phrase (`None` when no signature was required): `key NAME FINGERPRINT`,
+    /// or `SUBJECT (issuer ISSUER)`, then `, from REPOSITORY at DIGEST` and `, the image's own
+    /// revision` when the certificate says so. `show` quotes each text (a code span, an escape).
+    pub fn describe(&self, show: impl Fn(&str) -> String) -> Option<String> {
+        let mut out = match self.kind.as_str() {
+            "key" => format!("key {} {}", show(&self.name), show(&self.fingerprint)),
+            "identity" => format!("{} (issuer {})", show(&self.subject), show(&self.issuer)),
+            _ => return None,
+        };
+        if !self.source_repository.is_empty() {
+            out.push_str(&format!(
+                ", from {} at {}",
+                show(&self.source_repository),
+                show(&self.source_digest)
+            ));
+        }
+        if self.source_digest_matches {
+            out.push_str(", the image's own revision");
+        }
+        Some(out)
+    }
+}
+
 /// The provenance of one change.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
