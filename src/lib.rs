@@ -36,7 +36,9 @@
 //!    their new values; [`updater::plan`] is its pure core), [`reflector`] (policy
 //!    results from registries; the client is the `image-update-registry`
 //!    crate), [`argocd`] (Argo CD Applications, Argo CD Image Updater's
-//!    settings and their write-back), [`outcome`] (what a run found and did).
+//!    settings and their write-back), [`provenance`] (where each changed
+//!    image was built from: sources, links, signer), [`outcome`] (what a run
+//!    found and did).
 //! 2. The views the operation writes: [`render`]'s report and commit message.
 //! 3. [`operation`]: the one orchestration every front end shares; [`deploy`]:
 //!    automations into the workloads that run them.

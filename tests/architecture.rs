@@ -37,6 +37,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("reflector", 1),
     ("argocd", 1),
     ("outcome", 1),
+    ("provenance", 1),
     ("render", 2),
     ("render::escape", 0),
     ("render::report", 2),
