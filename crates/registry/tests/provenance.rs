@@ -255,6 +255,54 @@ fn reuses_what_the_run_fetched() {
     assert_eq!((f.requests, bed.gets() - before), (2, 2));
 }
 
+/// The cost of a run updating 20 images (the budget: at most 3 requests per side): each
+/// new image an index annotated by its builder (revision on the descriptor, source and version on
+/// the index), each old one labelled only; the run had looked the new digests up (`HEAD`).
+fn twenty_images_within_budget() {
+    let bed = Bed::start();
+    let mut digests = Vec::new();
+    for i in 0..20 {
+        let repo = format!("acme/app-{i}");
+        bed.registry.push_image(
+            &repo,
+            "1.0.0",
+            &image().labels(&[
+                (SOURCE, "https://github.com/acme/app"),
+                (REVISION, "1111111"),
+                (VERSION, "1.0.0"),
+            ]),
+        );
+        let amd64 = image()
+            .labels(&[])
+            .descriptor_annotations(&[(REVISION, "2222222")]);
+        let (index, _) = bed.registry.push_annotated_index(
+            &repo,
+            "1.1.0",
+            &[amd64],
+            &[(SOURCE, "https://github.com/acme/app"), (VERSION, "1.1.0")],
+        );
+        digests.push(index);
+    }
+    let c = bed.client(true);
+    let mut total = 0;
+    for (i, digest) in digests.iter().enumerate() {
+        let r = bed.repo(&format!("acme/app-{i}"));
+        assert_eq!(&c.digest(&r, "1.1.0", None).unwrap(), digest);
+        let before = bed.gets();
+        let new = c.provenance(&r, digest, None).unwrap();
+        let old = c.provenance(&r, "1.0.0", None).unwrap();
+        let sent = bed.gets() - before;
+        assert_eq!((new.requests, old.requests, sent), (2, 2, 4));
+        assert_eq!(facts(&new)[1], row("2222222", "descriptor", REVISION));
+        assert_eq!(facts(&old)[1], row("1111111", "config", REVISION));
+        total += sent;
+    }
+    eprintln!(
+        "provenance of 20 image changes: {total} registry requests ({} per image)",
+        total / 20
+    );
+}
+
 fn main() {
     let needs = &["docker-registry"];
     testkit::run(vec![
@@ -268,6 +316,11 @@ fn main() {
             "reuses_what_the_run_fetched",
             needs,
             reuses_what_the_run_fetched,
+        ),
+        trial(
+            "twenty_images_within_budget",
+            needs,
+            twenty_images_within_budget,
         ),
     ]);
 }
