@@ -95,7 +95,13 @@ fn one(
     }
     // The old side, as the field held it.
     let old = match field {
-        Field::Image => match ImageRef::parse(old_value) {
+        Field::Image => match ImageRef::parse(old_value).or_else(|e| {
+            // `NAME@DIGEST`, without a tag.
+            old_value
+                .split_once('@')
+                .map(|(name, digest)| ImageRef::new(name, "").with_digest(digest))
+                .ok_or(e)
+        }) {
             Ok(r) if r.name == latest.name => Some(r),
             Ok(r) => {
                 p.notes.push(format!(
@@ -105,7 +111,12 @@ fn one(
                 p.old.image = r.to_string();
                 None
             }
-            Err(_) => None,
+            Err(_) => {
+                p.notes.push(format!(
+                    "the old value {old_value:?} names no tag or digest: its side is empty"
+                ));
+                None
+            }
         },
         Field::Tag => Some(ImageRef::new(&latest.name, old_value)),
         Field::Digest => Some(ImageRef::new(&latest.name, "").with_digest(old_value)),
