@@ -43,7 +43,9 @@
 //!    their new values; [`updater::plan`] is its pure core), [`reflector`] (policy
 //!    results from registries; the client is the `image-update-registry`
 //!    crate), [`argocd`] (Argo CD Applications, Argo CD Image Updater's
-//!    settings and their write-back), [`outcome`] (what a run found and did).
+//!    settings and their write-back), [`provenance`] (where each changed
+//!    image was built from: sources, links, signer), [`outcome`] (what a run
+//!    found and did).
 //! 2. The views the operation writes: [`render`]'s report and commit message,
 //!    and the Job's status.
 //! 3. [`operation`]: the one orchestration every front end shares; [`deploy`]:
@@ -88,6 +90,7 @@ pub(crate) mod operation;
 pub(crate) mod outcome;
 pub(crate) mod policies;
 pub(crate) mod pool;
+pub(crate) mod provenance;
 pub(crate) mod reflector;
 pub(crate) mod render;
 pub(crate) mod same_object;

@@ -125,7 +125,14 @@ pub struct Outcome {
     /// The Argo CD Applications whose write-back was written: each one's
     /// commit message data and git destination.
     pub argocd: Vec<AppWriteBack>,
+    /// Each change's provenance, by old value, new value and setter (when
+    /// an output asked for it: `FetchSettings::provenance`).
+    pub provenance:
+        std::collections::HashMap<ProvenanceKey, image_update_template::provenance::Provenance>,
 }
+
+/// The key of a change's provenance: its old value, new value and setter.
+pub(crate) type ProvenanceKey = (String, String, String);
 
 /// What one Argo CD Application's write-back did, as the commit message and
 /// the Job need it (the planner's own plan stays in `crate::argocd::plan`).

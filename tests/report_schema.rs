@@ -488,6 +488,145 @@ fn cli_fetch_report() {
     }
 }
 
+/// `update --fetch --provenance`: each change's provenance in the report,
+/// against a golden (`testdata/provenance/report.json`, the registry's
+/// address and the key's fingerprint masked), which the request body's
+/// golden in `crates/forge` is rendered from. The new image is a signed
+/// index whose descriptor names the revision, the old one has labels only,
+/// and another field's old digest is gone from the registry.
+fn cli_fetch_provenance_report() {
+    const SOURCE: &str = "org.opencontainers.image.source";
+    const REVISION: &str = "org.opencontainers.image.revision";
+    const VERSION: &str = "org.opencontainers.image.version";
+    let reg = Registry::start(Auth::Anonymous);
+    let host = reg.authority();
+    let old = ImageSpec::new("linux", "amd64", None, "2026-01-01T00:00:00Z").labels(&[
+        (SOURCE, "https://github.com/acme/web.git"),
+        (REVISION, "3f2a1b0c4d5e6f708192a3b4c5d6e7f8091a2b3c"),
+        (VERSION, "1.4.2"),
+    ]);
+    reg.push_image("acme/web", "1.4.2", &old);
+    let amd64 = ImageSpec::new("linux", "amd64", None, "2026-02-01T00:00:00Z")
+        .labels(&[(SOURCE, "https://github.com/acme/web")])
+        .descriptor_annotations(&[(REVISION, "9c1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5")]);
+    let arm64 = ImageSpec::new("linux", "arm64", None, "2026-02-01T00:00:00Z");
+    let (index, _) =
+        reg.push_annotated_index("acme/web", "1.5.0", &[amd64, arm64], &[(VERSION, "1.5.0")]);
+    let key = testkit::sigstore::TestKey::p256();
+    reg.push_sig_tag(
+        "acme/web",
+        &index,
+        &[testkit::sigstore::legacy_key_layer(&index, &key)],
+    );
+    reg.push_image(
+        "acme/api",
+        "2.0.0",
+        &ImageSpec::new("linux", "amd64", None, "2026-01-01T00:00:00Z").labels(&[]),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("repo");
+    let policy = |name: &str, range: &str| {
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: {name}, namespace: apps}}\nspec: {{image: {host}/acme/{name}}}\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n  imageRepositoryRef: {{name: {name}}}\n  policy: {{semver: {{range: '{range}'}}}}\n  digestReflectionPolicy: Always\n"
+        )
+    };
+    write(&tree, "flux/web.yaml", &policy("web", ">=1.0"));
+    write(&tree, "flux/api.yaml", &policy("api", ">=1.0"));
+    let gone = format!("sha256:{}", "0".repeat(64));
+    write(
+        &tree,
+        "deploy.yaml",
+        &format!(
+            "web: {host}/acme/web:1.4.2 # {{\"$imagepolicy\": \"apps:web\"}}\napi: {host}/acme/api:1.0.0@{gone} # {{\"$imagepolicy\": \"apps:api\"}}\n"
+        ),
+    );
+    write(dir.path(), "cosign.pub", &key.public_pem());
+    let settings = write(
+        dir.path(),
+        "registries.yaml",
+        &format!(
+            "supply_chain:\n  rules:\n  - repositories: ['{host}/acme/web']\n    verify:\n      keys: [{{path: cosign.pub}}]\n"
+        ),
+    );
+    let out = run(
+        &[
+            "update",
+            &tree.display().to_string(),
+            "--fetch",
+            "--provenance",
+            "--dry-run",
+            "--report",
+            "-",
+            "--registry-config",
+            &settings.display().to_string(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let report = parse(&text, false);
+    check("the --provenance report", &report).unwrap();
+    let fingerprint = report["supplyChain"]["apps:web"]["signedBy"][0]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let masked = text
+        .replace(&host, "registry.test")
+        .replace(&fingerprint, "sha256:FINGERPRINT");
+    // `policy IMAGE --provenance`: the chosen image's side, its commit, the gate's signer.
+    let out = run(
+        &[
+            "policy",
+            &format!("{host}/acme/web"),
+            "--semver",
+            ">=1.0",
+            "--provenance",
+            "--output",
+            "json",
+            "--registry-config",
+            &settings.display().to_string(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let policy: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &policy["provenance"];
+    assert_eq!(
+        p["new"]["revision"], "9c1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5",
+        "{p}"
+    );
+    assert_eq!(
+        p["commitURL"],
+        "https://github.com/acme/web/commit/9c1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5",
+        "{p}"
+    );
+    assert_eq!(
+        (&p["compareURL"], &p["signer"]["name"]),
+        (&json!(""), &json!("cosign.pub")),
+        "{p}"
+    );
+    let golden = root().join("testdata/provenance/report.json");
+    if testkit::golden::updating().unwrap() {
+        testkit::golden::write(&golden, &masked).unwrap();
+        return;
+    }
+    let want = fs_err::read_to_string(&golden).unwrap();
+    assert_eq!(
+        masked,
+        want,
+        "UPDATE_EXPECT=1 rewrites {}",
+        golden.display()
+    );
+}
+
 /// Reports that break the format must fail the schema, each for the
 /// reason it was broken.
 fn schema_rejects_malformed_reports() {
@@ -643,6 +782,11 @@ fn main() {
             cli_fetch_report();
             Ok(())
         }),
+        trial(
+            "cli::fetch_provenance",
+            &["docker-registry"],
+            cli_fetch_provenance_report,
+        ),
     ];
     trials.extend(fixture_trials());
     trials.extend(cli_trials());

@@ -133,6 +133,7 @@ fn resolve(definition: &Definition, spec: &PolicySpec) -> Option<Resolved> {
         latest,
         selection,
         gate: None,
+        lookup: None,
     })
 }
 

@@ -329,6 +329,10 @@ pub(crate) fn config(inputs: &Inputs, workspace: &Path) -> Result<ActionConfig, 
             "input pull-request: this build has no git support (the `job` feature)".to_owned(),
         ));
     }
+    // A request's body shows where each image was built from.
+    if let (true, Some(fetch)) = (pull_request, update.fetch.as_mut()) {
+        fetch.provenance = true;
+    }
     Ok(ActionConfig {
         update,
         path,

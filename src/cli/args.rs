@@ -73,6 +73,14 @@ pub(crate) struct RegistryArgs {
     #[arg(long, value_name = "[HOST=]PATH", help_heading = "Registry", value_parser = parse_allowed_program)]
     pub allow_credential_program: Vec<image_update_registry::credentials::AllowedProgram>,
 
+    /// Gather where each changed image was built from (source, revision,
+    /// version, commit and compare links, signer, release time) for the
+    /// report and the commit message: up to 3 more registry requests per
+    /// image. On by itself for a pull request and for a commit template
+    /// that uses `.Provenance`.
+    #[arg(long, help_heading = "Registry")]
+    pub provenance: bool,
+
     #[command(flatten)]
     pub supply_chain: SupplyChainArgs,
 }
@@ -725,6 +733,8 @@ impl RegistryArgs {
                 Some("--registry-provider")
             } else if !self.allow_credential_program.is_empty() {
                 Some("--allow-credential-program")
+            } else if self.provenance {
+                Some("--provenance")
             } else {
                 None
             };
@@ -744,6 +754,7 @@ impl RegistryArgs {
             supply_chain: self.supply_chain.overrides()?,
             providers: self.registry_provider.clone(),
             allowed_programs: self.allow_credential_program.clone(),
+            provenance: self.provenance,
         }))
     }
 }

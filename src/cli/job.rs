@@ -701,6 +701,10 @@ pub(crate) fn config(args: &JobArgs) -> Result<JobConfig, Error> {
         args.message
             .message_config(update.automation.as_ref(), args.max_file_size)?,
     );
+    // A request's body shows where each image was built from.
+    if let (true, Some(fetch)) = (args.pull_request.pull_request, update.fetch.as_mut()) {
+        fetch.provenance = true;
+    }
     let commit = git.as_ref().map(|g| g.commit.clone()).unwrap_or_default();
     let author_name = args
         .author_name

@@ -39,28 +39,7 @@ use image_update_registry::{RegistryClient, Repository};
 /// or no qualifying tag.
 pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
     let rendered = if let Some(file) = &args.policy.tags_file {
-        let gate_flag = args
-            .registry
-            .supply_chain
-            .first_given()
-            .or(args.alias.as_ref().map(|_| "--alias"));
-        if let Some(flag) = gate_flag {
-            return Err(Error::Usage(format!(
-                "{flag} needs the registry: it cannot be checked with --tags-file"
-            )));
-        }
-        let text = crate::input::read_text(file, args.max_file_size)?;
-        let tags = parse_tags_file(&text).map_err(|e| {
-            Error::invalid(vec![
-                Diagnostic::error(e.to_string()).at(Location::new(crate::input::name(file), None)),
-            ])
-        })?;
-        match evaluate_offline(&args.policy, &args.image, tags) {
-            Ok(rendered) => rendered,
-            Err(OfflineError::Args(e)) => return Err(Error::Usage(e.to_string())),
-            Err(OfflineError::Select(e)) => return Err(Error::Other(Box::new(e))),
-            Err(e) => return Err(Error::Internal(e.to_string())),
-        }
+        offline(args, file)?
     } else {
         let spec = args
             .policy
@@ -90,11 +69,23 @@ pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
         let (mut selection, latest) = choose(&client, &repo, &args.image, &spec, &tags, None, top)
             .map_err(|e| Error::Other(Box::new(e)))?;
         let mut digest = Some(latest.digest).filter(|d| !d.is_empty());
+        let provenance = |tag: &str, digest: Option<&str>, gate: Option<&gate::GateOutcome>| {
+            args.registry.provenance.then(|| {
+                let image = crate::policies::ImageRef::new(&args.image, tag)
+                    .with_digest(digest.unwrap_or_default());
+                crate::provenance::of_image(&client, &repo, &image, spec.platforms().first(), gate)
+            })
+        };
         if chain.is_empty() {
             let choice = Choice::Tag {
                 digest: digest.as_deref(),
             };
-            rendered_selection(args, &spec, &selection, choice, None)?
+            let text = rendered_selection(args, &spec, &selection, choice, None)?;
+            with_provenance(
+                args,
+                text,
+                provenance(&selection.tag, digest.as_deref(), None),
+            )?
         } else {
             // Every candidate shown gets its verdict; the chosen tag is the
             // gate's (none: the verdicts are shown, then the error).
@@ -146,11 +137,42 @@ pub(crate) fn run(args: &PolicyCommandArgs) -> Result<Exit, Error> {
                 print(&std::mem::take(&mut text))?;
                 return Err(Error::Other(Box::new(e)));
             }
-            text
+            let found = passed.as_ref().ok().map(|(_, _, g)| g);
+            with_provenance(
+                args,
+                text,
+                provenance(&selection.tag, digest.as_deref(), found),
+            )?
         }
     };
     print(&rendered)?;
     Ok(Exit::Success)
+}
+
+/// The report of a policy over the tags of `file` (`--tags-file`): no registry, so no gate.
+fn offline(args: &PolicyCommandArgs, file: &std::path::Path) -> Result<String, Error> {
+    let gate_flag = args
+        .registry
+        .supply_chain
+        .first_given()
+        .or(args.alias.as_ref().map(|_| "--alias"));
+    if let Some(flag) = gate_flag {
+        return Err(Error::Usage(format!(
+            "{flag} needs the registry: it cannot be checked with --tags-file"
+        )));
+    }
+    let text = crate::input::read_text(file, args.max_file_size)?;
+    let tags = parse_tags_file(&text).map_err(|e| {
+        Error::invalid(vec![
+            Diagnostic::error(e.to_string()).at(Location::new(crate::input::name(file), None)),
+        ])
+    })?;
+    match evaluate_offline(&args.policy, &args.image, tags) {
+        Ok(rendered) => Ok(rendered),
+        Err(OfflineError::Args(e)) => Err(Error::Usage(e.to_string())),
+        Err(OfflineError::Select(e)) => Err(Error::Other(Box::new(e))),
+        Err(e) => Err(Error::Internal(e.to_string())),
+    }
 }
 
 /// The selection's report in the chosen format.
@@ -166,6 +188,39 @@ fn rendered_selection(
         OutputFormat::Json => render_json_with(&args.image, spec, selection, choice, supply_chain)
             .map_err(|e| Error::Internal(e.to_string()))?,
     })
+}
+
+/// The report with the chosen image's provenance (`--provenance`): JSON gets a `provenance`
+/// field (the report's provenance shape, the image as `new`), text a block of lines.
+fn with_provenance(
+    args: &PolicyCommandArgs,
+    mut rendered: String,
+    provenance: Option<image_update_template::provenance::Provenance>,
+) -> Result<String, Error> {
+    let Some(p) = provenance else {
+        return Ok(rendered);
+    };
+    match args.policy.output {
+        OutputFormat::Json => {
+            let mut value: serde_json::Value =
+                serde_json::from_str(&rendered).map_err(|e| Error::Internal(e.to_string()))?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert(
+                    "provenance".to_owned(),
+                    serde_json::to_value(&p).map_err(|e| Error::Internal(e.to_string()))?,
+                );
+            }
+            let text =
+                serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?;
+            let mut out = crate::escape::json(text);
+            out.push('\n');
+            Ok(out)
+        }
+        OutputFormat::Text => {
+            rendered.push_str(&crate::render::terminal::provenance_text(&p));
+            Ok(rendered)
+        }
+    }
 }
 
 fn print(rendered: &str) -> Result<(), Error> {

@@ -8,7 +8,7 @@
 //!   [`crate::automation::git`]), `update.path` and `update.strategy`, and `interval` (the
 //!   schedule). [`Updater::automation`] is what every mode follows; every field is read or
 //!   refused: a field image-update cannot honour is an error at its line, never ignored.
-//! * the images (`[ALIAS=]IMAGE[:CONSTRAINT]`, [`images`]), keyed `NAMESPACE:ALIAS`: the reflector
+//! * the images (`[ALIAS=]IMAGE[:CONSTRAINT]`, [`images`](mod@images)), keyed `NAMESPACE:ALIAS`: the reflector
 //!   defines one policy per image (`crate::reflector::kubesphere`);
 //! * the Argo CD part (`kind: argocd`): the Application (`spec.argocd.app`), the write-back method
 //!   (`write`), and the per-alias maps (`update-strategy`, `allow-tags`, `ignore-tags`,

@@ -67,6 +67,23 @@ pub struct UpdateConfig {
     pub argocd: ArgoSettings,
 }
 
+impl UpdateConfig {
+    /// Whether each change's provenance is gathered: fetching, when asked
+    /// (`--provenance`, a pull request) or when the commit template uses
+    /// `.Provenance`.
+    #[must_use]
+    pub fn wants_provenance(&self) -> bool {
+        self.fetch.as_ref().is_some_and(|f| {
+            f.provenance
+                || self
+                    .message
+                    .as_ref()
+                    .and_then(|m| m.template.as_deref())
+                    .is_some_and(|t| t.contains("Provenance"))
+        })
+    }
+}
+
 /// The settings of Argo CD Applications' write-back (`docs/argocd.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArgoSettings {
@@ -313,6 +330,9 @@ pub struct FetchSettings {
     /// Credential programs allowed (`--allow-credential-program`), besides
     /// the settings file's.
     pub allowed_programs: Vec<image_update_registry::credentials::AllowedProgram>,
+    /// Gather each change's provenance (a request body, a commit template
+    /// or a report asks for it): up to 3 more registry requests per image.
+    pub provenance: bool,
 }
 
 /// An observer of the registry client, shared.

@@ -297,6 +297,9 @@ pub(crate) fn run_then(
     if let Some(message) = &config.message {
         outcome.diagnostics.extend(message.warnings());
     }
+    if config.wants_provenance() {
+        outcome.provenance = crate::provenance::gather(&outcome);
+    }
     // The report only for what renders it: a large list has thousands of
     // changes, and the KRM function answers from the outcome.
     let report =

@@ -121,7 +121,8 @@ pub(super) fn gather(
         && config.suspended().is_none()
         && !g.definitions.is_empty()
     {
-        let client = client_settings(settings)?;
+        let mut client = client_settings(settings)?;
+        client.remember_documents = config.wants_provenance();
         g.fetched = reflector::resolve(&g.definitions, &client).map_err(|failed| {
             Error::invalid_with(
                 format!(
@@ -224,6 +225,7 @@ pub(crate) fn client_settings(
         .extend(fetch.allowed_programs.iter().cloned());
     settings.observer = fetch.observer.as_ref().map(|o| std::sync::Arc::clone(&o.0));
     settings.supply_chain.apply_overrides(&fetch.supply_chain);
+    settings.remember_documents = fetch.provenance;
     Ok(settings)
 }
 

@@ -153,6 +153,7 @@ spec:
                     latest,
                     selection: selection.clone(),
                     gate: None,
+                    lookup: None,
                 }
             })
             .collect();

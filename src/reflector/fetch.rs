@@ -46,6 +46,19 @@ pub struct Resolved {
     /// it was released, the alias it follows, the candidates passed over);
     /// `None` when no gate applies to the policy.
     pub gate: Option<GateOutcome>,
+    /// How to look the images of this policy up again (provenance): the
+    /// client that resolved it, its repository and platform; `None` for a
+    /// result not fetched in this run.
+    pub lookup: Option<Lookup>,
+}
+
+/// A resolved policy's registry, for later lookups of the run.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    pub client: Arc<RegistryClient>,
+    pub repository: Repository,
+    /// The policy's first platform, when it names some.
+    pub platform: Option<Platform>,
 }
 
 impl Resolved {
@@ -189,7 +202,7 @@ pub(crate) fn resolve(
             continue;
         }
         let client = match RegistryClient::new(group_settings) {
-            Ok(c) => c,
+            Ok(c) => Arc::new(c),
             Err(e) => {
                 errors.push(Diagnostic::error("the registry settings cannot be used").caused_by(e));
                 continue;
@@ -261,6 +274,11 @@ pub(crate) fn resolve(
                         observed_previous,
                         selection,
                         gate,
+                        lookup: Some(Lookup {
+                            client: Arc::clone(&client),
+                            repository: d.repository.clone(),
+                            platform: spec.platforms().first().cloned(),
+                        }),
                     });
                 }
                 Err(e) => errors.push(policy_error(i).caused_by(e)),

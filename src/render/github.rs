@@ -326,6 +326,7 @@ pub(crate) fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
         }
         md.push('\n');
     }
+    md.push_str(&provenance_summary(outcome));
     let warnings: Vec<&Diagnostic> = outcome.warnings().collect();
     if !warnings.is_empty() {
         md.push_str("### Warnings\n\n");
@@ -344,6 +345,50 @@ pub(crate) fn step_summary(outcome: &Outcome, workspace: &Path) -> String {
                 }
             }
         }
+        md.push('\n');
+    }
+    md
+}
+
+/// The step summary's provenance (when gathered): per distinct old -> new image, the source's
+/// compare or commit link, the signer and the notes. Values from images are code spans; links
+/// are only those `provenance::links` built.
+fn provenance_summary(outcome: &Outcome) -> String {
+    let mut md = String::new();
+    let mut seen = std::collections::HashSet::new();
+    for c in &outcome.changes {
+        let key = (c.old_value.clone(), c.new_value.clone(), c.setter.clone());
+        let Some(p) = outcome.provenance.get(&key) else {
+            continue;
+        };
+        if !seen.insert((c.old_value.as_str(), c.new_value.as_str())) {
+            continue;
+        }
+        if md.is_empty() {
+            md.push_str("### Provenance\n\n");
+        }
+        let _ = write!(
+            md,
+            "- {} → {}",
+            code(c.shown_old_value()),
+            code(&c.new_value)
+        );
+        if !p.compare_url.is_empty() {
+            let _ = write!(md, ": [compare]({})", p.compare_url);
+        } else if !p.commit_url.is_empty() {
+            let _ = write!(md, ": [commit]({})", p.commit_url);
+        } else if !p.source_url.is_empty() {
+            let _ = write!(md, ": <{}>", p.source_url);
+        }
+        if let Some(who) = p.signer.describe(code) {
+            let _ = write!(md, "; signed by {who}");
+        }
+        md.push('\n');
+        for note in &p.notes {
+            let _ = writeln!(md, "  - {}", code(note));
+        }
+    }
+    if !md.is_empty() {
         md.push('\n');
     }
     md
@@ -521,6 +566,50 @@ fn code(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each distinct image change's provenance: its best link, the signer, the notes as code.
+    #[test]
+    fn step_summary_shows_provenance() {
+        use image_update_template::provenance::{Provenance, Signer};
+        let change = crate::outcome::Change {
+            file: "a.yaml".into(),
+            display: "/ws/a.yaml".into(),
+            object: crate::object::ObjectId::default(),
+            object_index: 0,
+            index: None,
+            field_path: "image".into(),
+            old_value: "ghcr.io/acme/web:1.4.2".into(),
+            new_value: "ghcr.io/acme/web:1.5.0".into(),
+            setter: "apps:web".into(),
+            position: crate::text::Position { line: 1, column: 8 },
+        };
+        let mut outcome = Outcome {
+            changes: vec![change.clone(), change.clone()],
+            ..Outcome::default()
+        };
+        outcome.provenance.insert(
+            (change.old_value, change.new_value, change.setter),
+            Provenance {
+                compare_url: "https://github.com/acme/web/compare/v1.4.2...v1.5.0".into(),
+                signer: Signer {
+                    kind: "key".into(),
+                    name: "cosign.pub".into(),
+                    fingerprint: "sha256:ab".into(),
+                    ..Signer::default()
+                },
+                notes: vec!["<b>@team</b>".into()],
+                ..Provenance::default()
+            },
+        );
+        let md = step_summary(&outcome, Path::new("/ws"));
+        assert!(
+            md.contains(
+                "### Provenance\n\n- `ghcr.io/acme/web:1.4.2` → `ghcr.io/acme/web:1.5.0`: [compare](https://github.com/acme/web/compare/v1.4.2...v1.5.0); signed by key `cosign.pub` `sha256:ab`\n  - `<b>@team</b>`\n\n"
+            ),
+            "{md}"
+        );
+        assert_eq!(md.matches("- `ghcr.io").count(), 1, "{md}");
+    }
 
     #[test]
     fn input_variables_keep_hyphens() {

@@ -81,6 +81,7 @@ impl MessageConfig {
                         old_value: c.old_value.as_str().into(),
                         new_value: c.new_value.as_str().into(),
                         setter: c.setter.as_str().into(),
+                        provenance: c.provenance.clone().map(std::rc::Rc::new),
                     }),
                 );
             }
@@ -191,10 +192,44 @@ mod tests {
                     line: 3,
                     column: 12,
                     field_path: "spec.x".into(),
+                    provenance: None,
                 }],
             }],
         );
         r
+    }
+
+    /// `.Provenance` is a method of each change: the zero struct without provenance (so `if`
+    /// works), the gathered one with; printing a change stays as Flux prints it.
+    #[test]
+    fn provenance_of_each_change() {
+        let template = "{{ range .Changed.Changes }}{{ if .Provenance.CompareURL }}{{ .Provenance.CompareURL }} by {{ .Provenance.Signer.Subject }}{{ else }}none {{ len .Provenance.Notes }}{{ end }} {{ . }}{{ end }}";
+        let config = MessageConfig {
+            template: Some(template.into()),
+            ..MessageConfig::default()
+        };
+        assert_eq!(
+            config.render(&report()).unwrap(),
+            "none 0 {app:1 app:2 flux-system:a}"
+        );
+        let mut r = report();
+        if let Some(objects) = r.file_changes.get_mut("apps/a.yaml") {
+            objects[0].changes[0].provenance =
+                Some(image_update_template::provenance::Provenance {
+                    compare_url: "https://github.com/acme/a/compare/1...2".into(),
+                    signer: image_update_template::provenance::Signer {
+                        subject:
+                            "https://github.com/acme/a/.github/workflows/release.yml@refs/tags/v2"
+                                .into(),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                });
+        }
+        assert_eq!(
+            config.render(&r).unwrap(),
+            "https://github.com/acme/a/compare/1...2 by https://github.com/acme/a/.github/workflows/release.yml@refs/tags/v2 {app:1 app:2 flux-system:a}"
+        );
     }
 
     #[test]

@@ -72,6 +72,10 @@ pub struct ReportChange {
     pub line: usize,
     pub column: usize,
     pub field_path: String,
+    /// Where the old and new images were built from, links, signer and
+    /// release time (when an output asked for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<image_update_template::provenance::Provenance>,
 }
 
 /// The changes of one object in one file.
@@ -207,6 +211,7 @@ impl Signer {
                 issuer,
                 log_index,
                 integrated_time,
+                ..
             } => Self {
                 kind: "identity".to_owned(),
                 subject: subject.clone(),
@@ -328,6 +333,10 @@ impl Report {
                 line: c.position.line,
                 column: c.position.column,
                 field_path: c.field_path.clone(),
+                provenance: outcome
+                    .provenance
+                    .get(&(c.old_value.clone(), c.new_value.clone(), c.setter.clone()))
+                    .cloned(),
             });
         }
         report.warnings = outcome.warnings().map(ReportWarning::of).collect();

@@ -404,6 +404,45 @@ pub(crate) fn error_line(error: &(dyn std::error::Error + 'static), paint: Paint
     )
 }
 
+/// An image's provenance as `policy --provenance` prints it after the selection: one line per
+/// fact found, with where it was read, the links, the signer, the release time and the notes;
+/// every text from a registry escaped ([`Shown`]) so a terminal never acts on it.
+pub(crate) fn provenance_text(p: &image_update_template::provenance::Provenance) -> String {
+    let mut out = format!("provenance of {}:\n", Shown(&p.new.image));
+    let n = &p.new;
+    for (what, value, from) in [
+        ("source", &n.source, &n.source_from),
+        ("revision", &n.revision, &n.revision_from),
+        ("version", &n.version, &n.version_from),
+    ] {
+        if value.is_empty() {
+            let _ = writeln!(out, "  {what}: (none)");
+        } else {
+            let _ = writeln!(out, "  {what}: {} (from the {from})", Shown(value));
+        }
+    }
+    for (what, url) in [("repository", &p.source_url), ("commit", &p.commit_url)] {
+        if !url.is_empty() {
+            let _ = writeln!(out, "  {what}: {url}");
+        }
+    }
+    if let Some(who) = p.signer.describe(|t| Shown(t).to_string()) {
+        let _ = writeln!(out, "  signed by: {who}");
+    }
+    if !p.released.is_empty() {
+        let _ = writeln!(
+            out,
+            "  released: {} ({})",
+            p.released,
+            Shown(&p.release_source)
+        );
+    }
+    for note in &p.notes {
+        let _ = writeln!(out, "  note: {}", Shown(note));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

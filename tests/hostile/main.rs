@@ -13,6 +13,7 @@ mod cloud;
 mod escape;
 mod inputs;
 mod limits;
+mod provenance;
 mod readers;
 mod seams;
 #[allow(dead_code)] // each surface uses some of the helpers
@@ -30,5 +31,6 @@ fn main() {
     trials.extend(inputs::trials());
     trials.extend(cloud::trials());
     trials.extend(readers::trials());
+    trials.extend(provenance::trials());
     image_update_testkit::run(trials)
 }

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
+use image_update_template::provenance::Provenance;
 use image_update_template::{FieldDef, NamedType, TemplateData, Type, Underlying, Value};
 use sha2::{Digest as _, Sha256};
 
@@ -56,6 +57,8 @@ pub struct Row {
     pub new_value: String,
     /// The marker's policy reference.
     pub setter: String,
+    /// Where the old and new images were built from, when the run gathered it.
+    pub provenance: Option<Provenance>,
 }
 
 impl Row {
@@ -144,6 +147,9 @@ impl Content {
                             old_value: text(change.get("oldValue")),
                             new_value: text(change.get("newValue")),
                             setter: text(change.get("setter")),
+                            provenance: change
+                                .get("provenance")
+                                .and_then(|p| serde_json::from_value(p.clone()).ok()),
                         });
                     }
                 }
@@ -335,20 +341,98 @@ impl Content {
         }
         let mut rows = self.rows.len();
         let mut with_report = true;
+        let mut images = self.images().len();
         loop {
-            let body = self.default_body(rows, with_report);
-            if body.chars().count() <= max || (rows == 0 && !with_report) {
+            let body = self.default_body(rows, with_report, images);
+            if body.chars().count() <= max || (rows == 0 && !with_report && images == 0) {
                 return Ok(crate::request::cut(&body, max));
             }
             if with_report {
                 with_report = false;
+            } else if images > 0 {
+                images /= 2;
             } else {
                 rows /= 2;
             }
         }
     }
 
-    fn default_body(&self, rows: usize, with_report: bool) -> String {
+    /// The distinct image changes with provenance, in row order: `(old, new, provenance)`.
+    fn images(&self) -> Vec<(&str, &str, &Provenance)> {
+        let mut out: Vec<(&str, &str, &Provenance)> = Vec::new();
+        for row in &self.rows {
+            if let Some(p) = &row.provenance
+                && !out
+                    .iter()
+                    .any(|(o, n, _)| *o == row.old_value && *n == row.new_value)
+            {
+                out.push((&row.old_value, &row.new_value, p));
+            }
+        }
+        out
+    }
+
+    /// Per image (the first `limit`): old -> new, where it was built from with the commit and
+    /// compare links, who signed it, when it was released, and what is missing. Every text an
+    /// image or a registry gave is in a code span (no Markdown, HTML or mention of its own); the
+    /// links are the ones `provenance::links` built.
+    fn images_section(&self, limit: usize) -> String {
+        let images = self.images();
+        if images.is_empty() || limit == 0 {
+            return String::new();
+        }
+        let mut out = String::from("\n### Images\n");
+        for (old, new, p) in images.iter().take(limit) {
+            let _ = write!(
+                out,
+                "\n- {} → {}\n",
+                code(&p.old.image_or(old)),
+                code(&p.new.image_or(new))
+            );
+            if !p.source_url.is_empty() {
+                let _ = write!(out, "  - Source: <{}>", p.source_url);
+                if !p.new.revision.is_empty() {
+                    let rev: String = p.new.revision.chars().take(12).collect();
+                    if p.commit_url.is_empty() {
+                        let _ = write!(out, " at {}", code(&rev));
+                    } else {
+                        let _ = write!(out, " at [{}]({})", code(&rev), p.commit_url);
+                    }
+                }
+                if !p.compare_url.is_empty() {
+                    let what = if p.compare_by == "tag" {
+                        "tags"
+                    } else {
+                        "commits"
+                    };
+                    let _ = write!(out, " ([compare {what}]({}))", p.compare_url);
+                }
+                out.push('\n');
+            }
+            if let Some(who) = p.signer.describe(code) {
+                let _ = writeln!(out, "  - Signed by: {who}");
+            }
+            if !p.released.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  - Released: {} ({})",
+                    code(&p.released),
+                    cell(&p.release_source)
+                );
+            }
+            for note in &p.notes {
+                let _ = writeln!(out, "  - Note: {}", code(note));
+            }
+        }
+        if images.len() > limit {
+            let rest = images.len() - limit;
+            let noun = if rest == 1 { "image" } else { "images" };
+            let _ = writeln!(out, "\n{rest} more {noun} not shown (the report has them).");
+        }
+        out
+    }
+
+    fn default_body(&self, rows: usize, with_report: bool, images: usize) -> String {
         let mut out = format!(
             "This {} updates {} in {} to the latest images of their policies.\n\n",
             "request",
@@ -356,6 +440,7 @@ impl Content {
             plural(self.files(), "file")
         );
         out.push_str(&self.table(rows));
+        out.push_str(&self.images_section(images));
         out.push_str("\n<details>\n<summary>Report</summary>\n\n");
         if with_report {
             let fence = if self.report.contains("```") {
@@ -583,6 +668,73 @@ mod tests {
              `flux-system/apps`. Every run rewrites the branch `image-update/flux-system-apps` \
              from `main`: commits pushed to it by hand are lost.</sub>\n"
             ),
+            "{body}"
+        );
+    }
+
+    /// The default body of the report `update --provenance` wrote (`tests/report_schema.rs`,
+    /// `cli::fetch_provenance`): per image, old -> new, the source with its commit and compare
+    /// links, the signer, the notes; against `testdata/provenance/body.md`.
+    #[test]
+    fn default_body_with_provenance() {
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/provenance");
+        let report: serde_json::Value =
+            serde_json::from_str(&fs_err::read_to_string(root.join("report.json")).unwrap())
+                .unwrap();
+        let mut c = Content::from_report(&report, None, &BTreeMap::new(), "Update images").unwrap();
+        c.base = "main".into();
+        c.head = "image-update/main".into();
+        let body = c.body(None, 65_536).unwrap();
+        let golden = root.join("body.md");
+        if image_update_testkit::golden::updating().unwrap() {
+            image_update_testkit::golden::write(&golden, &body).unwrap();
+        } else {
+            assert_eq!(
+                body,
+                fs_err::read_to_string(&golden).unwrap(),
+                "UPDATE_EXPECT=1 rewrites it"
+            );
+        }
+        // Within a small limit the report goes first, then the images, then rows.
+        let short = c.body(None, 1_500).unwrap();
+        assert!(short.chars().count() <= 1_500, "{short}");
+        assert!(!short.contains("```json"), "{short}");
+        assert!(
+            short.contains("1 more image not shown (the report has them)."),
+            "{short}"
+        );
+        let shorter = c.body(None, 1_000).unwrap();
+        assert!(
+            !shorter.contains("### Images") && shorter.chars().count() <= 1_000,
+            "{shorter}"
+        );
+    }
+
+    /// What a registry serves is untrusted: in the body it is code, never Markdown, HTML or a
+    /// mention.
+    #[test]
+    fn provenance_text_stays_code() {
+        let mut c = content();
+        c.rows[0].provenance = Some(image_update_template::provenance::Provenance {
+            signer: image_update_template::provenance::Signer {
+                kind: "identity".into(),
+                subject: "@admin <img src=x> [x](javascript:y)".into(),
+                issuer: "`x`".into(),
+                ..Default::default()
+            },
+            notes: vec!["<!-- hidden --> @team".into()],
+            ..Default::default()
+        });
+        let body = c.body(None, 65_536).unwrap();
+        assert!(
+            body.contains(
+                "  - Signed by: `@admin <img src=x> [x](javascript:y)` (issuer `` `x` ``)\n"
+            ),
+            "{body}"
+        );
+        assert!(
+            body.contains("  - Note: `<!-- hidden --> @team`\n"),
             "{body}"
         );
     }

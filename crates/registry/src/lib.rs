@@ -51,7 +51,9 @@ pub mod cloud;
 pub mod credentials;
 mod error;
 mod manifest;
+mod memo;
 pub mod observe;
+pub mod provenance;
 pub mod pushtime;
 mod redact;
 pub mod reference;
@@ -130,6 +132,9 @@ pub struct RegistryClient {
     tokens: Mutex<HashMap<(String, String), CachedToken>>,
     credentials: Mutex<HashMap<(String, String), (Credential, CredentialSource)>>,
     token_requests: AtomicUsize,
+    /// Manifests and configs by digest, for the rest of the run
+    /// (`settings.remember_documents`).
+    memo: Option<memo::Memo>,
 }
 
 impl std::fmt::Debug for RegistryClient {
@@ -161,6 +166,7 @@ impl RegistryClient {
         for credential in settings.credentials.explicit_credentials() {
             secrets.add_credential(credential);
         }
+        let memo = settings.remember_documents.then(memo::Memo::default);
         let settings = Arc::new(settings);
         Ok(Self {
             transport: Transport::new(Arc::clone(&settings), Arc::clone(&secrets)),
@@ -173,6 +179,7 @@ impl RegistryClient {
             tokens: Mutex::new(HashMap::new()),
             credentials: Mutex::new(HashMap::new()),
             token_requests: AtomicUsize::new(0),
+            memo,
         })
     }
 
@@ -503,8 +510,29 @@ impl RegistryClient {
         self.boundary(repo, false, || self.manifest_inner(repo, reference))
     }
 
+    /// Whether `digest` of `repo` is kept from an earlier request of the run.
+    fn remembered(&self, repo: &Repository, digest: &str) -> bool {
+        self.memo
+            .as_ref()
+            .is_some_and(|m| m.get(&repo.to_string(), digest).is_some())
+    }
+
     fn manifest_inner(&self, repo: &Repository, reference: &str) -> Result<Manifest> {
         let ctx = context(repo);
+        if let Some(kept) = self
+            .memo
+            .as_ref()
+            .filter(|_| reference::valid_digest(reference))
+            .and_then(|m| m.get(&repo.to_string(), reference))
+            && let Some(kind) = ManifestKind::from_media_type(&kept.media_type)
+        {
+            return Ok(Manifest {
+                media_type: kept.media_type,
+                kind,
+                digest: reference.to_owned(),
+                bytes: kept.bytes.as_ref().clone(),
+            });
+        }
         let url = self.manifest_url(repo, reference);
         let resp = self.send_authed(repo, "GET", url, Some(MANIFEST_ACCEPT), MAX_DOCUMENT)?;
         if resp.status != 200 {
@@ -549,6 +577,9 @@ impl RegistryClient {
                 actual: digest,
             });
         }
+        if let Some(memo) = &self.memo {
+            memo.put(&repo.to_string(), &digest, &media_type, &resp.body);
+        }
         Ok(Manifest {
             media_type,
             kind,
@@ -564,6 +595,14 @@ impl RegistryClient {
 
     fn blob_inner(&self, repo: &Repository, digest: &str, max_size: u64) -> Result<Vec<u8>> {
         let ctx = context(repo);
+        if let Some(kept) = self
+            .memo
+            .as_ref()
+            .and_then(|m| m.get(&repo.to_string(), digest))
+            .filter(|k| k.bytes.len() as u64 <= max_size)
+        {
+            return Ok(kept.bytes.as_ref().clone());
+        }
         let url = self.registry_url(repo, &format!("/v2/{}/blobs/{digest}", repo.repository()));
         let resp = self.send_authed(repo, "GET", url, None, max_size)?;
         if resp.status != 200 {
@@ -577,6 +616,9 @@ impl RegistryClient {
                     reference: digest.to_owned(),
                     actual,
                 });
+            }
+            if let Some(memo) = &self.memo {
+                memo.put(&repo.to_string(), digest, "", &resp.body);
             }
         }
         Ok(resp.body)

@@ -387,6 +387,11 @@ pub struct SettingsFile {
     /// `[HOST=]PATH` (absolute paths, outside the tree being updated).
     #[serde(default)]
     pub allowed_credential_programs: Vec<AllowedProgram>,
+    /// The forge serving the source repositories of a host images name
+    /// (`HOST: github|gitlab|gitea|forgejo|bitbucket|bitbucket-server|azure-devops`),
+    /// for provenance links; well-known hosts need none.
+    #[serde(default)]
+    pub source_forges: BTreeMap<String, String>,
     /// The directory of the file (relative paths in it are relative to it).
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
@@ -485,6 +490,12 @@ pub struct ClientSettings {
     /// `allowed_credential_programs`, a front end's
     /// `--allow-credential-program`).
     pub allowed_programs: Vec<AllowedProgram>,
+    /// Keep the manifests and configs fetched by digest for the rest of the
+    /// client's life (at most 8 MiB), so a later step reuses them: on when
+    /// provenance is gathered. Off by default.
+    pub remember_documents: bool,
+    /// The settings file's `source_forges`, host names in lower case.
+    pub source_forges: BTreeMap<String, String>,
 }
 
 impl fmt::Debug for ClientSettings {
@@ -505,6 +516,8 @@ impl fmt::Debug for ClientSettings {
             .field("cloud_env", &self.cloud_env)
             .field("logins", &self.logins)
             .field("allowed_programs", &self.allowed_programs)
+            .field("remember_documents", &self.remember_documents)
+            .field("source_forges", &self.source_forges)
             .finish_non_exhaustive()
     }
 }
@@ -528,6 +541,8 @@ impl Default for ClientSettings {
             cloud_env: Arc::new(CloudEnv::from_env()),
             logins: Arc::default(),
             allowed_programs: Vec::new(),
+            remember_documents: false,
+            source_forges: BTreeMap::new(),
         }
     }
 }
@@ -553,6 +568,9 @@ impl ClientSettings {
         self.allowed_programs
             .extend(file.allowed_credential_programs);
         self.supply_chain = file.supply_chain;
+        for (host, forge) in file.source_forges {
+            self.source_forges.insert(host.to_ascii_lowercase(), forge);
+        }
         if file.base_dir.is_some() {
             self.base_dir = file.base_dir;
         }

@@ -35,6 +35,7 @@ fn data() -> TemplateData {
                 old_value: format!("ghcr.io/acme/app-{f}-{o}-{c}:1.0.{c}").into(),
                 new_value: format!("ghcr.io/acme/app-{f}-{o}-{c}:1.1.{c}").into(),
                 setter: format!("flux-system:app-{f}-{o}-{c}").into(),
+                provenance: None,
             });
             d.add_change(&file, id, changes);
         }

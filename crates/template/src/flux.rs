@@ -52,7 +52,7 @@ pub struct ObjectId {
 }
 
 /// One field change (Flux's `update.Change`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default)]
 pub struct UpdateChange {
     /// Value before.
     pub old_value: Rc<str>,
@@ -60,6 +60,28 @@ pub struct UpdateChange {
     pub new_value: Rc<str>,
     /// The setter (policy reference) that made the change.
     pub setter: Rc<str>,
+    /// Where the images were built from (image-update's, not Flux's: `.Provenance`, a method);
+    /// not part of the change's identity.
+    pub provenance: Option<Rc<crate::provenance::Provenance>>,
+}
+
+/// A change is its three values, as in Flux (`Changes()` de-duplicates by them).
+impl PartialEq for UpdateChange {
+    fn eq(&self, other: &Self) -> bool {
+        self.old_value == other.old_value
+            && self.new_value == other.new_value
+            && self.setter == other.setter
+    }
+}
+
+impl Eq for UpdateChange {}
+
+impl std::hash::Hash for UpdateChange {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.old_value.hash(state);
+        self.new_value.hash(state);
+        self.setter.hash(state);
+    }
 }
 
 /// The data a commit message template sees (Flux's `source.TemplateData`).
@@ -318,6 +340,17 @@ impl TemplateData {
                                 new_value: json_str(ch.get("newValue"), &format!("{cp}.newValue"))?
                                     .into(),
                                 setter: json_str(ch.get("setter"), &format!("{cp}.setter"))?.into(),
+                                provenance: match ch.get("provenance") {
+                                    None | Some(serde_json::Value::Null) => None,
+                                    Some(p) => {
+                                        Some(Rc::new(serde_json::from_value(p.clone()).map_err(
+                                            |_| ReportError::Shape {
+                                                path: format!("{cp}.provenance"),
+                                                expected: "a provenance object",
+                                            },
+                                        )?))
+                                    }
+                                },
                             });
                         }
                         out
@@ -601,6 +634,7 @@ struct FluxTypes {
     result: Rc<NamedType>,
     template_data: Rc<NamedType>,
     supply_chain: supply_chain::Types,
+    provenance: crate::provenance::Types,
 }
 
 fn tagged(name: &str, json: &str) -> FieldDef {
@@ -697,14 +731,19 @@ impl FluxTypes {
             "update.ObjectIdentifier",
             Underlying::Struct(vec![FieldDef::embedded(&resource_id)]),
         ));
-        let change = Rc::new(NamedType::new(
+        let provenance = crate::provenance::Types::new();
+        let mut change = NamedType::new(
             "update.Change",
             Underlying::Struct(vec![
                 FieldDef::new("OldValue", Type::String),
                 FieldDef::new("NewValue", Type::String),
                 FieldDef::new("Setter", Type::String),
             ]),
-        ));
+        );
+        change.methods = vec![Method::niladic("Provenance", provenance.ty(), |v, _| {
+            v.hidden(0)
+        })];
+        let change = Rc::new(change);
         let change_slice = Type::slice_of(Type::Named(change.clone()));
         let object_changes = Rc::new(NamedType::new(
             "update.ObjectChanges",
@@ -756,6 +795,7 @@ impl FluxTypes {
             result,
             template_data,
             supply_chain,
+            provenance,
         }
     }
 
@@ -792,7 +832,7 @@ impl FluxTypes {
                 Value::Str(c.new_value.clone()),
                 Value::Str(c.setter.clone()),
             ],
-            Vec::new(),
+            vec![self.provenance.value(c.provenance.as_deref())],
         )
     }
 }

@@ -357,6 +357,7 @@ mod tests {
             old_value: "".into(),
             new_value: new_value.into(),
             setter: setter.into(),
+            provenance: None,
         }
     }
 

@@ -109,6 +109,7 @@ mod json;
 mod legacy;
 mod lex;
 mod parse;
+pub mod provenance;
 mod refname;
 mod sprig;
 mod supply_chain;
@@ -308,6 +309,7 @@ mod tests {
                 old_value: "1".into(),
                 new_value: "2".into(),
                 setter: "s".into(),
+                provenance: None,
             }],
         );
         data.set_value("k", "v");

@@ -882,6 +882,25 @@ impl Registry {
         )
     }
 
+    /// Push a multi-platform OCI index with annotations of its own (each image's descriptor
+    /// carries the image's `descriptor_annotations`); returns as [`Registry::push_index`].
+    pub fn push_annotated_index(
+        &self,
+        repo: &str,
+        tag: &str,
+        images: &[ImageSpec],
+        annotations: &[(&str, &str)],
+    ) -> (String, Vec<(String, String)>) {
+        self.push_list_with(
+            repo,
+            tag,
+            images,
+            false,
+            "application/vnd.oci.image.index.v1+json",
+            &owned_pairs(annotations),
+        )
+    }
+
     /// Push an index or Docker manifest list of the given media type.
     pub fn push_list(
         &self,
@@ -891,17 +910,33 @@ impl Registry {
         attestation: bool,
         list_media_type: &str,
     ) -> (String, Vec<(String, String)>) {
+        self.push_list_with(repo, tag, images, attestation, list_media_type, &[])
+    }
+
+    fn push_list_with(
+        &self,
+        repo: &str,
+        tag: &str,
+        images: &[ImageSpec],
+        attestation: bool,
+        list_media_type: &str,
+        annotations: &[(String, String)],
+    ) -> (String, Vec<(String, String)>) {
         let mut entries = Vec::new();
         let mut children = Vec::new();
         for img in images {
             let (manifest, digest) =
                 self.push_image(repo, &format!("child-{}", img.platform_tag()), img);
-            entries.push(serde_json::json!({
+            let mut entry = serde_json::json!({
                 "mediaType": img.media_type(),
                 "digest": digest,
                 "size": manifest.len(),
                 "platform": img.platform_json(),
-            }));
+            });
+            if !img.descriptor_annotations.is_empty() {
+                entry["annotations"] = string_map(&img.descriptor_annotations);
+            }
+            entries.push(entry);
             children.push((img.platform_string(), digest));
         }
         if attestation {
@@ -914,11 +949,14 @@ impl Registry {
                 "platform": {"os": "unknown", "architecture": "unknown"},
             }));
         }
-        let index = serde_json::json!({
+        let mut index = serde_json::json!({
             "schemaVersion": 2,
             "mediaType": list_media_type,
             "manifests": entries,
         });
+        if !annotations.is_empty() {
+            index["annotations"] = string_map(annotations);
+        }
         let bytes = serde_json::to_vec_pretty(&index).unwrap();
         self.put_manifest(repo, tag, list_media_type, &bytes);
         (sha256(&bytes), children)
@@ -999,6 +1037,28 @@ pub struct ImageSpec {
     pub created: Option<String>,
     /// Docker v2 schema 2 instead of OCI.
     pub docker: bool,
+    /// The config's labels (`None`: one, `org.opencontainers.image.source: test`).
+    pub labels: Option<Vec<(String, String)>>,
+    /// The manifest's annotations.
+    pub annotations: Vec<(String, String)>,
+    /// The annotations of its descriptor in an index.
+    pub descriptor_annotations: Vec<(String, String)>,
+}
+
+fn string_map(pairs: &[(String, String)]) -> serde_json::Value {
+    serde_json::Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+fn owned_pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 impl ImageSpec {
@@ -1009,7 +1069,28 @@ impl ImageSpec {
             variant: variant.map(str::to_owned),
             created: Some(created.to_owned()),
             docker: false,
+            labels: None,
+            annotations: Vec::new(),
+            descriptor_annotations: Vec::new(),
         }
+    }
+
+    /// The config's labels, instead of the default one.
+    pub fn labels(mut self, pairs: &[(&str, &str)]) -> Self {
+        self.labels = Some(owned_pairs(pairs));
+        self
+    }
+
+    /// The manifest's annotations.
+    pub fn annotations(mut self, pairs: &[(&str, &str)]) -> Self {
+        self.annotations = owned_pairs(pairs);
+        self
+    }
+
+    /// The annotations of its descriptor in an index ([`Registry::push_annotated_index`]).
+    pub fn descriptor_annotations(mut self, pairs: &[(&str, &str)]) -> Self {
+        self.descriptor_annotations = owned_pairs(pairs);
+        self
     }
 
     pub fn docker(mut self) -> Self {
@@ -1057,6 +1138,9 @@ impl ImageSpec {
             "rootfs": {"type": "layers", "diff_ids": [sha256(&layer)]},
             "config": {"Labels": {"org.opencontainers.image.source": "test"}},
         });
+        if let Some(labels) = &self.labels {
+            config["config"]["Labels"] = string_map(labels);
+        }
         if let Some(v) = &self.variant {
             config["variant"] = serde_json::Value::String(v.clone());
         }
@@ -1084,12 +1168,15 @@ impl ImageSpec {
                 "application/vnd.oci.image.layer.v1.tar+gzip",
             )
         };
-        let m = serde_json::json!({
+        let mut m = serde_json::json!({
             "schemaVersion": 2,
             "mediaType": self.media_type(),
             "config": {"mediaType": config_type, "digest": config_digest, "size": config.len()},
             "layers": [{"mediaType": layer_type, "digest": layer_digest, "size": layer.len()}],
         });
+        if !self.annotations.is_empty() {
+            m["annotations"] = string_map(&self.annotations);
+        }
         (serde_json::to_vec(&m).unwrap(), self.media_type())
     }
 }

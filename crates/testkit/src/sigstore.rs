@@ -180,6 +180,8 @@ pub struct CertSpec {
     pub not_after: i64,
     /// Give the code-signing extended key usage (Fulcio always does).
     pub code_signing: bool,
+    /// Fulcio's source repository URI and digest extensions (a CI workflow's certificate).
+    pub source: Option<(String, String)>,
 }
 
 impl CertSpec {
@@ -191,7 +193,14 @@ impl CertSpec {
             not_before: now() - 60,
             not_after: now() + 600,
             code_signing: true,
+            source: None,
         }
+    }
+
+    /// With Fulcio's source repository URI and digest extensions.
+    pub fn from_source(mut self, repository: &str, digest: &str) -> Self {
+        self.source = Some((repository.to_owned(), digest.to_owned()));
+        self
     }
 }
 
@@ -345,6 +354,18 @@ impl TestSigstore {
                 utf8_string(&spec.issuer),
             ),
         ];
+        if let Some((repository, digest)) = &spec.source {
+            p.custom_extensions
+                .push(rcgen::CustomExtension::from_oid_content(
+                    &[1, 3, 6, 1, 4, 1, 57264, 1, 12],
+                    utf8_string(repository),
+                ));
+            p.custom_extensions
+                .push(rcgen::CustomExtension::from_oid_content(
+                    &[1, 3, 6, 1, 4, 1, 57264, 1, 13],
+                    utf8_string(digest),
+                ));
+        }
         let cert = p.signed_by(&key.rcgen(), &self.intermediate).unwrap();
         Signing {
             key,

@@ -18,6 +18,10 @@ const OID_ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
 const OID_ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 /// Subject alternative name.
 const OID_SAN: &str = "2.5.29.17";
+/// Fulcio's source repository URI extension: a DER UTF8String.
+const OID_SOURCE_REPOSITORY: &str = "1.3.6.1.4.1.57264.1.12";
+/// Fulcio's source repository digest extension (the commit a workflow ran on): a DER UTF8String.
+const OID_SOURCE_DIGEST: &str = "1.3.6.1.4.1.57264.1.13";
 /// id-kp-codeSigning (1.3.6.1.5.5.7.3.3), DER contents.
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 /// Largest certificate read.
@@ -30,6 +34,11 @@ pub struct Identity {
     pub subjects: Vec<String>,
     /// The OIDC issuer (v2 extension, else v1); empty when absent.
     pub issuer: String,
+    /// Fulcio's source repository URI; empty when absent or not a UTF8String (it informs, it
+    /// decides nothing).
+    pub source_repository: String,
+    /// Fulcio's source repository digest; empty likewise.
+    pub source_digest: String,
 }
 
 /// A signing certificate's key and identity.
@@ -57,6 +66,8 @@ pub fn read_leaf(der: &[u8]) -> Result<Leaf, String> {
         .map_err(|e| format!("the certificate's key: {e}"))?;
     let key = PublicKey::from_spki_der(&spki).map_err(|e| format!("the certificate's key: {e}"))?;
     let mut subjects = Vec::new();
+    let mut source_repository = String::new();
+    let mut source_digest = String::new();
     let mut seen = std::collections::HashSet::new();
     let mut v1 = None;
     let mut v2 = None;
@@ -85,6 +96,16 @@ pub fn read_leaf(der: &[u8]) -> Result<Leaf, String> {
                 })?;
                 v2 = Some(s.as_str().to_owned());
             }
+            OID_SOURCE_REPOSITORY => {
+                source_repository = Utf8StringRef::from_der(value)
+                    .map(|s| s.as_str().to_owned())
+                    .unwrap_or_default();
+            }
+            OID_SOURCE_DIGEST => {
+                source_digest = Utf8StringRef::from_der(value)
+                    .map(|s| s.as_str().to_owned())
+                    .unwrap_or_default();
+            }
             OID_ISSUER_V1 => {
                 v1 = Some(
                     std::str::from_utf8(value)
@@ -100,6 +121,8 @@ pub fn read_leaf(der: &[u8]) -> Result<Leaf, String> {
         identity: Identity {
             subjects,
             issuer: v2.or(v1).unwrap_or_default(),
+            source_repository,
+            source_digest,
         },
     })
 }
@@ -164,5 +187,37 @@ fn describe(e: &webpki::Error) -> String {
             "the certificate is not for code signing".to_owned()
         }
         other => format!("the certificate path is invalid: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use image_update_testkit::sigstore::{CertSpec, TestSigstore};
+
+    /// Fulcio's source repository extensions (a CI workflow's certificate) are read; a certificate
+    /// without them has them empty.
+    #[test]
+    fn source_repository_and_digest() {
+        let store = TestSigstore::new();
+        let spec = CertSpec::new(
+            "https://github.com/acme/web/.github/workflows/release.yml@refs/tags/v1.5.0",
+            "https://token.actions.githubusercontent.com",
+        );
+        let plain = super::read_leaf(&store.issue(&spec).cert_der).unwrap();
+        assert_eq!(
+            (
+                plain.identity.source_repository.as_str(),
+                plain.identity.source_digest.as_str()
+            ),
+            ("", "")
+        );
+        let digest = "9c1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5";
+        let ci = spec.from_source("https://github.com/acme/web", digest);
+        let leaf = super::read_leaf(&store.issue(&ci).cert_der).unwrap();
+        assert_eq!(
+            leaf.identity.source_repository,
+            "https://github.com/acme/web"
+        );
+        assert_eq!(leaf.identity.source_digest, digest);
     }
 }

@@ -109,6 +109,12 @@ pub enum SignedBy {
         /// RFC 3339.
         #[serde(rename = "integratedTime")]
         integrated_time: String,
+        /// Fulcio's source repository URI, when the certificate has it.
+        #[serde(rename = "sourceRepository", skip_serializing_if = "String::is_empty")]
+        source_repository: String,
+        /// Fulcio's source repository digest (the commit signed from), when present.
+        #[serde(rename = "sourceDigest", skip_serializing_if = "String::is_empty")]
+        source_digest: String,
     },
 }
 
@@ -121,6 +127,7 @@ impl fmt::Display for SignedBy {
                 issuer,
                 log_index,
                 integrated_time,
+                ..
             } => write!(
                 f,
                 "{subject} (issuer {issuer}; transparency log index {log_index}, {integrated_time})"
@@ -433,6 +440,8 @@ impl Policy {
                         0,
                     )
                     .to_string(),
+                    source_repository: id.source_repository.clone(),
+                    source_digest: id.source_digest.clone(),
                 })
             }
         }
